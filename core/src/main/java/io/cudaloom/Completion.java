@@ -1,0 +1,16 @@
+package io.cudaloom;
+
+import org.jspecify.annotations.Nullable;
+
+/**
+ * What a slot wakes: the payload of the slot table. Called exactly once per registration, by the
+ * scanner (slot retired or faulted), a host callback (fallback path) or the closing thread, never
+ * while any lock is held. Implementations must be quick: they run on the scanner thread.
+ */
+interface Completion {
+    /**
+     * @param ticket the registration being completed
+     * @param failure null on success, else why the work can never complete
+     */
+    void complete(long ticket, @Nullable RuntimeException failure);
+}

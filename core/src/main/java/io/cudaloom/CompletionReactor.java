@@ -1,0 +1,636 @@
+package io.cudaloom;
+
+import io.cudaloom.protocol.RetiredBatch;
+import io.cudaloom.protocol.SlotTable;
+import java.util.ArrayList;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.Consumer;
+import java.util.function.IntConsumer;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * The completion reactor of one {@link GpuDevice}: a {@link SlotTable} over the device's flag
+ * memory and one scanner platform thread that wakes waiters whose flags the device has written.
+ *
+ * <h2>Await</h2>
+ * {@link GpuEvent#await()} comes here: if the stream is already idle it returns at once; otherwise
+ * it claims a slot, resets its flag, has the stream write 1 into it behind the work already
+ * submitted, publishes its thread's {@link Waiter}, wakes the scanner if the table went from idle
+ * to active, optionally spins briefly on its own flag, and parks until its own ticket is delivered.
+ * With no slot free, or the flag write refused, it completes through a host callback instead.
+ *
+ * <h2>Scanner</h2>
+ * Scans the armed slots with plain acquire loads (no driver call on this path) and completes every
+ * retired payload outside any lock. It parks when nothing is armed (a registration unparks it only
+ * on the idle-to-active transition); while something is armed it spins for
+ * {@link ReactorConfig#scannerSpinNanos()} after the last retirement, then parks for 1/8 of the time
+ * waited so far, within the configured bounds, so a long wait costs a bounded, small share of a core.
+ * At most once per {@link ReactorConfig#faultProbeIntervalNanos()} it queries the streams of slots
+ * still pending: a faulted stream's waiters are woken with a {@link GpuFaultException}, and its slots
+ * are quarantined until no write into them can land.
+ *
+ * <h2>Close</h2>
+ * {@link #close()} wakes every waiter with a {@link ReactorClosedException}, stops the scanner,
+ * and frees the flag memory only once every slot is accounted for and no device write into it can
+ * still land (at once if nothing is in flight, else from a short-lived reclaimer thread).
+ */
+public final class CompletionReactor implements AutoCloseable {
+    private static final AtomicInteger IDS = new AtomicInteger();
+
+    private final GpuDevice device;
+    private final ReactorConfig config;
+    private final FlagMemory flagMemory;
+    private final SlotTable<Completion> table;
+    /**
+     * The stream each slot was armed on. Written by the registrant before {@link SlotTable#publish}
+     * (published with the payload by the active bit); read by the consumer for fault probes and
+     * quarantine. Not cleared on retirement (that would race the next claim); the next use overwrites it.
+     */
+    private final GpuStream[] slotStream;
+    private final Thread scanner;
+    private final Executor callbackExecutor;
+
+    /** Set first by close(); registrants re-check it after publishing (see {@link #arm}). */
+    private volatile boolean closed;
+    private final AtomicBoolean closing = new AtomicBoolean();
+    private volatile boolean stopScanner;
+    private volatile boolean memoryReleased;
+
+    private final Set<FallbackRegistration> fallbacks = ConcurrentHashMap.newKeySet();
+    /** Outstanding fallbacks; its 0-to-1 transition wakes the scanner, which probes their streams. */
+    private final AtomicLong fallbackOutstanding = new AtomicLong();
+    private final AtomicLong fallbackSeq = new AtomicLong();
+
+    private final LongAdder registrations = new LongAdder();
+    private final LongAdder completions = new LongAdder();
+    private final LongAdder inlineCompletions = new LongAdder();
+    private final LongAdder immediate = new LongAdder();
+    private final LongAdder fallbackCount = new LongAdder();
+    private final LongAdder abandoned = new LongAdder();
+    private final LongAdder faults = new LongAdder();
+    private final LongAdder scannerUnparks = new LongAdder();
+    // Written by the consumer only; volatile so stats() sees recent values.
+    private volatile long scannerParks;
+    private volatile long scannerTimedParks;
+    private volatile long scanPasses;
+    private volatile long faultProbes;
+
+    // ---- consumer-owned state (scanner thread; after it stops, the closing or reclaimer thread) --
+    private final RetiredBatch<Completion> batch;
+    private final RetiredBatch<Completion> failBatch;
+    /** Slots taken out of service: faulted (until their stream settles) or held by close. */
+    private final List<Integer> quarantine = new ArrayList<>();
+    private volatile int quarantinedCount;
+    private final Set<GpuStream> probeStreams = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
+    private final IntConsumer collectProbeStream;
+
+    CompletionReactor(GpuDevice device, ReactorConfig config) {
+        this.device = Objects.requireNonNull(device, "device");
+        this.config = Objects.requireNonNull(config, "config");
+        int capacity = config.capacity();
+        this.flagMemory = Objects.requireNonNull(device.allocateFlags(capacity), "flag memory");
+        if (flagMemory.flags().length() < capacity) {
+            flagMemory.release().run();
+            throw new IllegalStateException("device " + device.name() + " allocated "
+                    + flagMemory.flags().length() + " flags, " + capacity + " requested");
+        }
+        this.table = new SlotTable<>(capacity, flagMemory.flags());
+        this.slotStream = new GpuStream[capacity];
+        this.batch = new RetiredBatch<>(capacity);
+        this.failBatch = new RetiredBatch<>(capacity);
+        this.collectProbeStream = slot -> probeStreams.add(slotStream[slot]);
+        int id = IDS.incrementAndGet();
+        ThreadFactory callbacks = Thread.ofVirtual().name("cuda-loom-callback-" + id + "-", 0).factory();
+        this.callbackExecutor = task -> callbacks.newThread(task).start();
+        this.scanner = Thread.ofPlatform()
+                .name("cuda-loom-scanner-" + id + " (" + device.name() + ")")
+                .daemon(true)
+                .unstarted(this::scanLoop);
+        scanner.start();
+    }
+
+    public GpuDevice device() {
+        return device;
+    }
+
+    public ReactorConfig config() {
+        return config;
+    }
+
+    /** The scanner thread (for diagnostics and tests). */
+    public Thread scannerThread() {
+        return scanner;
+    }
+
+    /** Runs completion callbacks of {@link GpuEvent#toCompletableFuture()}: a virtual thread each. */
+    public Executor callbackExecutor() {
+        return callbackExecutor;
+    }
+
+    public boolean isClosed() {
+        return closed;
+    }
+
+    /** True once the flag memory has been freed (after {@link #close()}, when nothing can land). */
+    public boolean isMemoryReleased() {
+        return memoryReleased;
+    }
+
+    /**
+     * An event for the work submitted to {@code stream} so far.
+     *
+     * @throws IllegalArgumentException if the stream belongs to another device
+     * @throws IllegalStateException if the stream is closed
+     * @throws ReactorClosedException if this reactor is closed
+     */
+    public GpuEvent event(GpuStream stream) {
+        Objects.requireNonNull(stream, "stream");
+        checkOpen();
+        if (stream.device() != device) {
+            throw new IllegalArgumentException("stream " + stream + " belongs to device "
+                    + stream.device().name() + ", not to this reactor's device " + device.name());
+        }
+        if (stream.isClosed()) {
+            throw new IllegalStateException("stream " + stream + " is closed");
+        }
+        return new GpuEvent(this, stream);
+    }
+
+    public ReactorStats stats() {
+        return new ReactorStats(
+                table.capacity(),
+                table.armedCount(),
+                table.freeCount(),
+                registrations.sum(),
+                completions.sum(),
+                inlineCompletions.sum(),
+                immediate.sum(),
+                fallbackCount.sum(),
+                abandoned.sum(),
+                faults.sum(),
+                scannerParks,
+                scannerTimedParks,
+                scannerUnparks.sum(),
+                scanPasses,
+                faultProbes,
+                quarantinedCount);
+    }
+
+    // ---- await --------------------------------------------------------------------------------
+
+    /** Blocking wait of {@link GpuEvent}; returns false only when timed and the time ran out. */
+    boolean await(GpuEvent event, boolean interruptible, boolean timed, long nanos) throws InterruptedException {
+        if (event.reactor() != this) {
+            throw new IllegalArgumentException("event " + event + " belongs to another reactor");
+        }
+        if (interruptible && Thread.interrupted()) {
+            throw new InterruptedException();
+        }
+        checkOpen();
+        GpuStream stream = event.stream();
+        long deadline = timed ? System.nanoTime() + nanos : 0L;
+        if (config.strategy() == CompletionStrategy.SYNCHRONIZE) {
+            return awaitBySynchronize(stream, interruptible, timed, deadline);
+        }
+        StreamState state = stream.queryState();
+        if (state == StreamState.IDLE) {
+            immediate.increment();
+            completions.increment();
+            return true;
+        }
+        if (state == StreamState.FAULTED) {
+            faults.increment();
+            throw faultOf(stream);
+        }
+        if (timed && nanos <= 0) {
+            return false;
+        }
+        Waiter waiter = Waiter.current();
+        waiter.reset();
+        long ticket = config.strategy() == CompletionStrategy.REACTOR ? arm(stream, waiter) : SlotTable.NO_SLOT;
+        FallbackRegistration fallback = null;
+        if (ticket == SlotTable.NO_SLOT) {
+            fallback = registerFallback(stream, waiter);
+            ticket = fallback.ticket;
+        } else if (config.waiterSpinNanos() > 0 && table.armedCount() <= config.waiterSpinMaxArmed()) {
+            if (spinOnOwnFlag(waiter, ticket)) {
+                return true;
+            }
+        }
+        return parkUntilDelivered(waiter, ticket, fallback, interruptible, timed, deadline);
+    }
+
+    /** Non-blocking registration of {@link GpuEvent#toCompletableFuture}: {@code onDone} runs once. */
+    void register(GpuEvent event, Consumer<@Nullable RuntimeException> onDone) {
+        checkOpen();
+        GpuStream stream = event.stream();
+        StreamState state = stream.queryState();
+        if (state == StreamState.IDLE) {
+            immediate.increment();
+            completions.increment();
+            onDone.accept(null);
+            return;
+        }
+        if (state == StreamState.FAULTED) {
+            faults.increment();
+            onDone.accept(faultOf(stream));
+            return;
+        }
+        Completion completion = (ticket, failure) -> {
+            if (failure == null) {
+                completions.increment();
+            } else if (failure instanceof GpuFaultException) {
+                faults.increment();
+            }
+            onDone.accept(failure);
+        };
+        long ticket = config.strategy() == CompletionStrategy.REACTOR ? arm(stream, completion) : SlotTable.NO_SLOT;
+        if (ticket == SlotTable.NO_SLOT) {
+            registerFallback(stream, completion);
+        }
+    }
+
+    /**
+     * Claim, reset, enqueue the device write, publish. Returns the ticket, or NO_SLOT when the
+     * caller must fall back (no slot free, or the device refused the write).
+     */
+    private long arm(GpuStream stream, Completion completion) {
+        long ticket = table.claim();
+        if (ticket == SlotTable.NO_SLOT) {
+            return SlotTable.NO_SLOT;
+        }
+        int slot = SlotTable.slotOf(ticket);
+        table.resetFlag(ticket); // before the device write: a stale 0 must not land after its 1
+        boolean enqueued;
+        try {
+            enqueued = stream.enqueueFlagWrite(flagMemory, slot);
+        } catch (RuntimeException e) {
+            table.release(ticket);
+            throw e;
+        }
+        if (!enqueued) {
+            table.release(ticket);
+            return SlotTable.NO_SLOT;
+        }
+        slotStream[slot] = stream; // published to the consumer by publish's bit update
+        registrations.increment();
+        if (table.publish(ticket, completion)) {
+            scannerUnparks.increment();
+            LockSupport.unpark(scanner);
+        }
+        // Dekker with close(): close writes `closed` then reads the bits; we wrote our bit (a
+        // volatile read-modify-write) and now read `closed`. At least one of us sees the other:
+        // either close() drains our slot and delivers the closed failure, or we see `closed` here.
+        if (closed && table.cancel(ticket, completion)) {
+            throw closedFailure();
+        }
+        return ticket;
+    }
+
+    private FallbackRegistration registerFallback(GpuStream stream, Completion completion) {
+        FallbackRegistration fb = new FallbackRegistration(
+                this, stream, Long.MIN_VALUE + fallbackSeq.incrementAndGet(), completion);
+        fallbacks.add(fb);
+        fallbackCount.increment();
+        if (fallbackOutstanding.getAndIncrement() == 0) {
+            LockSupport.unpark(scanner); // so it probes this stream for faults
+        }
+        boolean enqueued;
+        RuntimeException refusal = null;
+        try {
+            enqueued = stream.enqueueHostCallback(fb);
+        } catch (RuntimeException e) {
+            enqueued = false;
+            refusal = e;
+        }
+        if (!enqueued && fb.cancel(completion)) {
+            if (stream.queryState() == StreamState.FAULTED) {
+                throw faultOf(stream);
+            }
+            IllegalStateException e = new IllegalStateException(
+                    "stream " + stream + " refused both the flag write and the host callback");
+            if (refusal != null) {
+                e.initCause(refusal);
+            }
+            throw e;
+        }
+        // Same Dekker pairing as in arm(): the set insertion above is a volatile write.
+        if (closed && fb.cancel(completion)) {
+            throw closedFailure();
+        }
+        return fb;
+    }
+
+    void fallbackFinished(FallbackRegistration fb) {
+        fallbacks.remove(fb);
+        fallbackOutstanding.decrementAndGet();
+    }
+
+    /** Bounded spin on the waiter's own flag; true if the work completed (and the slot was withdrawn). */
+    private boolean spinOnOwnFlag(Waiter waiter, long ticket) {
+        long end = System.nanoTime() + config.waiterSpinNanos();
+        while (!waiter.isDelivered(ticket)) {
+            if (table.flagSet(ticket)) {
+                // Landed before the scanner saw it: withdraw the payload so no unpark follows; the
+                // scanner still retires and recycles the slot. If the scanner won, delivery is imminent.
+                if (table.cancel(ticket, waiter)) {
+                    inlineCompletions.increment();
+                    completions.increment();
+                    return true;
+                }
+                return false;
+            }
+            if (System.nanoTime() - end >= 0) {
+                return false;
+            }
+            Thread.onSpinWait();
+        }
+        return false;
+    }
+
+    private boolean parkUntilDelivered(Waiter waiter, long ticket, @Nullable FallbackRegistration fallback,
+            boolean interruptible, boolean timed, long deadline) throws InterruptedException {
+        boolean interrupted = false;
+        while (!waiter.isDelivered(ticket)) {
+            if (timed) {
+                long remaining = deadline - System.nanoTime();
+                if (remaining <= 0) {
+                    if (withdraw(waiter, ticket, fallback)) {
+                        abandoned.increment();
+                        restoreInterrupt(interrupted);
+                        return false;
+                    }
+                    timed = false; // lost the race to a delivery: it is imminent, wait for it
+                    continue;
+                }
+                LockSupport.parkNanos(this, remaining);
+            } else {
+                LockSupport.park(this); // spurious returns are re-checked by the loop condition
+            }
+            if (Thread.interrupted()) {
+                if (interruptible && !interrupted && withdraw(waiter, ticket, fallback)) {
+                    abandoned.increment();
+                    throw new InterruptedException();
+                }
+                interrupted = true; // delivery imminent (or uninterruptible): finish, then re-assert
+            }
+        }
+        restoreInterrupt(interrupted);
+        RuntimeException failure = waiter.failure();
+        if (failure != null) {
+            if (failure instanceof GpuFaultException) {
+                faults.increment();
+                throw new GpuFaultException(failure.getMessage(), failure);
+            }
+            throw new ReactorClosedException(failure.getMessage());
+        }
+        completions.increment();
+        return true;
+    }
+
+    private boolean withdraw(Waiter waiter, long ticket, @Nullable FallbackRegistration fallback) {
+        return fallback != null ? fallback.cancel(waiter) : table.cancel(ticket, waiter);
+    }
+
+    private static void restoreInterrupt(boolean interrupted) {
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private boolean awaitBySynchronize(GpuStream stream, boolean interruptible, boolean timed, long deadline)
+            throws InterruptedException {
+        if (!timed) {
+            stream.synchronize(); // the baseline: blocks this thread (and a virtual thread's carrier)
+            completions.increment();
+            return true;
+        }
+        // A timed synchronize does not exist in the driver: poll the stream until the deadline.
+        while (true) {
+            StreamState state = stream.queryState();
+            if (state == StreamState.IDLE) {
+                completions.increment();
+                return true;
+            }
+            if (state == StreamState.FAULTED) {
+                faults.increment();
+                throw faultOf(stream);
+            }
+            if (System.nanoTime() - deadline >= 0) {
+                return false;
+            }
+            if (interruptible && Thread.interrupted()) {
+                throw new InterruptedException();
+            }
+            Thread.onSpinWait();
+        }
+    }
+
+    // ---- scanner ------------------------------------------------------------------------------
+
+    private void scanLoop() {
+        long lastProgress = System.nanoTime();
+        long lastProbe = lastProgress;
+        while (!stopScanner) {
+            table.scanOnce(batch);
+            scanPasses++;
+            if (!batch.isEmpty()) {
+                deliver(batch, null);
+                lastProgress = System.nanoTime();
+                continue;
+            }
+            if (table.isIdle() && fallbackOutstanding.get() == 0) {
+                // Park gate: the armed count, not this pass's bits. A registration that raced
+                // ahead of this check left its unpark as our permit, so park returns at once.
+                scannerParks++;
+                LockSupport.park(this);
+                lastProgress = lastProbe = System.nanoTime();
+                continue;
+            }
+            long now = System.nanoTime();
+            if (now - lastProbe >= config.faultProbeIntervalNanos()) {
+                probeForFaults();
+                lastProbe = now;
+            }
+            long waited = now - lastProgress;
+            if (waited < config.scannerSpinNanos()) {
+                Thread.onSpinWait();
+                continue;
+            }
+            long park = Math.max(config.scannerMinParkNanos(), Math.min(config.scannerMaxParkNanos(), waited >>> 3));
+            scannerTimedParks++;
+            LockSupport.parkNanos(this, park);
+        }
+    }
+
+    private void deliver(RetiredBatch<Completion> retired, @Nullable RuntimeException failure) {
+        for (int i = 0; i < retired.size(); i++) {
+            Completion c = retired.payload(i);
+            if (c != null) {
+                try {
+                    c.complete(retired.ticket(i), failure);
+                } catch (Throwable t) {
+                    // A failing callback must not stop the scanner, which serves every waiter.
+                    Thread.UncaughtExceptionHandler h = Thread.currentThread().getUncaughtExceptionHandler();
+                    h.uncaughtException(Thread.currentThread(), t);
+                }
+            }
+        }
+        retired.clear();
+    }
+
+    /** Query the streams of pending slots and fallbacks; fail the waiters of faulted streams. */
+    private void probeForFaults() {
+        faultProbes++;
+        probeStreams.clear();
+        table.forEachArmed(true, collectProbeStream);
+        for (FallbackRegistration fb : fallbacks) {
+            probeStreams.add(fb.stream);
+        }
+        for (GpuStream stream : probeStreams) {
+            if (stream.queryState() == StreamState.FAULTED) {
+                failStream(stream);
+            }
+        }
+        probeStreams.clear();
+        recycleSettledQuarantine();
+    }
+
+    private void failStream(GpuStream stream) {
+        GpuFaultException failure = faultOf(stream);
+        table.forEachArmed(true, slot -> {
+            if (slotStream[slot] == stream && table.failArmed(slot, failBatch)) {
+                quarantine.add(slot); // the dead stream's write must not land in a reused slot
+            }
+        });
+        quarantinedCount = quarantine.size();
+        deliver(failBatch, failure);
+        for (FallbackRegistration fb : fallbacks) {
+            if (fb.stream == stream) {
+                fb.complete(failure);
+            }
+        }
+    }
+
+    private void recycleSettledQuarantine() {
+        if (quarantine.isEmpty() || closed) {
+            return;
+        }
+        quarantine.removeIf(slot -> {
+            if (slotStream[slot].flagWritesSettled()) {
+                table.recycle(slot);
+                return true;
+            }
+            return false;
+        });
+        quarantinedCount = quarantine.size();
+    }
+
+    private GpuFaultException faultOf(GpuStream stream) {
+        return new GpuFaultException("GPU work on " + stream + " of " + device.name()
+                + " can never complete: " + stream.faultDescription());
+    }
+
+    private ReactorClosedException closedFailure() {
+        return new ReactorClosedException("the completion reactor of " + device.name() + " is closed");
+    }
+
+    private void checkOpen() {
+        if (closed) {
+            throw closedFailure();
+        }
+    }
+
+    // ---- close --------------------------------------------------------------------------------
+
+    /**
+     * Wakes every waiter with a {@link ReactorClosedException}, stops the scanner and frees the flag
+     * memory once no device write into it can land. Later awaits throw the same exception.
+     * Idempotent; returns without waiting for GPU work.
+     */
+    @Override
+    public void close() {
+        if (!closing.compareAndSet(false, true)) {
+            return;
+        }
+        closed = true; // first: registrants that publish from now on see it (Dekker, see arm)
+        stopScanner = true;
+        LockSupport.unpark(scanner);
+        if (Thread.currentThread() != scanner) {
+            boolean interrupted = false;
+            while (true) {
+                try {
+                    scanner.join();
+                    break;
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                }
+            }
+            restoreInterrupt(interrupted);
+        }
+        // The scanner has stopped (join: happens-before): this thread is now the consumer.
+        if (!reclaimStep()) {
+            Thread.ofPlatform().name(scanner.getName().replace("scanner", "reclaimer")).daemon(true).start(() -> {
+                while (!reclaimStep()) {
+                    LockSupport.parkNanos(1_000_000L);
+                }
+            });
+        }
+    }
+
+    /**
+     * One step of shutdown as the consumer: wake whatever is still registered, take every free slot
+     * out of circulation, and free the flag memory once all slots are held here and every stream that
+     * was armed has settled. A registrant between claim and publish holds its slot out of our reach;
+     * it will publish (then see `closed`) or release it, and a later step collects it.
+     */
+    private boolean reclaimStep() {
+        ReactorClosedException failure = closedFailure();
+        table.forEachArmed(false, slot -> {
+            if (table.failArmed(slot, failBatch)) {
+                quarantine.add(slot);
+            }
+        });
+        deliver(failBatch, failure);
+        for (FallbackRegistration fb : fallbacks) {
+            fb.complete(failure);
+        }
+        int held = quarantine.size();
+        while (table.claim() != SlotTable.NO_SLOT) {
+            held++;
+        }
+        // Claimed free slots are not kept in `quarantine`: they were never armed since their last
+        // retirement, so no write is pending into them.
+        heldFree += held - quarantine.size();
+        quarantinedCount = quarantine.size();
+        if (heldFree + quarantine.size() < table.capacity()) {
+            return false;
+        }
+        for (int slot : quarantine) {
+            if (!slotStream[slot].flagWritesSettled()) {
+                return false;
+            }
+        }
+        memoryReleased = true;
+        flagMemory.release().run();
+        return true;
+    }
+
+    private int heldFree;
+
+    @Override
+    public String toString() {
+        return "CompletionReactor[" + device.name() + ", " + config.strategy() + (closed ? ", closed]" : "]");
+    }
+}

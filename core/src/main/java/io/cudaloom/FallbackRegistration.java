@@ -1,0 +1,61 @@
+package io.cudaloom;
+
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * A registration served by a host callback on the stream instead of a slot (pool exhausted, flag
+ * write refused, or the HOST_CALLBACK strategy). Its target is taken exactly once, with an atomic
+ * get-and-set, by whichever comes first: the host callback ({@link #run}), the scanner's fault
+ * probe, the closing thread, or the waiter withdrawing it ({@link #cancel}, a compare-and-set).
+ */
+final class FallbackRegistration implements Runnable {
+    private static final VarHandle TARGET;
+
+    static {
+        try {
+            TARGET = MethodHandles.lookup().findVarHandle(FallbackRegistration.class, "target", Completion.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    final CompletionReactor reactor;
+    final GpuStream stream;
+    /** Negative, unique per reactor, never {@link Waiter#NONE}: distinct from every slot ticket. */
+    final long ticket;
+    @SuppressWarnings("unused") // accessed through TARGET
+    private volatile @Nullable Completion target;
+
+    FallbackRegistration(CompletionReactor reactor, GpuStream stream, long ticket, Completion target) {
+        this.reactor = reactor;
+        this.stream = stream;
+        this.ticket = ticket;
+        this.target = target;
+    }
+
+    /** The host callback: the stream's prior work is done. */
+    @Override
+    public void run() {
+        complete(null);
+    }
+
+    /** Deliver to the target unless someone else already took it. */
+    void complete(@Nullable RuntimeException failure) {
+        Completion c = (Completion) TARGET.getAndSet(this, null);
+        if (c != null) {
+            reactor.fallbackFinished(this);
+            c.complete(ticket, failure);
+        }
+    }
+
+    /** Withdraw the target; true if it will never be delivered. */
+    boolean cancel(Completion expected) {
+        if (TARGET.compareAndSet(this, expected, null)) {
+            reactor.fallbackFinished(this);
+            return true;
+        }
+        return false;
+    }
+}

@@ -1,0 +1,99 @@
+package io.cudaloom;
+
+import io.cudaloom.sim.SimulatedDevice;
+import java.util.Locale;
+import java.util.Objects;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * A GPU (or the simulated device) with its {@link CompletionReactor}. Open one with
+ * {@link #open()}, make streams with {@link #newStream()}, close it when done ({@code use {}} in
+ * Kotlin, try-with-resources in Java).
+ *
+ * <p>The protected methods are the backend's side of the device abstraction.
+ */
+public abstract class GpuDevice implements AutoCloseable {
+    /** System property choosing the backend of {@link #open()}: {@code auto} (default), {@code cuda}, {@code sim}. */
+    public static final String BACKEND_PROPERTY = "cudaloom.device";
+
+    private volatile @Nullable CompletionReactor reactor;
+
+    protected GpuDevice() {}
+
+    /** {@link #open(ReactorConfig)} with the default configuration. */
+    public static GpuDevice open() {
+        return open(ReactorConfig.defaults());
+    }
+
+    /**
+     * Opens the first CUDA device if one is present, else the embedded simulated device. The system
+     * property {@value #BACKEND_PROPERTY} forces either: {@code cuda} fails if no CUDA device can be
+     * opened, {@code sim} never touches the driver.
+     */
+    public static GpuDevice open(ReactorConfig config) {
+        Objects.requireNonNull(config, "config");
+        String choice = System.getProperty(BACKEND_PROPERTY, "auto").trim().toLowerCase(Locale.ROOT);
+        return switch (choice) {
+            case "sim", "simulated" -> SimulatedDevice.create(config);
+            case "cuda", "gpu" -> Backends.openCuda(0, config);
+            case "auto", "" -> {
+                GpuDevice cuda = Backends.tryOpenCuda(config);
+                yield cuda != null ? cuda : SimulatedDevice.create(config);
+            }
+            default -> throw new IllegalArgumentException(
+                    BACKEND_PROPERTY + " must be auto, cuda or sim, was '" + choice + "'");
+        };
+    }
+
+    /** Starts this device's reactor; called once by the backend's factory after construction. */
+    protected final void startReactor(ReactorConfig config) {
+        if (reactor != null) {
+            throw new IllegalStateException("reactor of " + name() + " already started");
+        }
+        reactor = new CompletionReactor(this, config);
+    }
+
+    /**
+     * This device's completion reactor.
+     *
+     * @throws ReactorClosedException if the device is closed
+     */
+    public final CompletionReactor reactor() {
+        CompletionReactor r = reactor;
+        if (r == null) {
+            throw new IllegalStateException("reactor of " + name() + " was never started");
+        }
+        return r;
+    }
+
+    /** A human-readable name, e.g. "NVIDIA H200 (cuda:0)" or "simulated device 3". */
+    public abstract String name();
+
+    /** Whether this is the embedded simulated device rather than a real GPU. */
+    public abstract boolean isSimulated();
+
+    /** A new stream on this device. */
+    public abstract GpuStream newStream();
+
+    /**
+     * Wakes every waiter with {@link ReactorClosedException}, stops the reactor and releases the
+     * device. Work already submitted still runs; flag memory is freed once it cannot be written.
+     */
+    @Override
+    public void close() {
+        CompletionReactor r = reactor;
+        if (r != null) {
+            r.close();
+        }
+    }
+
+    // ---- backend side -------------------------------------------------------------------------
+
+    /** Zeroed flag memory for {@code count} slots (pinned and device-mapped on a real GPU). */
+    protected abstract FlagMemory allocateFlags(int count);
+
+    @Override
+    public String toString() {
+        return name();
+    }
+}

@@ -1,0 +1,182 @@
+package io.cudaloom;
+
+import java.time.Duration;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Stands for all work submitted to a {@link GpuStream} before the event was taken
+ * ({@link GpuStream#event()}). Awaiting it may also wait for work submitted to that stream later,
+ * never for less.
+ *
+ * <p>{@link #await()} parks the calling thread, virtual or platform, until the work is done; while
+ * parked it costs no platform thread and no spinning core: one scanner thread per reactor watches
+ * completion flags that the device writes into pinned host memory. Conventions follow
+ * {@code java.util.concurrent}: interruptible {@link #await()}, timed {@link #await(Duration)}
+ * returning whether the work completed, and {@link #awaitUninterruptibly()}.
+ *
+ * <p>An event may be awaited any number of times, from any threads; once one await has completed,
+ * later ones return at once.
+ *
+ * <p>Failures: {@link GpuFaultException} if the stream faulted (the work will never complete),
+ * {@link ReactorClosedException} if the device was closed.
+ */
+public final class GpuEvent {
+    private final CompletionReactor reactor;
+    private final GpuStream stream;
+    /** Set once an await has seen the work complete; later awaits return at once. */
+    private volatile boolean done;
+
+    GpuEvent(CompletionReactor reactor, GpuStream stream) {
+        this.reactor = reactor;
+        this.stream = stream;
+    }
+
+    public GpuStream stream() {
+        return stream;
+    }
+
+    public CompletionReactor reactor() {
+        return reactor;
+    }
+
+    /** Whether an await of this event has already completed (no device query is made). */
+    public boolean isDone() {
+        return done;
+    }
+
+    /**
+     * Waits until the work is done.
+     *
+     * @throws InterruptedException if interrupted while waiting (the interrupt status is cleared)
+     * @throws GpuFaultException if the stream faulted
+     * @throws ReactorClosedException if the device was closed
+     */
+    public void await() throws InterruptedException {
+        if (!done) {
+            reactor.await(this, true, false, 0L);
+            done = true;
+        }
+    }
+
+    /**
+     * Waits until the work is done or the timeout elapses.
+     *
+     * @return true if the work completed, false if the timeout elapsed first
+     * @throws IllegalArgumentException if the timeout is negative
+     */
+    public boolean await(Duration timeout) throws InterruptedException {
+        Objects.requireNonNull(timeout, "timeout");
+        if (timeout.isNegative()) {
+            throw new IllegalArgumentException("timeout must not be negative, was " + timeout);
+        }
+        return awaitNanos(saturatedNanos(timeout));
+    }
+
+    /**
+     * Waits until the work is done or the timeout elapses.
+     *
+     * @return true if the work completed, false if the timeout elapsed first
+     * @throws IllegalArgumentException if the timeout is negative
+     */
+    public boolean await(long timeout, TimeUnit unit) throws InterruptedException {
+        Objects.requireNonNull(unit, "unit");
+        if (timeout < 0) {
+            throw new IllegalArgumentException("timeout must not be negative, was " + timeout + " " + unit);
+        }
+        return awaitNanos(unit.toNanos(timeout));
+    }
+
+    /** Waits until the work is done, ignoring interrupts (the interrupt status is kept). */
+    public void awaitUninterruptibly() {
+        if (!done) {
+            try {
+                reactor.await(this, false, false, 0L);
+            } catch (InterruptedException e) {
+                throw new AssertionError("uninterruptible await was interrupted", e);
+            }
+            done = true;
+        }
+    }
+
+    /**
+     * A future completed when the work is done (exceptionally with {@link GpuFaultException} or
+     * {@link ReactorClosedException}), served by the same reactor and slots as {@link #await()} but
+     * parking no thread at all. Dependent stages run on {@code executor}, never on the scanner.
+     */
+    public CompletableFuture<Void> toCompletableFuture(Executor executor) {
+        Objects.requireNonNull(executor, "executor");
+        CompletableFuture<Void> future = new CompletableFuture<>();
+        if (done) {
+            future.complete(null);
+            return future;
+        }
+        reactor.register(this, (failure) -> executor.execute(() -> {
+            if (failure == null) {
+                done = true;
+                future.complete(null);
+            } else {
+                future.completeExceptionally(failure);
+            }
+        }));
+        return future;
+    }
+
+    /** {@link #toCompletableFuture(Executor)} with the reactor's default callback executor. */
+    public CompletableFuture<Void> toCompletableFuture() {
+        return toCompletableFuture(reactor.callbackExecutor());
+    }
+
+    /**
+     * Runs {@code onDone} on {@code executor} once the work is done, or {@code onError} with the
+     * failure; parks no thread.
+     */
+    public void onComplete(Executor executor, Runnable onDone, java.util.function.Consumer<? super RuntimeException> onError) {
+        Objects.requireNonNull(executor, "executor");
+        Objects.requireNonNull(onDone, "onDone");
+        Objects.requireNonNull(onError, "onError");
+        if (done) {
+            executor.execute(onDone);
+            return;
+        }
+        reactor.register(this, (failure) -> executor.execute(() -> {
+            if (failure == null) {
+                done = true;
+                onDone.run();
+            } else {
+                onError.accept(failure);
+            }
+        }));
+    }
+
+    void markDone() {
+        done = true;
+    }
+
+    private boolean awaitNanos(long nanos) throws InterruptedException {
+        if (done) {
+            return true;
+        }
+        boolean completed = reactor.await(this, true, true, nanos);
+        if (completed) {
+            done = true;
+        }
+        return completed;
+    }
+
+    private static long saturatedNanos(Duration d) {
+        try {
+            return d.toNanos();
+        } catch (ArithmeticException overflow) {
+            throw new IllegalArgumentException(
+                    "timeout " + d + " is too large: at most " + Duration.ofNanos(Long.MAX_VALUE) + " is supported");
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "GpuEvent[" + stream + (done ? ", done]" : "]");
+    }
+}

@@ -1,0 +1,159 @@
+package io.cudaloom;
+
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * Settings of a {@link CompletionReactor}. Immutable; build with {@link #builder()}.
+ *
+ * <p>Defaults: 4,096 slots; the waiter spins on its own flag for up to 20 us before parking
+ * (only while few waiters are armed); the scanner spins 50 us after its last retirement, then
+ * parks for 1/8 of the time it has waited so far (between 20 us and 1 ms); streams of slots that
+ * stay armed are probed for device faults at most once per millisecond.
+ */
+public final class ReactorConfig {
+    /** The largest capacity accepted: 16 Mi slots (64 MiB of pinned flags). */
+    public static final int MAX_CAPACITY = 1 << 24;
+    private static final Duration MAX_DURATION = Duration.ofSeconds(10);
+
+    private final int capacity;
+    private final long waiterSpinNanos;
+    private final int waiterSpinMaxArmed;
+    private final long scannerSpinNanos;
+    private final long scannerMinParkNanos;
+    private final long scannerMaxParkNanos;
+    private final long faultProbeIntervalNanos;
+    private final CompletionStrategy strategy;
+
+    private ReactorConfig(Builder b) {
+        this.capacity = b.capacity;
+        this.waiterSpinNanos = b.waiterSpin.toNanos();
+        this.waiterSpinMaxArmed = b.waiterSpinMaxArmed;
+        this.scannerSpinNanos = b.scannerSpin.toNanos();
+        this.scannerMinParkNanos = b.scannerMinPark.toNanos();
+        this.scannerMaxParkNanos = b.scannerMaxPark.toNanos();
+        this.faultProbeIntervalNanos = b.faultProbeInterval.toNanos();
+        this.strategy = b.strategy;
+    }
+
+    public static ReactorConfig defaults() {
+        return builder().build();
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    public Builder toBuilder() {
+        return new Builder()
+                .capacity(capacity)
+                .waiterSpin(Duration.ofNanos(waiterSpinNanos), waiterSpinMaxArmed)
+                .scannerSpin(Duration.ofNanos(scannerSpinNanos))
+                .scannerPark(Duration.ofNanos(scannerMinParkNanos), Duration.ofNanos(scannerMaxParkNanos))
+                .faultProbeInterval(Duration.ofNanos(faultProbeIntervalNanos))
+                .strategy(strategy);
+    }
+
+    public int capacity() { return capacity; }
+    public long waiterSpinNanos() { return waiterSpinNanos; }
+    public int waiterSpinMaxArmed() { return waiterSpinMaxArmed; }
+    public long scannerSpinNanos() { return scannerSpinNanos; }
+    public long scannerMinParkNanos() { return scannerMinParkNanos; }
+    public long scannerMaxParkNanos() { return scannerMaxParkNanos; }
+    public long faultProbeIntervalNanos() { return faultProbeIntervalNanos; }
+    public CompletionStrategy strategy() { return strategy; }
+
+    @Override
+    public String toString() {
+        return "ReactorConfig[capacity=" + capacity + ", strategy=" + strategy
+                + ", waiterSpin=" + waiterSpinNanos + "ns (while armed <= " + waiterSpinMaxArmed + ")"
+                + ", scannerSpin=" + scannerSpinNanos + "ns, scannerPark=" + scannerMinParkNanos
+                + ".." + scannerMaxParkNanos + "ns, faultProbeInterval=" + faultProbeIntervalNanos + "ns]";
+    }
+
+    /** Builder; each setter rejects bad values at once with a message naming the setting. */
+    public static final class Builder {
+        private int capacity = 4096;
+        private Duration waiterSpin = Duration.ofNanos(20_000);
+        private int waiterSpinMaxArmed = Math.max(1, Runtime.getRuntime().availableProcessors() / 2);
+        private Duration scannerSpin = Duration.ofNanos(50_000);
+        private Duration scannerMinPark = Duration.ofNanos(20_000);
+        private Duration scannerMaxPark = Duration.ofMillis(1);
+        private Duration faultProbeInterval = Duration.ofMillis(1);
+        private CompletionStrategy strategy = CompletionStrategy.REACTOR;
+
+        private Builder() {}
+
+        /** Number of completion slots (flags); beyond it awaits fall back to host callbacks. */
+        public Builder capacity(int capacity) {
+            if (capacity < 1 || capacity > MAX_CAPACITY) {
+                throw new IllegalArgumentException(
+                        "capacity must be between 1 and " + MAX_CAPACITY + ", was " + capacity);
+            }
+            this.capacity = capacity;
+            return this;
+        }
+
+        /**
+         * How long a waiter spins on its own completion flag before parking (0 = never spin), and
+         * the most armed slots for which it still spins (spinning on a busy reactor would only take
+         * carrier threads away from other virtual threads).
+         */
+        public Builder waiterSpin(Duration spin, int whileArmedAtMost) {
+            this.waiterSpin = checked("waiterSpin", spin, true);
+            if (whileArmedAtMost < 0) {
+                throw new IllegalArgumentException("waiterSpin whileArmedAtMost must be >= 0, was " + whileArmedAtMost);
+            }
+            this.waiterSpinMaxArmed = whileArmedAtMost;
+            return this;
+        }
+
+        public Builder waiterSpin(Duration spin) {
+            return waiterSpin(spin, waiterSpinMaxArmed);
+        }
+
+        /** How long the scanner spins after its last retirement before it starts timed parks. */
+        public Builder scannerSpin(Duration spin) {
+            this.scannerSpin = checked("scannerSpin", spin, true);
+            return this;
+        }
+
+        /** Bounds of the scanner's timed parks while slots are armed but nothing completes. */
+        public Builder scannerPark(Duration min, Duration max) {
+            checked("scannerPark min", min, false);
+            checked("scannerPark max", max, false);
+            if (min.compareTo(max) > 0) {
+                throw new IllegalArgumentException("scannerPark min " + min + " exceeds max " + max);
+            }
+            this.scannerMinPark = min;
+            this.scannerMaxPark = max;
+            return this;
+        }
+
+        /** How often, at most, the streams of long-armed slots are queried for device faults. */
+        public Builder faultProbeInterval(Duration interval) {
+            this.faultProbeInterval = checked("faultProbeInterval", interval, false);
+            return this;
+        }
+
+        public Builder strategy(CompletionStrategy strategy) {
+            this.strategy = Objects.requireNonNull(strategy, "strategy");
+            return this;
+        }
+
+        public ReactorConfig build() {
+            return new ReactorConfig(this);
+        }
+
+        private static Duration checked(String what, Duration d, boolean zeroAllowed) {
+            Objects.requireNonNull(d, what);
+            if (d.isNegative() || (!zeroAllowed && d.isZero())) {
+                throw new IllegalArgumentException(what + " must be " + (zeroAllowed ? ">= 0" : "> 0") + ", was " + d);
+            }
+            if (d.compareTo(MAX_DURATION) > 0) {
+                throw new IllegalArgumentException(what + " must be at most " + MAX_DURATION + ", was " + d);
+            }
+            return d;
+        }
+    }
+}

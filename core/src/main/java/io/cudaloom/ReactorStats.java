@@ -1,0 +1,41 @@
+package io.cudaloom;
+
+/**
+ * A snapshot of a reactor's counters (each read separately, so a snapshot taken while awaits run
+ * is not one instant).
+ *
+ * @param capacity completion slots
+ * @param armedNow slots armed and not yet retired
+ * @param freeSlots slots on the free list (exact only while quiescent)
+ * @param registrations awaits that armed a slot
+ * @param completions awaits that returned normally (any path)
+ * @param inlineCompletions of those, completed by the waiter's own spin, without a wake-up
+ * @param immediate awaits that found their stream already idle and registered nothing
+ * @param fallbacks awaits completed through a host callback (pool exhausted, write refused, or
+ *     the HOST_CALLBACK strategy)
+ * @param abandoned awaits that gave up (timeout, interrupt) while their registration was in flight
+ * @param faults awaits woken with a device fault
+ * @param scannerParks times the scanner parked with nothing armed
+ * @param scannerTimedParks timed parks of the scanner's back-off while slots stayed armed
+ * @param scannerUnparks unparks of the scanner by registrants (idle-to-active transitions)
+ * @param scanPasses scan passes
+ * @param faultProbes fault-probe rounds (stream queries made by the scanner)
+ * @param quarantined slots held back because a device write into them might still land
+ */
+public record ReactorStats(
+        int capacity,
+        long armedNow,
+        int freeSlots,
+        long registrations,
+        long completions,
+        long inlineCompletions,
+        long immediate,
+        long fallbacks,
+        long abandoned,
+        long faults,
+        long scannerParks,
+        long scannerTimedParks,
+        long scannerUnparks,
+        long scanPasses,
+        long faultProbes,
+        int quarantined) {}

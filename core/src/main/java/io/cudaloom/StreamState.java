@@ -1,0 +1,11 @@
+package io.cudaloom;
+
+/** What a stream reports when queried without blocking. */
+public enum StreamState {
+    /** Every command submitted so far has completed. */
+    IDLE,
+    /** Some submitted command has not completed yet. */
+    BUSY,
+    /** The stream hit a device fault; its pending commands will never complete. */
+    FAULTED
+}

@@ -1,0 +1,125 @@
+package io.cudaloom.sim;
+
+import io.cudaloom.FlagMemory;
+import io.cudaloom.GpuDevice;
+import io.cudaloom.ReactorConfig;
+import io.cudaloom.protocol.OffHeapFlagArray;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * A device that runs on the CPU, so the whole protocol runs end to end without a GPU: each
+ * {@link SimulatedStream} executes its commands in order on a thread of its own, and a flag write
+ * stores 1 into the same off-heap flag memory ({@link OffHeapFlagArray}) that the reactor's scanner
+ * reads, exactly as the GPU writes pinned memory.
+ *
+ * <p>{@link GpuDevice#open()} picks it when no CUDA device is present; {@link #create()} picks it
+ * explicitly. It can inject device faults ({@link SimulatedStream#injectFault}).
+ */
+public final class SimulatedDevice extends GpuDevice {
+    private static final AtomicInteger IDS = new AtomicInteger();
+
+    private final int id = IDS.incrementAndGet();
+    private final AtomicInteger streamIds = new AtomicInteger();
+    private final Set<SimulatedStream> streams = ConcurrentHashMap.newKeySet();
+    private final Set<FlagMemory> releasedMemory = ConcurrentHashMap.newKeySet();
+    private final AtomicLong writesAfterRelease = new AtomicLong();
+    private final AtomicInteger liveFlagMemories = new AtomicInteger();
+    private volatile boolean closed;
+
+    private SimulatedDevice() {}
+
+    public static SimulatedDevice create() {
+        return create(ReactorConfig.defaults());
+    }
+
+    public static SimulatedDevice create(ReactorConfig config) {
+        Objects.requireNonNull(config, "config");
+        SimulatedDevice device = new SimulatedDevice();
+        device.startReactor(config);
+        return device;
+    }
+
+    @Override
+    public String name() {
+        return "simulated device " + id;
+    }
+
+    @Override
+    public boolean isSimulated() {
+        return true;
+    }
+
+    @Override
+    public SimulatedStream newStream() {
+        if (closed) {
+            throw new IllegalStateException(name() + " is closed");
+        }
+        SimulatedStream s = new SimulatedStream(this, streamIds.incrementAndGet());
+        streams.add(s);
+        return s;
+    }
+
+    /**
+     * Flag writes that reached memory after the reactor had freed it: must stay 0 (the reactor
+     * frees flag memory only once no write can land). Checked by the tests.
+     */
+    public long writesAfterRelease() {
+        return writesAfterRelease.get();
+    }
+
+    /** Flag memories allocated and not yet freed. */
+    public int liveFlagMemories() {
+        return liveFlagMemories.get();
+    }
+
+    /** Streams created and not yet finished (closed and drained). */
+    public int liveStreams() {
+        return streams.size();
+    }
+
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        super.close(); // wakes waiters; flag memory is freed once the streams' writes settle
+        for (SimulatedStream s : streams) {
+            s.close(); // pending commands still run, as with cuStreamDestroy
+        }
+    }
+
+    @Override
+    protected FlagMemory allocateFlags(int count) {
+        OffHeapFlagArray flags = OffHeapFlagArray.allocate(count);
+        liveFlagMemories.incrementAndGet();
+        FlagMemory[] self = new FlagMemory[1];
+        self[0] = new FlagMemory(flags, 0L, () -> {
+            if (releasedMemory.add(self[0])) {
+                liveFlagMemories.decrementAndGet();
+            }
+        });
+        return self[0];
+    }
+
+    void writeFlag(FlagMemory memory, int slot) {
+        if (releasedMemory.contains(memory)) {
+            writesAfterRelease.incrementAndGet(); // on a GPU: a write into freed pinned memory
+            return;
+        }
+        memory.flags().setRelease(slot, 1);
+    }
+
+    void streamFinished(SimulatedStream s) {
+        streams.remove(s);
+    }
+
+    @Override
+    public String toString() {
+        return name();
+    }
+}

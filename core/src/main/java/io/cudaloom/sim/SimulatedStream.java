@@ -1,0 +1,241 @@
+package io.cudaloom.sim;
+
+import io.cudaloom.FlagMemory;
+import io.cudaloom.GpuFaultException;
+import io.cudaloom.GpuStream;
+import io.cudaloom.StreamState;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.locks.ReentrantLock;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * A stream of the {@link SimulatedDevice}: commands run in submission order on one platform
+ * thread of its own. A kernel is a duration to spend or a Java task to run; a fault injected with
+ * {@link #injectFault} behaves like a sticky CUDA error: every later command, flag writes and host
+ * callbacks included, is discarded and the stream reports {@link StreamState#FAULTED}.
+ */
+public final class SimulatedStream extends GpuStream {
+    /** Below this a simulated kernel busy-waits (a timed park would oversleep); above, it parks. */
+    private static final long SPIN_BELOW_NANOS = 20_000;
+
+    private final SimulatedDevice device;
+    private final String name;
+    private final LinkedBlockingQueue<Command> queue = new LinkedBlockingQueue<>();
+    private final AtomicLong submitted = new AtomicLong();
+    private final AtomicLong finished = new AtomicLong();
+    private final ReentrantLock syncLock = new ReentrantLock();
+    private final Condition progress = syncLock.newCondition();
+    private final java.util.concurrent.atomic.AtomicInteger syncWaiters = new java.util.concurrent.atomic.AtomicInteger();
+    private final Thread worker;
+    private volatile @Nullable String fault;
+    private volatile boolean closed;
+
+    SimulatedStream(SimulatedDevice device, int id) {
+        super(device);
+        this.device = device;
+        this.name = "sim-stream-" + id;
+        this.worker = Thread.ofPlatform().daemon(true).name(device.name() + " " + name).unstarted(this::run);
+        worker.start();
+    }
+
+    /**
+     * Submit a kernel that keeps the stream busy for {@code duration}.
+     *
+     * @throws IllegalArgumentException if the duration is negative or longer than an hour
+     * @throws GpuFaultException if the stream has faulted (as a CUDA launch would report)
+     */
+    public void launchKernel(Duration duration) {
+        Objects.requireNonNull(duration, "duration");
+        if (duration.isNegative() || duration.compareTo(Duration.ofHours(1)) > 0) {
+            throw new IllegalArgumentException("kernel duration must be between 0 and 1 hour, was " + duration);
+        }
+        long nanos = duration.toNanos();
+        submit(() -> spend(nanos));
+    }
+
+    /** Submit a kernel that runs {@code task} on the stream's thread, in order with the rest. */
+    public void launch(Runnable task) {
+        Objects.requireNonNull(task, "task");
+        submit(task::run);
+    }
+
+    /**
+     * Submit a command that faults the stream when it runs, like a kernel's illegal memory access:
+     * it and everything after it never completes.
+     */
+    public void injectFault(String error) {
+        Objects.requireNonNull(error, "error");
+        submit(() -> {
+            throw new InjectedFault(error);
+        });
+    }
+
+    /** The simulated device this stream belongs to. */
+    public SimulatedDevice simulatedDevice() {
+        return device;
+    }
+
+    @Override
+    public boolean isClosed() {
+        return closed;
+    }
+
+    /** Stops taking work; commands already submitted still run, then the stream's thread ends. */
+    @Override
+    public void close() {
+        if (!closed) {
+            closed = true;
+            queue.add(Command.SHUTDOWN);
+        }
+    }
+
+    @Override
+    public String toString() {
+        return name;
+    }
+
+    // ---- backend side -------------------------------------------------------------------------
+
+    @Override
+    protected StreamState queryState() {
+        if (fault != null) {
+            return StreamState.FAULTED;
+        }
+        return finished.get() == submitted.get() ? StreamState.IDLE : StreamState.BUSY;
+    }
+
+    @Override
+    protected String faultDescription() {
+        String f = fault;
+        return f != null ? f : "no fault";
+    }
+
+    @Override
+    protected boolean enqueueFlagWrite(FlagMemory memory, int slot) {
+        if (fault != null || closed) {
+            return false;
+        }
+        enqueue(() -> device.writeFlag(memory, slot));
+        return true;
+    }
+
+    @Override
+    protected boolean enqueueHostCallback(Runnable callback) {
+        if (fault != null || closed) {
+            return false;
+        }
+        enqueue(callback::run);
+        return true;
+    }
+
+    @Override
+    protected void synchronize() {
+        long target = submitted.get();
+        syncWaiters.incrementAndGet();
+        syncLock.lock();
+        try {
+            while (finished.get() < target && fault == null) {
+                progress.awaitUninterruptibly();
+            }
+        } finally {
+            syncLock.unlock();
+            syncWaiters.decrementAndGet();
+        }
+        String f = fault;
+        if (f != null) {
+            throw new GpuFaultException("synchronize on " + name + " failed: " + f);
+        }
+    }
+
+    @Override
+    protected boolean flagWritesSettled() {
+        return finished.get() == submitted.get();
+    }
+
+    // ---- the stream's thread ------------------------------------------------------------------
+
+    private void submit(Command c) {
+        if (closed) {
+            throw new IllegalStateException("stream " + name + " is closed");
+        }
+        String f = fault;
+        if (f != null) {
+            throw new GpuFaultException("launch on " + name + " refused: the stream faulted earlier: " + f);
+        }
+        enqueue(c);
+    }
+
+    private void enqueue(Command c) {
+        submitted.incrementAndGet(); // before the queue: queryState never reports IDLE with c pending
+        queue.add(c);
+    }
+
+    private void run() {
+        while (true) {
+            Command c;
+            try {
+                c = queue.take();
+            } catch (InterruptedException e) {
+                continue; // nothing interrupts this thread on purpose; keep serving the queue
+            }
+            if (c == Command.SHUTDOWN) {
+                device.streamFinished(this);
+                return;
+            }
+            if (fault == null) {
+                try {
+                    c.run();
+                } catch (InjectedFault e) {
+                    fault = e.getMessage();
+                } catch (RuntimeException | Error e) {
+                    fault = "kernel failed: " + e;
+                }
+            }
+            finished.incrementAndGet(); // executed or discarded after a fault
+            if (syncWaiters.get() > 0) { // Dekker with synchronize(): it counts itself, then checks
+                syncLock.lock();
+                try {
+                    progress.signalAll();
+                } finally {
+                    syncLock.unlock();
+                }
+            }
+        }
+    }
+
+    private static void spend(long nanos) {
+        if (nanos <= 0) {
+            return;
+        }
+        long end = System.nanoTime() + nanos;
+        if (nanos >= SPIN_BELOW_NANOS) {
+            long remaining;
+            while ((remaining = end - System.nanoTime()) > SPIN_BELOW_NANOS) {
+                LockSupport.parkNanos(remaining - SPIN_BELOW_NANOS);
+            }
+        }
+        while (System.nanoTime() - end < 0) {
+            Thread.onSpinWait();
+        }
+    }
+
+    @FunctionalInterface
+    private interface Command {
+        Command SHUTDOWN = () -> {};
+
+        void run();
+    }
+
+    private static final class InjectedFault extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        InjectedFault(String message) {
+            super(message, null, false, false);
+        }
+    }
+}
