@@ -190,15 +190,14 @@ public final class CompletionReactor implements AutoCloseable {
     // ---- await --------------------------------------------------------------------------------
 
     /** Blocking wait of {@link GpuEvent}; returns false only when timed and the time ran out. */
-    boolean await(GpuEvent event, boolean interruptible, boolean timed, long nanos) throws InterruptedException {
-        if (event.reactor() != this) {
-            throw new IllegalArgumentException("event " + event + " belongs to another reactor");
-        }
+    boolean await(GpuStream stream, boolean interruptible, boolean timed, long nanos) throws InterruptedException {
         if (interruptible && Thread.interrupted()) {
             throw new InterruptedException();
         }
         checkOpen();
-        GpuStream stream = event.stream();
+        if (stream.isClosed()) {
+            throw new IllegalStateException("stream " + stream + " is closed");
+        }
         long deadline = timed ? System.nanoTime() + nanos : 0L;
         if (config.strategy() == CompletionStrategy.SYNCHRONIZE) {
             return awaitBySynchronize(stream, interruptible, timed, deadline);
@@ -232,9 +231,8 @@ public final class CompletionReactor implements AutoCloseable {
     }
 
     /** Non-blocking registration of {@link GpuEvent#toCompletableFuture}: {@code onDone} runs once. */
-    void register(GpuEvent event, Consumer<@Nullable RuntimeException> onDone) {
+    void register(GpuStream stream, Consumer<@Nullable RuntimeException> onDone) {
         checkOpen();
-        GpuStream stream = event.stream();
         StreamState state = stream.queryState();
         if (state == StreamState.IDLE) {
             immediate.increment();

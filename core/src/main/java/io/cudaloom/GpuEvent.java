@@ -56,7 +56,7 @@ public final class GpuEvent {
      */
     public void await() throws InterruptedException {
         if (!done) {
-            reactor.await(this, true, false, 0L);
+            reactor.await(stream, true, false, 0L);
             done = true;
         }
     }
@@ -93,7 +93,7 @@ public final class GpuEvent {
     public void awaitUninterruptibly() {
         if (!done) {
             try {
-                reactor.await(this, false, false, 0L);
+                reactor.await(stream, false, false, 0L);
             } catch (InterruptedException e) {
                 throw new AssertionError("uninterruptible await was interrupted", e);
             }
@@ -113,7 +113,7 @@ public final class GpuEvent {
             future.complete(null);
             return future;
         }
-        reactor.register(this, (failure) -> executor.execute(() -> {
+        reactor.register(stream, (failure) -> executor.execute(() -> {
             if (failure == null) {
                 done = true;
                 future.complete(null);
@@ -141,7 +141,7 @@ public final class GpuEvent {
             executor.execute(onDone);
             return;
         }
-        reactor.register(this, (failure) -> executor.execute(() -> {
+        reactor.register(stream, (failure) -> executor.execute(() -> {
             if (failure == null) {
                 done = true;
                 onDone.run();
@@ -159,7 +159,7 @@ public final class GpuEvent {
         if (done) {
             return true;
         }
-        boolean completed = reactor.await(this, true, true, nanos);
+        boolean completed = reactor.await(stream, true, true, nanos);
         if (completed) {
             done = true;
         }

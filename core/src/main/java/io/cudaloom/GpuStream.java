@@ -31,9 +31,12 @@ public abstract class GpuStream implements AutoCloseable {
         return device.reactor().event(this);
     }
 
-    /** Waits for all work submitted to this stream so far: {@code event().await()}. */
+    /**
+     * Waits for all work submitted to this stream so far; the same as {@code event().await()}
+     * without creating an event object, so a loop of launches and awaits allocates nothing.
+     */
     public final void await() throws InterruptedException {
-        event().await();
+        device.reactor().await(this, true, false, 0L);
     }
 
     /** Whether {@link #close()} was called. */
