@@ -1,7 +1,6 @@
 package io.cudaloom.demo;
 
 import io.cudaloom.GpuFaultException;
-import io.cudaloom.ReactorClosedException;
 import jakarta.servlet.http.HttpServlet;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
@@ -15,7 +14,8 @@ import java.util.Objects;
  * {@code sum=<sum of the scaled vector>}, which a client can check: {@code F * (N*S + N*(N-1)/2)}.
  *
  * <p>Ranges keep every value exact in float: 0 <= S <= 10000, 1 <= N <= 4096 (default 256),
- * -100 <= F <= 100 (default 2). Bad input: 400. Device fault: 500. Device closed: 503.
+ * -100 <= F <= 100 (default 2). Bad input: 400. Device fault: 500. Device closed
+ * ({@link io.cudaloom.ReactorClosedException}, or a stream closed with it): 503.
  */
 public final class ScaleServlet extends HttpServlet {
     private static final long serialVersionUID = 1L;
@@ -59,8 +59,8 @@ public final class ScaleServlet extends HttpServlet {
         } catch (GpuFaultException e) {
             reply(resp, HttpServletResponse.SC_INTERNAL_SERVER_ERROR, "GPU fault: " + e.getMessage() + "\n");
             return;
-        } catch (ReactorClosedException e) {
-            reply(resp, HttpServletResponse.SC_SERVICE_UNAVAILABLE, "device closed\n");
+        } catch (IllegalStateException e) {    // ReactorClosedException, or a stream closed with its device
+            reply(resp, HttpServletResponse.SC_SERVICE_UNAVAILABLE, "device unavailable: " + e.getMessage() + "\n");
             return;
         }
         long sum = 0;
