@@ -50,7 +50,7 @@ public final class DemoServer implements AutoCloseable {
         context.setContextPath("/");
         context.addServlet(new ServletHolder("scale", new ScaleServlet(workload)), "/scale");
         server.setHandler(context);
-        server.setStopTimeout(500);              // do not wait long for idle keep-alive connections
+        server.setStopTimeout(0);                // stop at once: no graceful wait for idle keep-alive connections
         try {
             server.start();
         } catch (Exception e) {
