@@ -50,6 +50,7 @@ public final class DemoServer implements AutoCloseable {
         context.setContextPath("/");
         context.addServlet(new ServletHolder("scale", new ScaleServlet(workload)), "/scale");
         server.setHandler(context);
+        server.setStopAtShutdown(true);          // Ctrl-C on --serve stops Jetty cleanly
         server.setStopTimeout(0);                // stop at once: no graceful wait for idle keep-alive connections
         try {
             server.start();

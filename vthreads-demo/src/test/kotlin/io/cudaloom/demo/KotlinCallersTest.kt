@@ -347,3 +347,31 @@ class KotlinCallersTest {
             .containsAll(listOf(GpuDevice::class.java, GpuStream::class.java, CompletionReactor::class.java)))
     }
 }
+
+/** The Kotlin example of README.md, kept compiling and passing here. */
+class ReadmeKotlinExampleTest {
+    @Test
+    fun kotlinExample() {
+        var blockingDone = false
+        var suspendingDone = false
+        // --- README: Kotlin example ---
+        SimulatedDevice.create().use { device ->
+            device.newStream().use { stream ->
+                // Blocking style on a virtual thread: await() parks it, nothing else.
+                Thread.ofVirtual().start {
+                    stream.launchKernel(Duration.ofMillis(1))
+                    stream.event().await()                        // or await(Duration.ofSeconds(1)): Boolean
+                    blockingDone = true
+                }.join()
+                // Coroutines: suspend on the same reactor and slots, parking no thread at all.
+                runBlocking {
+                    stream.launchKernel(Duration.ofMillis(1))
+                    stream.event().toCompletableFuture().await()  // kotlinx.coroutines.future.await
+                    suspendingDone = true
+                }
+            }
+        }
+        // --- end ---
+        assertTrue(blockingDone && suspendingDone)
+    }
+}
