@@ -4,6 +4,7 @@ import io.cudaloom.GpuDevice;
 import io.cudaloom.ReactorConfig;
 import io.cudaloom.sim.SimulatedDevice;
 import java.io.PrintStream;
+import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
 
@@ -14,6 +15,8 @@ import java.util.Locale;
 public final class DemoMain {
     /** Concurrency levels of --load. */
     static final List<Integer> LOAD_LEVELS = List.of(1, 100, 10_000);
+    static final int WARM_UP_REQUESTS = 5_000;
+    static final Duration WARM_UP_TIME = Duration.ofSeconds(5);
 
     private DemoMain() {}
 
@@ -107,13 +110,17 @@ public final class DemoMain {
 
     private static int load(DemoOptions o, DemoWorkload workload, PrintStream out, PrintStream err) throws Exception {
         try (DemoServer server = DemoServer.start(workload, o.effectivePort())) {
+            // Warm-up (not reported): lets the JIT compile Jetty, the HTTP client and the reactor
+            // before the first level is timed.
+            err.printf(Locale.ROOT, "warming up (%,d requests or %d s), then %s concurrent requests, %d s at most each%n",
+                    WARM_UP_REQUESTS, WARM_UP_TIME.toSeconds(), LOAD_LEVELS, o.timeLimit().toSeconds());
+            LoadGenerator.run(server.baseUri(), 16, WARM_UP_REQUESTS, WARM_UP_TIME);
             out.printf(Locale.ROOT, "%ncuda-loom servlet load: GET %sscale on %s%n", server.baseUri(), workload.description());
             out.printf(Locale.ROOT, "  up to %,d requests or %d s per level, whichever comes first; open-file limit %,d%n",
                     o.requests(), o.timeLimit().toSeconds(), ProcessMetrics.maxFileDescriptors());
             LoadGenerator.printHeader(out);
             boolean allOk = true;
             for (int level : LOAD_LEVELS) {
-                err.printf(Locale.ROOT, "  running %,d concurrent requests...%n", level);
                 LoadGenerator.Level l = LoadGenerator.run(server.baseUri(), level, o.requests(), o.timeLimit());
                 LoadGenerator.printRow(out, l);
                 if (l.firstError() != null) {
