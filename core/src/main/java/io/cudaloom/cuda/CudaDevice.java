@@ -211,7 +211,10 @@ public final class CudaDevice extends GpuDevice {
             // The dead context's work will never run: tear it down so nothing of it can land, then
             // the reactor's reclaimer sees the quarantined slots settled.
             contextGone = true;
-            cuDevicePrimaryCtxReset(device);
+            int r = cuDevicePrimaryCtxReset(device);
+            if (r != jcuda.driver.CUresult.CUDA_SUCCESS) {
+                System.err.println("cuda-loom: resetting the faulted context of " + name + " failed: " + Cuda.errorName(r));
+            }
         }
         // A healthy context is released by the reclaimer's final step (see allocateFlags), once
         // its pending flag writes have landed.
