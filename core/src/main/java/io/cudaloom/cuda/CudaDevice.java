@@ -268,7 +268,7 @@ public final class CudaDevice extends GpuDevice {
             pointers[i] = alias.withByteOffset(4L * i);
         }
         this.flagPointers = pointers;
-        FlagMemory memory = new FlagMemory(flags, nativeAddress(alias), () -> freeFlagsAndContext(host));
+        FlagMemory memory = new FlagMemory(flags, Cuda.address(alias), () -> freeFlagsAndContext(host));
         this.flagMemory = memory;
         return memory;
     }
@@ -286,20 +286,6 @@ public final class CudaDevice extends GpuDevice {
     private void releaseContext() {
         contextGone = true;
         cuDevicePrimaryCtxRelease(device);
-    }
-
-    private static long nativeAddress(CUdeviceptr p) {
-        // CUdeviceptr exposes its address only through toString ("CUdeviceptr[nativePointer=0x...]").
-        String s = p.toString();
-        int i = s.indexOf("0x");
-        if (i < 0) {
-            return 0L;
-        }
-        int end = i + 2;
-        while (end < s.length() && Character.digit(s.charAt(end), 16) >= 0) {
-            end++;
-        }
-        return Long.parseUnsignedLong(s.substring(i + 2, end), 16);
     }
 
     static boolean driverLoaded() {

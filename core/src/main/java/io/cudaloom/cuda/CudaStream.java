@@ -82,6 +82,30 @@ public final class CudaStream extends GpuStream {
         check(cuMemcpyDtoHAsync(dst.pointer(), src.pointer(), bytes, stream), "cuMemcpyDtoHAsync");
     }
 
+    /** Async copy of a range, host to device; {@code src} must be pinned. */
+    public void copy(PinnedBuffer src, long srcOffset, DeviceBuffer dst, long dstOffset, long bytes) {
+        checkRange(src.bytes(), srcOffset, dst.bytes(), dstOffset, bytes, dst);
+        ready();
+        check(cuMemcpyHtoDAsync(dst.pointer().withByteOffset(dstOffset), src.pointer().withByteOffset(srcOffset),
+                bytes, stream), "cuMemcpyHtoDAsync");
+    }
+
+    /** Async copy of a range, device to host; {@code dst} must be pinned. */
+    public void copy(DeviceBuffer src, long srcOffset, PinnedBuffer dst, long dstOffset, long bytes) {
+        checkRange(src.bytes(), srcOffset, dst.bytes(), dstOffset, bytes, src);
+        ready();
+        check(cuMemcpyDtoHAsync(dst.pointer().withByteOffset(dstOffset), src.pointer().withByteOffset(srcOffset),
+                bytes, stream), "cuMemcpyDtoHAsync");
+    }
+
+    private void checkRange(long srcBytes, long srcOffset, long dstBytes, long dstOffset, long bytes, DeviceBuffer deviceSide) {
+        if (srcOffset < 0 || dstOffset < 0 || bytes < 0 || srcOffset + bytes > srcBytes || dstOffset + bytes > dstBytes) {
+            throw new IllegalArgumentException("copy of " + bytes + " bytes from offset " + srcOffset + " of "
+                    + srcBytes + " to offset " + dstOffset + " of " + dstBytes + " is out of range");
+        }
+        checkSameDevice(deviceSide);
+    }
+
     /** Async fill of {@code count} 32-bit words of {@code dst} with {@code value}. */
     public void memset32(DeviceBuffer dst, int value, long count) {
         Objects.requireNonNull(dst, "dst");

@@ -32,6 +32,11 @@ public final class DeviceBuffer implements AutoCloseable {
         return pointer;
     }
 
+    /** The device address, e.g. to pass {@code address() + offset} as a kernel argument (a Long). */
+    public long address() {
+        return Cuda.address(pointer());
+    }
+
     @Override
     public void close() {
         if (freed) {
