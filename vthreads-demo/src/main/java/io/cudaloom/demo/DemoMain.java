@@ -1,0 +1,131 @@
+package io.cudaloom.demo;
+
+import io.cudaloom.GpuDevice;
+import io.cudaloom.ReactorConfig;
+import io.cudaloom.sim.SimulatedDevice;
+import java.io.PrintStream;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * The demo a new user runs first. See {@link DemoOptions#USAGE}; with Maven:
+ * {@code mvn -q -pl vthreads-demo -am package -DskipTests -Pdemo -Ddemo.args="--threads 10000"}.
+ */
+public final class DemoMain {
+    /** Concurrency levels of --load. */
+    static final List<Integer> LOAD_LEVELS = List.of(1, 100, 10_000);
+
+    private DemoMain() {}
+
+    public static void main(String[] args) {
+        int code = run(args, System.out, System.err);
+        System.out.flush();
+        System.exit(code);
+    }
+
+    /** Runs the demo; returns the exit code (0 ok, 1 failed, 2 usage). Table on out, the rest on err. */
+    public static int run(String[] args, PrintStream out, PrintStream err) {
+        DemoOptions options;
+        try {
+            options = DemoOptions.parse(args);
+        } catch (DemoOptions.UsageException e) {
+            err.println("error: " + e.getMessage());
+            err.println();
+            err.print(DemoOptions.USAGE);
+            return 2;
+        }
+        if (options.mode() == DemoOptions.Mode.HELP) {
+            out.print(DemoOptions.USAGE);
+            return 0;
+        }
+        // One slot per thread, so the demo shows the reactor path rather than the fallback.
+        int slots = Math.max(ReactorConfig.defaults().capacity(),
+                options.mode() == DemoOptions.Mode.RUN ? options.threads() : DemoServer.MAX_CONCURRENT);
+        ReactorConfig config = ReactorConfig.builder().capacity(slots).build();
+        GpuDevice device;
+        try {
+            device = openDevice(options.device(), config);
+        } catch (RuntimeException e) {
+            err.println("error: cannot open the " + options.device() + " device: " + e.getMessage());
+            return 1;
+        }
+        try (device; DemoWorkload workload = DemoWorkload.forDevice(device, options.streams(), options.kernelTime())) {
+            err.println("device: " + device.name() + (device.isSimulated() ? " (no GPU: embedded simulation)" : ""));
+            return switch (options.mode()) {
+                case RUN -> runAwaitDemo(options, workload, out, err);
+                case SERVE -> serve(options, workload, err);
+                case LOAD -> load(options, workload, out, err);
+                case HELP -> 0;
+            };
+        } catch (UnsupportedOperationException e) {
+            err.println("error: " + e.getMessage());
+            return 1;
+        } catch (InterruptedException e) {
+            err.println("interrupted");
+            return 1;
+        } catch (Exception e) {
+            err.println("error: " + e);
+            return 1;
+        }
+    }
+
+    /** {@code sim} opens the simulated device directly; {@code auto} and {@code cuda} go through {@link GpuDevice#open}. */
+    static GpuDevice openDevice(String choice, ReactorConfig config) {
+        if (choice.equals("sim")) {
+            return SimulatedDevice.create(config);
+        }
+        String previous = System.getProperty(GpuDevice.BACKEND_PROPERTY);
+        System.setProperty(GpuDevice.BACKEND_PROPERTY, choice);
+        try {
+            return GpuDevice.open(config);
+        } finally {
+            if (previous == null) {
+                System.clearProperty(GpuDevice.BACKEND_PROPERTY);
+            } else {
+                System.setProperty(GpuDevice.BACKEND_PROPERTY, previous);
+            }
+        }
+    }
+
+    private static int runAwaitDemo(DemoOptions o, DemoWorkload workload, PrintStream out, PrintStream err)
+            throws InterruptedException {
+        err.printf(Locale.ROOT, "starting %,d virtual threads x %,d iterations (launch, await, verify)%n",
+                o.threads(), o.iterations());
+        DemoRun.Result result = DemoRun.run(workload, o.threads(), o.iterations(), err);
+        result.print(out);
+        return result.passed() ? 0 : 1;
+    }
+
+    private static int serve(DemoOptions o, DemoWorkload workload, PrintStream err) throws Exception {
+        try (DemoServer server = DemoServer.start(workload, o.effectivePort())) {
+            err.println("serving " + server.baseUri() + "scale?seed=5&n=256&factor=3"
+                    + "  (expect " + ScaleServlet.expectedBody(5, 256, 3).strip() + "; Ctrl-C stops)");
+            server.join();
+        }
+        return 0;
+    }
+
+    private static int load(DemoOptions o, DemoWorkload workload, PrintStream out, PrintStream err) throws Exception {
+        try (DemoServer server = DemoServer.start(workload, o.effectivePort())) {
+            out.printf(Locale.ROOT, "%ncuda-loom servlet load: GET %sscale on %s%n", server.baseUri(), workload.description());
+            out.printf(Locale.ROOT, "  up to %,d requests or %d s per level, whichever comes first; open-file limit %,d%n",
+                    o.requests(), o.timeLimit().toSeconds(), ProcessMetrics.maxFileDescriptors());
+            LoadGenerator.printHeader(out);
+            boolean allOk = true;
+            for (int level : LOAD_LEVELS) {
+                err.printf(Locale.ROOT, "  running %,d concurrent requests...%n", level);
+                LoadGenerator.Level l = LoadGenerator.run(server.baseUri(), level, o.requests(), o.timeLimit());
+                LoadGenerator.printRow(out, l);
+                if (l.firstError() != null) {
+                    out.println("      first error: " + l.firstError());
+                }
+                allOk &= l.failed() == 0 && l.ok() > 0;
+            }
+            var stats = DemoRun.awaitQuiescence(workload);
+            out.printf(Locale.ROOT, "  slots in use at end %d, fallbacks %,d, slot registrations %,d%n",
+                    stats.capacity() - stats.freeSlots(), stats.fallbacks(), stats.registrations());
+            out.println(allOk ? "result: OK" : "result: FAILED");
+            return allOk ? 0 : 1;
+        }
+    }
+}

@@ -1,0 +1,152 @@
+package io.cudaloom.demo;
+
+import java.time.Duration;
+import java.util.Locale;
+
+/**
+ * The demo's command line. {@link #parse} rejects anything it does not understand with a
+ * {@link UsageException}, which {@link DemoMain} turns into the usage text and exit code 2.
+ *
+ * @param mode what to run
+ * @param threads virtual threads of the await demo
+ * @param iterations steps (launch, await, verify) per thread
+ * @param device auto, sim or cuda
+ * @param streams device streams shared round-robin
+ * @param kernelTime simulated kernel time per step (simulated device only)
+ * @param port HTTP port for --serve / --load (0 = any free port)
+ * @param requests requests per concurrency level of --load
+ * @param timeLimit time limit per concurrency level of --load
+ */
+public record DemoOptions(
+        Mode mode,
+        int threads,
+        int iterations,
+        String device,
+        int streams,
+        Duration kernelTime,
+        int port,
+        int requests,
+        Duration timeLimit) {
+
+    public enum Mode { RUN, SERVE, LOAD, HELP }
+
+    public static final String USAGE = """
+            usage: DemoMain [options]          (with Maven: -Ddemo.args="options")
+
+            Runs many virtual threads that each launch GPU work and await() it in plain blocking
+            style, on a CUDA device when there is one, else on the embedded simulated device.
+
+              --threads N       virtual threads (default 10000, 1..1000000)
+              --iterations N    launch/await/verify steps per thread (default 5, 1..1000000)
+              --device D        auto | sim | cuda (default auto: cuda if present, else sim)
+              --streams N       device streams shared round-robin (default 8, 1..1024)
+              --kernel-us N     simulated kernel time per step, microseconds (default 20, 0..1000000)
+              --serve           serve GET /scale?seed=S&n=N&factor=F on 127.0.0.1 (Jetty, virtual
+                                threads) until interrupted
+              --port P          port for --serve (default 8080) or --load (default 0: any free)
+              --load            start the server, load it from 127.0.0.1 at 1, 100 and 10000
+                                concurrent requests, print the table, stop
+              --requests N      requests per concurrency level of --load (default 10000)
+              --seconds S       time limit per concurrency level of --load (default 10, 1..600)
+              --help            this text
+
+            Exit codes: 0 ok, 1 a check failed or the device could not be opened, 2 bad usage.
+            """;
+
+    /** The defaults: the await demo with 10,000 threads. */
+    public static DemoOptions defaults() {
+        return new DemoOptions(Mode.RUN, 10_000, 5, "auto", 8, Duration.ofNanos(20_000), -1, 10_000,
+                Duration.ofSeconds(10));
+    }
+
+    /** The port to bind: the one given, else 8080 for --serve and any free port for --load. */
+    public int effectivePort() {
+        if (port >= 0) {
+            return port;
+        }
+        return mode == Mode.SERVE ? 8080 : 0;
+    }
+
+    public static DemoOptions parse(String... args) throws UsageException {
+        DemoOptions d = defaults();
+        Mode mode = null;
+        int threads = d.threads, iterations = d.iterations, streams = d.streams, port = d.port;
+        int requests = d.requests;
+        String device = d.device;
+        Duration kernel = d.kernelTime, timeLimit = d.timeLimit;
+        boolean loadOnlyFlag = false;
+        for (int i = 0; i < args.length; i++) {
+            String a = args[i];
+            switch (a) {
+                case "--help", "-h" -> mode = setMode(mode, Mode.HELP, a);
+                case "--serve" -> mode = setMode(mode, Mode.SERVE, a);
+                case "--load" -> mode = setMode(mode, Mode.LOAD, a);
+                case "--threads" -> threads = intValue(args, ++i, a, 1, 1_000_000);
+                case "--iterations" -> iterations = intValue(args, ++i, a, 1, 1_000_000);
+                case "--streams" -> streams = intValue(args, ++i, a, 1, 1024);
+                case "--kernel-us" -> kernel = Duration.ofNanos(1000L * intValue(args, ++i, a, 0, 1_000_000));
+                case "--port" -> port = intValue(args, ++i, a, 0, 65_535);
+                case "--requests" -> {
+                    requests = intValue(args, ++i, a, 1, 10_000_000);
+                    loadOnlyFlag = true;
+                }
+                case "--seconds" -> {
+                    timeLimit = Duration.ofSeconds(intValue(args, ++i, a, 1, 600));
+                    loadOnlyFlag = true;
+                }
+                case "--device" -> {
+                    device = value(args, ++i, a).toLowerCase(Locale.ROOT);
+                    if (!device.equals("auto") && !device.equals("sim") && !device.equals("cuda")) {
+                        throw new UsageException("--device must be auto, sim or cuda, was '" + args[i] + "'");
+                    }
+                }
+                default -> throw new UsageException(a.isEmpty() ? "empty argument" : "unknown option '" + a + "'");
+            }
+        }
+        mode = mode == null ? Mode.RUN : mode;
+        if (port >= 0 && mode != Mode.SERVE && mode != Mode.LOAD && mode != Mode.HELP) {
+            throw new UsageException("--port needs --serve or --load");
+        }
+        if (loadOnlyFlag && mode != Mode.LOAD && mode != Mode.HELP) {
+            throw new UsageException("--requests and --seconds need --load");
+        }
+        return new DemoOptions(mode, threads, iterations, device, streams, kernel, port, requests, timeLimit);
+    }
+
+    private static Mode setMode(Mode current, Mode wanted, String flag) throws UsageException {
+        if (current != null && current != wanted && current != Mode.HELP && wanted != Mode.HELP) {
+            throw new UsageException(flag + " cannot be combined with --" + current.name().toLowerCase(Locale.ROOT));
+        }
+        return current == Mode.HELP ? current : wanted;
+    }
+
+    private static String value(String[] args, int i, String flag) throws UsageException {
+        if (i >= args.length || args[i].startsWith("--")) {
+            throw new UsageException(flag + " needs a value");
+        }
+        return args[i];
+    }
+
+    private static int intValue(String[] args, int i, String flag, int min, int max) throws UsageException {
+        String v = value(args, i, flag).replace("_", "").replace(",", "");
+        int n;
+        try {
+            n = Integer.parseInt(v);
+        } catch (NumberFormatException e) {
+            throw new UsageException(flag + " needs a whole number, was '" + args[i] + "'");
+        }
+        if (n < min || n > max) {
+            throw new UsageException(flag + " must be between " + min + " and " + max + ", was " + n);
+        }
+        return n;
+    }
+
+    /** A bad command line: the message says what was wrong. */
+    public static final class UsageException extends Exception {
+        private static final long serialVersionUID = 1L;
+
+        public UsageException(String message) {
+            super(message);
+        }
+    }
+}

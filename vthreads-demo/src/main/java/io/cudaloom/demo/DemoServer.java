@@ -1,0 +1,82 @@
+package io.cudaloom.demo;
+
+import java.net.URI;
+import org.eclipse.jetty.ee10.servlet.ServletContextHandler;
+import org.eclipse.jetty.ee10.servlet.ServletHolder;
+import org.eclipse.jetty.http2.server.HTTP2CServerConnectionFactory;
+import org.eclipse.jetty.server.HttpConfiguration;
+import org.eclipse.jetty.server.HttpConnectionFactory;
+import org.eclipse.jetty.server.Server;
+import org.eclipse.jetty.server.ServerConnector;
+import org.eclipse.jetty.util.thread.VirtualThreadPool;
+
+/**
+ * Embedded Jetty (ee10 servlets) whose requests run on virtual threads, serving
+ * {@link ScaleServlet} at {@code /scale} on 127.0.0.1 only. HTTP/1.1 and cleartext HTTP/2 (h2c,
+ * by upgrade) on one port.
+ */
+public final class DemoServer implements AutoCloseable {
+    /** Loopback only: this is a demo, not a service. */
+    public static final String HOST = "127.0.0.1";
+    /** Enough for the load generator's 10,000 concurrent requests. */
+    static final int MAX_CONCURRENT = 20_000;
+
+    private final Server server;
+    private final ServerConnector connector;
+
+    private DemoServer(Server server, ServerConnector connector) {
+        this.server = server;
+        this.connector = connector;
+    }
+
+    /** Starts the server on {@code port} (0: any free port) and returns once it accepts requests. */
+    public static DemoServer start(DemoWorkload workload, int port) throws Exception {
+        VirtualThreadPool threads = new VirtualThreadPool();
+        threads.setName("demo-http");
+        threads.setMaxThreads(MAX_CONCURRENT);           // bounds concurrent tasks, not platform threads
+        Server server = new Server(threads);
+
+        HttpConfiguration http = new HttpConfiguration();
+        http.setSendServerVersion(false);
+        HTTP2CServerConnectionFactory h2c = new HTTP2CServerConnectionFactory(http);
+        h2c.setMaxConcurrentStreams(MAX_CONCURRENT);
+        ServerConnector connector = new ServerConnector(server, new HttpConnectionFactory(http), h2c);
+        connector.setHost(HOST);
+        connector.setPort(port);
+        connector.setAcceptQueueSize(10_000);            // the kernel caps it at net.core.somaxconn
+        server.addConnector(connector);
+
+        ServletContextHandler context = new ServletContextHandler();
+        context.setContextPath("/");
+        context.addServlet(new ServletHolder("scale", new ScaleServlet(workload)), "/scale");
+        server.setHandler(context);
+        server.setStopAtShutdown(true);          // Ctrl-C on --serve stops Jetty cleanly
+        server.setStopTimeout(0);                // stop at once: no graceful wait for idle keep-alive connections
+        try {
+            server.start();
+        } catch (Exception e) {
+            server.stop();
+            throw e;
+        }
+        return new DemoServer(server, connector);
+    }
+
+    public int port() {
+        return connector.getLocalPort();
+    }
+
+    /** {@code http://127.0.0.1:<port>/} */
+    public URI baseUri() {
+        return URI.create("http://" + HOST + ":" + port() + "/");
+    }
+
+    /** Blocks until the server stops (for --serve). */
+    public void join() throws InterruptedException {
+        server.join();
+    }
+
+    @Override
+    public void close() throws Exception {
+        server.stop();
+    }
+}

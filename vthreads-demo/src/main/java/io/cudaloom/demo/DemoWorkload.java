@@ -1,0 +1,87 @@
+package io.cudaloom.demo;
+
+import io.cudaloom.GpuDevice;
+import io.cudaloom.sim.SimulatedDevice;
+import java.time.Duration;
+
+/**
+ * The GPU work of one demo step, written in plain blocking style: launch, {@code await()}, verify.
+ * The demo's virtual threads and the servlet handler both call it; each device backend has its own
+ * implementation ({@link #forDevice}).
+ */
+public interface DemoWorkload extends AutoCloseable {
+    /** Length of the vector each {@link #runOnce} scales. */
+    int VECTOR_LENGTH = 256;
+
+    /** What runs where, for the demo's header line. */
+    String description();
+
+    /** The device the work runs on. */
+    GpuDevice device();
+
+    /**
+     * Multiplies every element of {@code data} by {@code factor} on the device, in place: copy to
+     * the device, launch the kernel, copy back, {@code await()} the stream, return. The calling
+     * thread (typically virtual) parks in the await; no platform thread waits for it. Each await's
+     * latency is recorded in {@link #awaitLatency()}.
+     *
+     * @throws InterruptedException if interrupted while awaiting (data is then undefined)
+     * @throws io.cudaloom.GpuFaultException if the device work faulted
+     * @throws io.cudaloom.ReactorClosedException if the device was closed meanwhile
+     */
+    void scale(float[] data, float factor) throws InterruptedException;
+
+    /** Latencies of the awaits made by {@link #scale}, nanoseconds. */
+    LatencyHistogram awaitLatency();
+
+    /**
+     * One unit of the demo: fill a vector owned by the calling thread, {@link #scale} it on the
+     * device (launch, await), verify every element on the calling thread.
+     *
+     * @return true if the result checked out
+     */
+    default boolean runOnce(int threadIndex, int iteration) throws InterruptedException {
+        float[] data = new float[VECTOR_LENGTH];
+        float base = threadIndex % 4096;           // all values stay exact in float
+        float factor = 2 + (iteration % 3);
+        for (int i = 0; i < data.length; i++) {
+            data[i] = base + i;
+        }
+        scale(data, factor);
+        for (int i = 0; i < data.length; i++) {
+            if (data[i] != (base + i) * factor) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** Releases the workload's streams and buffers; the device stays open (its owner closes it). */
+    @Override
+    void close();
+
+    /**
+     * The workload for {@code device}: {@link SimulatedWorkload} on the simulated device, the CUDA
+     * workload on a GPU.
+     *
+     * @param streams streams shared round-robin by all callers
+     * @param kernelTime extra device time per step on the simulated device (a GPU takes what it takes)
+     */
+    static DemoWorkload forDevice(GpuDevice device, int streams, Duration kernelTime) {
+        if (device instanceof SimulatedDevice simulated) {
+            return new SimulatedWorkload(simulated, streams, kernelTime);
+        }
+        return cuda(device, streams);
+    }
+
+    /**
+     * The CUDA workload: a PTX kernel that scales a device vector, with async copies host-to-device
+     * and back on the same stream, then {@code stream.event().await()}.
+     *
+     * <p>TODO(issue 3): fill in once the CUDA wrapper (CudaDevice, CudaStream, device buffers,
+     * PTX module and kernel launch, async copies) is on main.
+     */
+    static DemoWorkload cuda(GpuDevice device, int streams) {
+        throw new UnsupportedOperationException("CUDA workload: see issue 3 (device " + device.name() + ")");
+    }
+}

@@ -1,0 +1,190 @@
+package io.cudaloom.demo;
+
+import java.io.PrintStream;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * A bounded load generator for {@link DemoServer}: {@code concurrency} virtual threads share a
+ * fixed number of {@code GET /scale} requests, each checking its response body, and stop at the
+ * count or the time limit, whichever comes first. It sends to 127.0.0.1 only.
+ *
+ * <p>HTTP/1.1 needs one socket per concurrent request on each side, i.e. two file descriptors per
+ * request in this process (client and server share it). When that would not fit under the
+ * process's open-file limit, the level runs over cleartext HTTP/2 (h2c) instead, where the
+ * requests are concurrent streams of one connection; the table says which protocol ran.
+ */
+final class LoadGenerator {
+    /** File descriptors kept free for everything else (jars, the JVM, the selector). */
+    private static final long FD_RESERVE = 512;
+
+    private LoadGenerator() {}
+
+    /** The figures of one concurrency level. */
+    record Level(
+            int concurrency,
+            String protocol,
+            int sent,
+            int ok,
+            int failed,
+            long elapsedNanos,
+            long p50,
+            long p90,
+            long p99,
+            int peakPlatformThreads,
+            long cpuNanos,
+            boolean timedOut,
+            String firstError) {
+
+        double requestsPerSecond() {
+            return elapsedNanos == 0 ? 0 : ok * 1e9 / elapsedNanos;
+        }
+    }
+
+    /** Which HTTP version a level uses. */
+    enum Protocol {
+        /** HTTP/1.1 when two sockets per concurrent request fit under the open-file limit, else h2c. */
+        AUTO,
+        HTTP_1_1,
+        H2C
+    }
+
+    static Level run(URI base, int concurrency, int requests, Duration timeLimit) throws InterruptedException {
+        return run(base, concurrency, requests, timeLimit, Protocol.AUTO);
+    }
+
+    static Level run(URI base, int concurrency, int requests, Duration timeLimit, Protocol version)
+            throws InterruptedException {
+        if (!DemoServer.HOST.equals(base.getHost())) {
+            throw new IllegalArgumentException("the load generator sends to " + DemoServer.HOST + " only, not " + base);
+        }
+        if (concurrency < 1 || requests < 1) {
+            throw new IllegalArgumentException("concurrency and requests must be >= 1");
+        }
+        boolean h2 = switch (version) {
+            case AUTO -> 2L * concurrency + FD_RESERVE > ProcessMetrics.maxFileDescriptors();
+            case HTTP_1_1 -> false;
+            case H2C -> true;
+        };
+        LatencyHistogram latency = new LatencyHistogram();
+        AtomicInteger next = new AtomicInteger();
+        LongAdder ok = new LongAdder();
+        LongAdder failed = new LongAdder();
+        AtomicReference<String> firstError = new AtomicReference<>();
+        String protocol;
+
+        try (ExecutorService clientExecutor = Executors.newVirtualThreadPerTaskExecutor();
+             HttpClient client = HttpClient.newBuilder()
+                     .version(h2 ? HttpClient.Version.HTTP_2 : HttpClient.Version.HTTP_1_1)
+                     .executor(clientExecutor)                 // no platform thread per request
+                     .connectTimeout(timeLimit)
+                     .build()) {
+            // One request before the clock starts: opens the connection (and, for h2c, upgrades it
+            // so the level's requests become streams of that one connection).
+            protocol = warmUp(client, base, timeLimit);
+
+            ProcessMetrics.resetPeakPlatformThreads();
+            long cpu0 = ProcessMetrics.processCpuNanos();
+            CountDownLatch go = new CountDownLatch(1);
+            long[] window = new long[2];
+            List<Thread> workers = new ArrayList<>(concurrency);
+            var factory = Thread.ofVirtual().name("load-", 0).factory();
+            for (int w = 0; w < concurrency; w++) {
+                workers.add(factory.newThread(() -> {
+                    try {
+                        go.await();
+                    } catch (InterruptedException e) {
+                        return;
+                    }
+                    long deadline = window[0] + timeLimit.toNanos();
+                    int i;
+                    while ((i = next.getAndIncrement()) < requests && System.nanoTime() - deadline < 0) {
+                        int seed = i % 10_001, n = 256, factor = 1 + i % 7;
+                        HttpRequest req = HttpRequest.newBuilder(
+                                        base.resolve("scale?seed=" + seed + "&n=" + n + "&factor=" + factor))
+                                .timeout(timeLimit).GET().build();
+                        long t = System.nanoTime();
+                        try {
+                            HttpResponse<String> resp = client.send(req, HttpResponse.BodyHandlers.ofString());
+                            latency.record(System.nanoTime() - t);
+                            if (resp.statusCode() == 200 && resp.body().equals(ScaleServlet.expectedBody(seed, n, factor))) {
+                                ok.increment();
+                            } else {
+                                failed.increment();
+                                firstError.compareAndSet(null, "HTTP " + resp.statusCode() + ": " + resp.body().strip());
+                            }
+                        } catch (Exception e) {
+                            failed.increment();
+                            firstError.compareAndSet(null, e.toString());
+                            if (e instanceof InterruptedException) {
+                                return;
+                            }
+                        }
+                    }
+                }));
+            }
+            workers.forEach(Thread::start);
+            window[0] = System.nanoTime();            // published to the workers by go.countDown()
+            go.countDown();
+            // Every request has a timeout of timeLimit and none starts after the deadline, so all
+            // workers end within 2 x timeLimit; the join bound is a second guard.
+            long joinDeadline = window[0] + 2 * timeLimit.toNanos() + 5_000_000_000L;
+            boolean timedOut = false;
+            for (Thread w : workers) {
+                long left = joinDeadline - System.nanoTime();
+                if (left <= 0 || !w.join(Duration.ofNanos(Math.max(left, 1)))) {
+                    timedOut = true;
+                    w.interrupt();
+                }
+            }
+            long elapsed = System.nanoTime() - window[0];
+            timedOut |= ok.sum() + failed.sum() < requests;
+            long cpu = cpu0 < 0 ? -1 : ProcessMetrics.processCpuNanos() - cpu0;
+            client.shutdownNow();
+            return new Level(concurrency, protocol, (int) (ok.sum() + failed.sum()), (int) ok.sum(),
+                    (int) failed.sum(), elapsed, latency.percentile(50), latency.percentile(90),
+                    latency.percentile(99), ProcessMetrics.peakPlatformThreads(), cpu, timedOut,
+                    firstError.get());
+        }
+    }
+
+    private static String warmUp(HttpClient client, URI base, Duration timeLimit) throws InterruptedException {
+        HttpRequest req = HttpRequest.newBuilder(base.resolve("scale?seed=1&n=4&factor=3")).timeout(timeLimit).build();
+        try {
+            HttpResponse<String> resp = client.send(req, HttpResponse.BodyHandlers.ofString());
+            if (resp.statusCode() != 200 || !resp.body().equals(ScaleServlet.expectedBody(1, 4, 3))) {
+                throw new IllegalStateException("warm-up request failed: HTTP " + resp.statusCode() + " " + resp.body());
+            }
+            return resp.version() == HttpClient.Version.HTTP_2 ? "h2c" : "HTTP/1.1";
+        } catch (java.io.IOException e) {
+            throw new IllegalStateException("warm-up request to " + base + " failed: " + e, e);
+        }
+    }
+
+    static void printHeader(PrintStream out) {
+        out.printf(Locale.ROOT, "  %11s  %-8s  %9s  %9s  %7s  %9s  %9s  %9s  %9s  %8s  %6s%n",
+                "concurrency", "protocol", "requests", "ok", "failed", "req/s", "p50 ms", "p90 ms", "p99 ms",
+                "platform", "CPU s");
+        out.printf(Locale.ROOT, "  %11s  %-8s  %9s  %9s  %7s  %9s  %9s  %9s  %9s  %8s  %6s%n",
+                "", "", "", "", "", "", "", "", "", "threads", "");
+    }
+
+    static void printRow(PrintStream out, Level l) {
+        out.printf(Locale.ROOT, "  %,11d  %-8s  %,9d  %,9d  %,7d  %,9.0f  %9.2f  %9.2f  %9.2f  %8d  %6.2f%s%n",
+                l.concurrency(), l.protocol(), l.sent(), l.ok(), l.failed(), l.requestsPerSecond(),
+                l.p50() / 1e6, l.p90() / 1e6, l.p99() / 1e6, l.peakPlatformThreads(),
+                l.cpuNanos() / 1e9, l.timedOut() ? "  (time limit reached)" : "");
+    }
+}

@@ -1,0 +1,73 @@
+package io.cudaloom.demo;
+
+import io.cudaloom.GpuDevice;
+import io.cudaloom.sim.SimulatedDevice;
+import io.cudaloom.sim.SimulatedStream;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * {@link DemoWorkload} on the embedded simulated device: the "kernel" is a Java task that runs on
+ * the stream's own thread (in order with the rest of the stream's work) and scales the caller's
+ * array in place, followed by a simulated kernel of {@code kernelTime}. The caller then awaits the
+ * stream's event exactly as it would on a GPU, and reads the array the device thread wrote.
+ */
+final class SimulatedWorkload implements DemoWorkload {
+    private final SimulatedDevice device;
+    private final SimulatedStream[] streams;
+    private final Duration kernelTime;
+    private final AtomicInteger next = new AtomicInteger();
+    private final LatencyHistogram awaitLatency = new LatencyHistogram();
+
+    SimulatedWorkload(SimulatedDevice device, int streams, Duration kernelTime) {
+        this.device = Objects.requireNonNull(device, "device");
+        this.kernelTime = Objects.requireNonNull(kernelTime, "kernelTime");
+        if (streams < 1) {
+            throw new IllegalArgumentException("streams must be >= 1, was " + streams);
+        }
+        this.streams = new SimulatedStream[streams];
+        for (int i = 0; i < streams; i++) {
+            this.streams[i] = device.newStream();
+        }
+    }
+
+    @Override
+    public String description() {
+        return device.name() + ", " + streams.length + " streams, "
+                + kernelTime.toNanos() / 1000 + " us simulated kernel per step";
+    }
+
+    @Override
+    public GpuDevice device() {
+        return device;
+    }
+
+    @Override
+    public LatencyHistogram awaitLatency() {
+        return awaitLatency;
+    }
+
+    @Override
+    public void scale(float[] data, float factor) throws InterruptedException {
+        SimulatedStream stream = streams[Math.floorMod(next.getAndIncrement(), streams.length)];
+        stream.launch(() -> {                      // runs on the device's thread, in stream order
+            for (int i = 0; i < data.length; i++) {
+                data[i] *= factor;
+            }
+        });
+        if (!kernelTime.isZero()) {
+            stream.launchKernel(kernelTime);
+        }
+        long start = System.nanoTime();
+        stream.event().await();                    // parks this (virtual) thread, nothing else
+        awaitLatency.record(System.nanoTime() - start);
+    }
+
+    @Override
+    public void close() {
+        for (SimulatedStream s : streams) {
+            s.close();
+        }
+    }
+}

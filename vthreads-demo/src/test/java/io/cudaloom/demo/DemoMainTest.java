@@ -1,0 +1,72 @@
+package io.cudaloom.demo;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+
+/** The demo's command line end to end: exit codes, usage, and the printed table. */
+class DemoMainTest {
+
+    private record Outcome(int code, String out, String err) {}
+
+    private static Outcome run(String... args) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        int code = DemoMain.run(args, new PrintStream(out, true, StandardCharsets.UTF_8),
+                new PrintStream(err, true, StandardCharsets.UTF_8));
+        return new Outcome(code, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+    }
+
+    @Test
+    void invalidFlagPrintsUsageOnStderrAndExitsWith2() {
+        Outcome o = run("--threads", "many");
+        assertEquals(2, o.code());
+        assertTrue(o.err().startsWith("error: --threads needs a whole number, was 'many'"), o.err());
+        assertTrue(o.err().contains("usage: DemoMain [options]"), o.err());
+        assertEquals("", o.out(), "nothing on stdout for a usage error");
+    }
+
+    @Test
+    void unknownFlagExitsWith2() {
+        Outcome o = run("--gpu");
+        assertEquals(2, o.code());
+        assertTrue(o.err().contains("unknown option '--gpu'"), o.err());
+    }
+
+    @Test
+    void helpPrintsUsageOnStdoutAndExitsWith0() {
+        Outcome o = run("--help");
+        assertEquals(0, o.code());
+        assertTrue(o.out().contains("--threads N"), o.out());
+        assertTrue(o.out().contains("--load"), o.out());
+    }
+
+    @Test
+    void smallRunOnTheSimulatedDevicePrintsTheTable() {
+        Outcome o = run("--device", "sim", "--threads", "2000", "--iterations", "3", "--kernel-us", "0");
+        assertEquals(0, o.code(), o.out() + o.err());
+        String out = o.out();
+        assertTrue(out.contains("2,000 virtual threads x 3 iterations on simulated device"), out);
+        assertTrue(out.contains("completions              6,000 (6,000 verified, 0 mismatches, 0 errors)"), out);
+        for (String row : new String[] {"completions/s", "await latency p50", "await latency p90",
+                "await latency p99", "process CPU time", "fallbacks"}) {
+            assertTrue(out.contains("  " + row), "row " + row + " in\n" + out);
+        }
+        assertTrue(out.contains("slots in use at end      0  (armed 0"), out);
+        assertTrue(out.endsWith("result: OK" + System.lineSeparator()), out);
+        // No platform thread per waiter: 2,000 virtual threads ran on a few dozen platform threads.
+        Matcher m = Pattern.compile("peak platform threads\\s+(\\d+)").matcher(out);
+        assertTrue(m.find(), out);
+        int peak = Integer.parseInt(m.group(1));
+        assertTrue(peak > 0 && peak < 200, "peak platform threads " + peak);
+        // Progress went to stderr, the table to stdout.
+        assertTrue(o.err().contains("6,000 / 6,000 awaits done"), o.err());
+        assertTrue(!out.contains("\r"), "no progress line on stdout");
+    }
+}

@@ -1,0 +1,77 @@
+package io.cudaloom.demo;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.cudaloom.demo.DemoOptions.Mode;
+import io.cudaloom.demo.DemoOptions.UsageException;
+import java.time.Duration;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.api.Test;
+
+class DemoOptionsTest {
+
+    @Test
+    void defaultsAreTheDocumentedOnes() throws UsageException {
+        DemoOptions o = DemoOptions.parse();
+        assertEquals(Mode.RUN, o.mode());
+        assertEquals(10_000, o.threads());
+        assertEquals(5, o.iterations());
+        assertEquals("auto", o.device());
+        assertEquals(8, o.streams());
+        assertEquals(Duration.ofNanos(20_000), o.kernelTime());
+        assertEquals(10_000, o.requests());
+        assertEquals(Duration.ofSeconds(10), o.timeLimit());
+    }
+
+    @Test
+    void parsesEveryFlag() throws UsageException {
+        DemoOptions o = DemoOptions.parse("--threads", "1_000", "--iterations", "3", "--device", "SIM",
+                "--streams", "4", "--kernel-us", "0");
+        assertEquals(1_000, o.threads());
+        assertEquals(3, o.iterations());
+        assertEquals("sim", o.device());
+        assertEquals(4, o.streams());
+        assertEquals(Duration.ZERO, o.kernelTime());
+
+        DemoOptions serve = DemoOptions.parse("--serve", "--port", "9090");
+        assertEquals(Mode.SERVE, serve.mode());
+        assertEquals(9090, serve.effectivePort());
+        assertEquals(8080, DemoOptions.parse("--serve").effectivePort());
+
+        DemoOptions load = DemoOptions.parse("--load", "--requests", "500", "--seconds", "3");
+        assertEquals(Mode.LOAD, load.mode());
+        assertEquals(0, load.effectivePort(), "--load picks a free port by default");
+        assertEquals(500, load.requests());
+        assertEquals(Duration.ofSeconds(3), load.timeLimit());
+
+        assertEquals(Mode.HELP, DemoOptions.parse("--threads", "5", "--help").mode());
+        assertEquals(Mode.HELP, DemoOptions.parse("-h").mode());
+    }
+
+    @ParameterizedTest(name = "[{index}] {0}")
+    @CsvSource(delimiter = '|', value = {
+        "--bogus                          | unknown option '--bogus'",
+        "--threads                        | --threads needs a value",
+        "--threads --iterations 3         | --threads needs a value",
+        "--threads ten                    | --threads needs a whole number, was 'ten'",
+        "--threads 0                      | --threads must be between 1 and 1000000, was 0",
+        "--threads 99999999999            | --threads needs a whole number",
+        "--iterations -1                  | --iterations must be between 1 and 1000000, was -1",
+        "--device tpu                     | --device must be auto, sim or cuda, was 'tpu'",
+        "--streams 0                      | --streams must be between 1 and 1024",
+        "--kernel-us 2000000              | --kernel-us must be between 0 and 1000000",
+        "--port 70000 --serve             | --port must be between 0 and 65535",
+        "--port 8080                      | --port needs --serve or --load",
+        "--requests 10                    | --requests and --seconds need --load",
+        "--serve --load                   | --load cannot be combined with --serve",
+        "--load --seconds 0               | --seconds must be between 1 and 600",
+        "threads 5                        | unknown option 'threads'",
+    })
+    void rejectsBadCommandLines(String line, String message) {
+        UsageException e = assertThrows(UsageException.class, () -> DemoOptions.parse(line.trim().split("\\s+")));
+        assertTrue(e.getMessage().startsWith(message.trim()), e.getMessage());
+    }
+}

@@ -1,0 +1,142 @@
+package io.cudaloom.demo;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.cudaloom.GpuDevice;
+import io.cudaloom.sim.SimulatedDevice;
+import io.cudaloom.sim.SimulatedStream;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import org.junit.jupiter.api.Test;
+
+class DemoRunTest {
+    private static final PrintStream NO_PROGRESS = new PrintStream(PrintStream.nullOutputStream());
+
+    @Test
+    void everyStepIsAwaitedAndVerified() throws Exception {
+        try (SimulatedDevice device = SimulatedDevice.create();
+             DemoWorkload workload = DemoWorkload.forDevice(device, 4, Duration.ofNanos(20_000))) {
+            assertTrue(workload instanceof SimulatedWorkload);
+            DemoRun.Result r = DemoRun.run(workload, 500, 4, NO_PROGRESS);
+            assertEquals(2_000, r.completions());
+            assertEquals(2_000, r.verified());
+            assertEquals(0, r.mismatches());
+            assertEquals(0, r.errors());
+            assertEquals(0, r.slotsInUseAtEnd());
+            assertEquals(0, r.armedAtEnd());
+            assertEquals(2_000, workload.awaitLatency().count(), "one latency per await");
+            assertTrue(r.awaitP50() <= r.awaitP90() && r.awaitP90() <= r.awaitP99() && r.awaitP99() <= r.awaitMax());
+            assertEquals(2_000, r.registrations() + r.immediate() + r.fallbacks(),
+                    "every await armed a slot, fell back, or found its work already done");
+            assertTrue(r.passed());
+        }
+    }
+
+    @Test
+    void theDataWrittenByTheDeviceIsVisibleAfterTheAwait() throws Exception {
+        try (SimulatedDevice device = SimulatedDevice.create();
+             DemoWorkload workload = DemoWorkload.forDevice(device, 2, Duration.ofMillis(1))) {
+            float[] data = {1, 2, 3, -4};
+            workload.scale(data, 2.5f);
+            assertEquals(2.5f, data[0]);
+            assertEquals(5f, data[1]);
+            assertEquals(7.5f, data[2]);
+            assertEquals(-10f, data[3]);
+            assertTrue(workload.runOnce(7, 2));
+        }
+    }
+
+    @Test
+    void aWrongResultIsReportedAsAMismatchAndFailsTheRun() throws Exception {
+        try (SimulatedDevice device = SimulatedDevice.create();
+             DemoWorkload broken = new ForwardingWorkload(DemoWorkload.forDevice(device, 2, Duration.ZERO)) {
+                 @Override
+                 public void scale(float[] data, float factor) throws InterruptedException {
+                     super.scale(data, factor);
+                     data[data.length - 1] += 1;         // an off-by-one "kernel"
+                 }
+             }) {
+            DemoRun.Result r = DemoRun.run(broken, 10, 2, NO_PROGRESS);
+            assertEquals(20, r.completions());
+            assertEquals(20, r.mismatches());
+            assertEquals(0, r.verified());
+            assertFalse(r.passed());
+            assertTrue(print(r).contains("result: FAILED"));
+        }
+    }
+
+    @Test
+    void aDeviceFaultIsReportedAsAnErrorAndFailsTheRun() throws Exception {
+        try (SimulatedDevice device = SimulatedDevice.create()) {
+            SimulatedStream faulty = device.newStream();
+            DemoWorkload faulting = new ForwardingWorkload(DemoWorkload.forDevice(device, 1, Duration.ZERO)) {
+                @Override
+                public void scale(float[] data, float factor) throws InterruptedException {
+                    faulty.injectFault("illegal address (injected)");
+                    faulty.event().await();             // throws GpuFaultException
+                }
+            };
+            DemoRun.Result r = DemoRun.run(faulting, 20, 3, NO_PROGRESS);
+            assertEquals(20, r.errors(), "each thread stops at its first error");
+            assertEquals(0, r.completions());
+            assertTrue(r.firstError().contains("GpuFaultException"), r.firstError());
+            assertTrue(r.firstError().contains("illegal address (injected)"), r.firstError());
+            assertFalse(r.passed());
+            assertEquals(0, r.slotsInUseAtEnd(), "a faulted stream's slots are recycled or never taken");
+            faulting.close();
+        }
+    }
+
+    @Test
+    void theCudaWorkloadIsNotWrittenYet() {
+        try (SimulatedDevice device = SimulatedDevice.create()) {
+            UnsupportedOperationException e = org.junit.jupiter.api.Assertions.assertThrows(
+                    UnsupportedOperationException.class, () -> DemoWorkload.cuda(device, 1));
+            assertTrue(e.getMessage().startsWith("CUDA workload: see issue 3"), e.getMessage());
+        }
+    }
+
+    private static String print(DemoRun.Result r) {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        r.print(new PrintStream(bytes, true, StandardCharsets.UTF_8));
+        return bytes.toString(StandardCharsets.UTF_8);
+    }
+
+    /** Delegates everything; tests override {@link #scale}. */
+    static class ForwardingWorkload implements DemoWorkload {
+        final DemoWorkload delegate;
+
+        ForwardingWorkload(DemoWorkload delegate) {
+            this.delegate = delegate;
+        }
+
+        @Override
+        public String description() {
+            return "test: " + delegate.description();
+        }
+
+        @Override
+        public GpuDevice device() {
+            return delegate.device();
+        }
+
+        @Override
+        public void scale(float[] data, float factor) throws InterruptedException {
+            delegate.scale(data, factor);
+        }
+
+        @Override
+        public LatencyHistogram awaitLatency() {
+            return delegate.awaitLatency();
+        }
+
+        @Override
+        public void close() {
+            delegate.close();
+        }
+    }
+}

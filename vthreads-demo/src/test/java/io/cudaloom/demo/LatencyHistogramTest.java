@@ -1,0 +1,97 @@
+package io.cudaloom.demo;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+class LatencyHistogramTest {
+
+    @Test
+    void emptyHistogramReportsZero() {
+        LatencyHistogram h = new LatencyHistogram();
+        assertEquals(0, h.count());
+        assertEquals(0, h.percentile(50));
+        assertEquals(0, h.max());
+    }
+
+    @Test
+    void smallValuesAreExact() {
+        LatencyHistogram h = new LatencyHistogram();
+        for (int v = 1; v <= 100; v++) {
+            h.record(v);
+        }
+        assertEquals(100, h.count());
+        assertEquals(50, h.percentile(50));
+        assertEquals(90, h.percentile(90));
+        assertEquals(99, h.percentile(99));
+        assertEquals(100, h.percentile(100));
+        assertEquals(100, h.max());
+    }
+
+    @Test
+    void largeValuesAreWithinBucketResolution() {
+        LatencyHistogram h = new LatencyHistogram();
+        for (long v = 1; v <= 100_000; v++) {
+            h.record(v * 1_000); // 1 us .. 100 ms
+        }
+        for (double p : new double[] {50, 90, 99, 99.9}) {
+            double expected = p / 100 * 100_000 * 1_000;
+            double got = h.percentile(p);
+            assertTrue(Math.abs(got - expected) / expected < 1.0 / 64,
+                    "p" + p + ": " + got + " vs " + expected);
+        }
+        assertEquals(100_000_000L, h.max());
+    }
+
+    @Test
+    void everyLongHasABucketAndBucketsAreMonotonic() {
+        long previous = -1;
+        for (int shift = 0; shift < 63; shift++) {
+            for (long v : new long[] {(1L << shift) - 1, 1L << shift, (1L << shift) + 1}) {
+                int index = LatencyHistogram.indexOf(v);
+                assertTrue(index >= 0, "index of " + v);
+                long rep = LatencyHistogram.representative(index);
+                assertTrue(Math.abs(rep - v) <= Math.max(1, v / 64), v + " -> " + rep);
+            }
+            int i = LatencyHistogram.indexOf(1L << shift);
+            assertTrue(i > previous || shift == 0, "monotonic at 2^" + shift);
+            previous = i;
+        }
+        LatencyHistogram h = new LatencyHistogram();
+        h.record(Long.MAX_VALUE);
+        h.record(-5); // counts as 0
+        assertEquals(2, h.count());
+        assertEquals(0, h.percentile(50));
+        assertEquals(Long.MAX_VALUE, h.max());
+    }
+
+    @Test
+    void rejectsPercentilesOutsideTheRange() {
+        LatencyHistogram h = new LatencyHistogram();
+        assertThrows(IllegalArgumentException.class, () -> h.percentile(0));
+        assertThrows(IllegalArgumentException.class, () -> h.percentile(100.5));
+        assertThrows(IllegalArgumentException.class, () -> h.percentile(Double.NaN));
+    }
+
+    @Test
+    void concurrentRecordingLosesNothing() throws InterruptedException {
+        LatencyHistogram h = new LatencyHistogram();
+        List<Thread> threads = new ArrayList<>();
+        for (int t = 0; t < 64; t++) {
+            threads.add(Thread.ofVirtual().start(() -> {
+                for (int i = 0; i < 1_000; i++) {
+                    h.record(1_000 + i);
+                }
+            }));
+        }
+        for (Thread t : threads) {
+            t.join();
+        }
+        assertEquals(64_000, h.count());
+        assertEquals(1_999, h.max());
+    }
+}
