@@ -77,11 +77,11 @@ public interface DemoWorkload extends AutoCloseable {
     /**
      * The CUDA workload: a PTX kernel that scales a device vector, with async copies host-to-device
      * and back on the same stream, then {@code stream.event().await()}.
-     *
-     * <p>TODO(issue 3): fill in once the CUDA wrapper (CudaDevice, CudaStream, device buffers,
-     * PTX module and kernel launch, async copies) is on main.
      */
     static DemoWorkload cuda(GpuDevice device, int streams) {
-        throw new UnsupportedOperationException("CUDA workload: see issue 3 (device " + device.name() + ")");
+        if (!(device instanceof io.cudaloom.cuda.CudaDevice cuda)) {
+            throw new IllegalArgumentException("not a CUDA device: " + device.name());
+        }
+        return new CudaWorkload(cuda, streams);
     }
 }

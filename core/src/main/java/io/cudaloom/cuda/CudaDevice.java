@@ -1,0 +1,304 @@
+package io.cudaloom.cuda;
+
+import static io.cudaloom.cuda.Cuda.check;
+import static jcuda.driver.JCudaDriver.*;
+
+import io.cudaloom.FlagMemory;
+import io.cudaloom.GpuDevice;
+import io.cudaloom.ReactorConfig;
+import io.cudaloom.protocol.OffHeapFlagArray;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import jcuda.Pointer;
+import jcuda.driver.CUcontext;
+import jcuda.driver.CUdevice;
+import jcuda.driver.CUdeviceptr;
+import jcuda.driver.JCudaDriver;
+
+/**
+ * One CUDA device through the driver API (JCuda), using the device's primary context, with its own
+ * {@link io.cudaloom.CompletionReactor}: one reactor, one scanner thread and one pinned flag slab
+ * per device. The slab is {@code cuMemHostAlloc(PORTABLE | DEVICEMAP)}, so it is valid in every
+ * context of the process; the device writes flags through its device alias.
+ *
+ * <h2>Context currency</h2>
+ * The CUDA context is current per OS thread, and a virtual thread can move to another carrier at
+ * every park. So every driver call this library makes, and every launch, copy or allocation made
+ * through this wrapper, first makes this device's context current on the carrier it runs on
+ * ({@link #makeCurrent()}, a cheap {@code cuCtxSetCurrent}); a JNI call pins the virtual thread to
+ * its carrier for its duration, so the context stays current for that call. Callers who use raw
+ * JCuda next to this library must do the same: call {@link #makeCurrent()} immediately before
+ * their own driver calls, with no blocking operation (no await, no lock, no I/O) in between.
+ *
+ * <h2>Faults</h2>
+ * A kernel fault (e.g. an illegal address) is sticky: the context is unusable, pending flag writes
+ * and host functions never run. The reactor's fault probe sees the error through
+ * {@code cuStreamQuery} and wakes the waiters with a {@link io.cudaloom.GpuFaultException}; the
+ * quarantined flag slots are only reused after {@link #close()} has reset the dead context.
+ * Open a new CudaDevice to continue.
+ */
+public final class CudaDevice extends GpuDevice {
+    private static final Set<CudaDevice> OPEN = ConcurrentHashMap.newKeySet();
+
+    private final Set<CudaStream> streams = ConcurrentHashMap.newKeySet();
+    private final int ordinal;
+    private final CUdevice device = new CUdevice();
+    private final CUcontext context = new CUcontext();
+    private final String name;
+    private final int computeMajor;
+    private final int computeMinor;
+    private volatile boolean closed;
+    /** Set once a stream saw a sticky error: the primary context must be reset on close. */
+    private volatile boolean faulted;
+    /** Set once the context has been released or reset: nothing of it can run any more. */
+    private volatile boolean contextGone;
+    private volatile CUdeviceptr[] flagPointers = new CUdeviceptr[0];
+    private volatile FlagMemory flagMemory;
+
+    private CudaDevice(int ordinal) {
+        this.ordinal = ordinal;
+        check(cuDeviceGet(device, ordinal), "cuDeviceGet(" + ordinal + ")");
+        byte[] buf = new byte[256];
+        check(cuDeviceGetName(buf, buf.length, device), "cuDeviceGetName");
+        int len = 0;
+        while (len < buf.length && buf[len] != 0) {
+            len++;
+        }
+        this.name = new String(buf, 0, len, StandardCharsets.UTF_8) + " (cuda:" + ordinal + ")";
+        int[] v = new int[1];
+        check(cuDeviceGetAttribute(v, jcuda.driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device), "cuDeviceGetAttribute");
+        this.computeMajor = v[0];
+        check(cuDeviceGetAttribute(v, jcuda.driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device), "cuDeviceGetAttribute");
+        this.computeMinor = v[0];
+        check(cuDevicePrimaryCtxRetain(context, device), "cuDevicePrimaryCtxRetain");
+    }
+
+    /** Number of CUDA devices (initialises the driver). */
+    public static int deviceCount() {
+        return Cuda.init();
+    }
+
+    /** {@link #open(int, ReactorConfig)} with the default configuration. */
+    public static CudaDevice open(int ordinal) {
+        return open(ordinal, ReactorConfig.defaults());
+    }
+
+    /**
+     * Opens CUDA device {@code ordinal} (its primary context) and starts its reactor.
+     *
+     * @throws IllegalArgumentException if there is no such device
+     * @throws CudaDriverException if the driver cannot be initialised
+     */
+    public static CudaDevice open(int ordinal, ReactorConfig config) {
+        Objects.requireNonNull(config, "config");
+        int count = Cuda.init();
+        if (ordinal < 0 || ordinal >= count) {
+            throw new IllegalArgumentException("CUDA device ordinal " + ordinal + " out of range: "
+                    + count + " device(s) present");
+        }
+        CudaDevice d = new CudaDevice(ordinal);
+        try {
+            d.startReactor(config);
+        } catch (RuntimeException e) {
+            d.releaseContext();
+            throw e;
+        }
+        OPEN.add(d);
+        return d;
+    }
+
+    @Override
+    public String name() {
+        return name;
+    }
+
+    @Override
+    public boolean isSimulated() {
+        return false;
+    }
+
+    public int ordinal() {
+        return ordinal;
+    }
+
+    /** E.g. "9.0" for an H100/H200. */
+    public String computeCapability() {
+        return computeMajor + "." + computeMinor;
+    }
+
+    /**
+     * Makes this device's context current on the calling OS thread (the carrier, for a virtual
+     * thread). Called by every wrapper method before its driver call; see the class comment.
+     */
+    public void makeCurrent() {
+        ensureOpen();
+        check(cuCtxSetCurrent(context), "cuCtxSetCurrent");
+    }
+
+    @Override
+    public CudaStream newStream() {
+        makeCurrent();
+        CudaStream s = new CudaStream(this);
+        streams.add(s);
+        return s;
+    }
+
+    /** Device memory of {@code bytes} bytes ({@code cuMemAlloc}). */
+    public DeviceBuffer allocate(long bytes) {
+        if (bytes <= 0) {
+            throw new IllegalArgumentException("allocation size must be positive, was " + bytes);
+        }
+        makeCurrent();
+        CUdeviceptr p = new CUdeviceptr();
+        check(cuMemAlloc(p, bytes), "cuMemAlloc(" + bytes + ")");
+        return new DeviceBuffer(this, p, bytes);
+    }
+
+    /** Pinned host memory of {@code bytes} bytes, for async copies ({@code cuMemHostAlloc}). */
+    public PinnedBuffer allocatePinned(long bytes) {
+        if (bytes <= 0 || bytes > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("pinned allocation size must be 1.." + Integer.MAX_VALUE + ", was " + bytes);
+        }
+        makeCurrent();
+        Pointer p = new Pointer();
+        check(cuMemHostAlloc(p, bytes, CU_MEMHOSTALLOC_PORTABLE), "cuMemHostAlloc(" + bytes + ")");
+        return new PinnedBuffer(this, p, bytes);
+    }
+
+    /** Loads a module from PTX text ({@code cuModuleLoadData}). */
+    public CudaModule loadModule(String ptx) {
+        Objects.requireNonNull(ptx, "ptx");
+        makeCurrent();
+        return new CudaModule(this, ptx);
+    }
+
+    /** Loads the library's own kernels ({@link Kernels#PTX_RESOURCE}). */
+    public Kernels loadKernels() {
+        return new Kernels(loadModule(Kernels.ptx()));
+    }
+
+    /** Blocks until all work on the device is done ({@code cuCtxSynchronize}). */
+    public void synchronize() {
+        makeCurrent();
+        check(cuCtxSynchronize(), "cuCtxSynchronize");
+    }
+
+    /** Whether a sticky fault was observed on this device's context. */
+    public boolean isFaulted() {
+        return faulted;
+    }
+
+    /**
+     * Wakes all waiters, stops the reactor, and releases the primary context (resetting it if it
+     * faulted, so that a new CudaDevice gets a fresh, working context). Work already submitted to a
+     * healthy context still completes; pinned flag memory is freed once no write can land.
+     */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        super.close(); // reactor: waiters woken, scanner stopped
+        closed = true;
+        OPEN.remove(this);
+        for (CudaStream s : streams) {
+            s.close(); // idle streams are destroyed now, busy ones with the context
+        }
+        if (faulted) {
+            // The dead context's work will never run: tear it down so nothing of it can land, then
+            // the reactor's reclaimer sees the quarantined slots settled.
+            contextGone = true;
+            int r = cuDevicePrimaryCtxReset(device);
+            if (r != jcuda.driver.CUresult.CUDA_SUCCESS) {
+                System.err.println("cuda-loom: resetting the faulted context of " + name + " failed: " + Cuda.errorName(r));
+            }
+        }
+        // A healthy context is released by the reclaimer's final step (see allocateFlags), once
+        // its pending flag writes have landed.
+    }
+
+    boolean isClosed() {
+        return closed;
+    }
+
+    CUcontext contextHandle() {
+        return context;
+    }
+
+    boolean isContextGone() {
+        return contextGone;
+    }
+
+    void markFaulted() {
+        faulted = true;
+    }
+
+    void ensureOpen() {
+        if (closed) {
+            throw new IllegalStateException(name + " is closed");
+        }
+    }
+
+    CUdeviceptr flagPointer(FlagMemory memory, int slot) {
+        return memory == flagMemory ? flagPointers[slot] : null;
+    }
+
+    @Override
+    protected FlagMemory allocateFlags(int count) {
+        makeCurrent();
+        long bytes = 4L * count;
+        Pointer host = new Pointer();
+        check(cuMemHostAlloc(host, bytes, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP),
+                "cuMemHostAlloc(PORTABLE|DEVICEMAP, " + bytes + ")");
+        CUdeviceptr alias = new CUdeviceptr();
+        int r = cuMemHostGetDevicePointer(alias, host, 0);
+        if (r != jcuda.driver.CUresult.CUDA_SUCCESS) {
+            cuMemFreeHost(host);
+            check(r, "cuMemHostGetDevicePointer");
+        }
+        OffHeapFlagArray flags = new OffHeapFlagArray(
+                host.getByteBuffer(0, bytes).order(ByteOrder.nativeOrder()), count);
+        flags.clear();
+        // One CUdeviceptr per slot, made once: arming a slot allocates nothing.
+        CUdeviceptr[] pointers = new CUdeviceptr[count];
+        for (int i = 0; i < count; i++) {
+            pointers[i] = alias.withByteOffset(4L * i);
+        }
+        this.flagPointers = pointers;
+        FlagMemory memory = new FlagMemory(flags, Cuda.address(alias), () -> freeFlagsAndContext(host));
+        this.flagMemory = memory;
+        return memory;
+    }
+
+    /** The reactor's final step: nothing can write the flags any more. */
+    private void freeFlagsAndContext(Pointer host) {
+        if (!contextGone) {
+            cuCtxSetCurrent(context);
+            cuMemFreeHost(host);
+            releaseContext();
+        }
+        // else: the reset context took its pinned allocations with it
+    }
+
+    private void releaseContext() {
+        contextGone = true;
+        cuDevicePrimaryCtxRelease(device);
+    }
+
+    static boolean driverLoaded() {
+        try {
+            JCudaDriver.class.getName();
+            return true;
+        } catch (Throwable t) {
+            return false;
+        }
+    }
+
+    @Override
+    public String toString() {
+        return name;
+    }
+}

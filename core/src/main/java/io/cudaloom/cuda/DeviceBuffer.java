@@ -1,0 +1,51 @@
+package io.cudaloom.cuda;
+
+import jcuda.driver.CUdeviceptr;
+import jcuda.driver.JCudaDriver;
+
+/** Device memory ({@code cuMemAlloc}); freed by {@link #close()}. */
+public final class DeviceBuffer implements AutoCloseable {
+    private final CudaDevice device;
+    private final CUdeviceptr pointer;
+    private final long bytes;
+    private volatile boolean freed;
+
+    DeviceBuffer(CudaDevice device, CUdeviceptr pointer, long bytes) {
+        this.device = device;
+        this.pointer = pointer;
+        this.bytes = bytes;
+    }
+
+    public CudaDevice device() {
+        return device;
+    }
+
+    public long bytes() {
+        return bytes;
+    }
+
+    /** The raw device pointer (valid until {@link #close()}). */
+    public CUdeviceptr pointer() {
+        if (freed) {
+            throw new IllegalStateException("device buffer of " + bytes + " bytes was freed");
+        }
+        return pointer;
+    }
+
+    /** The device address, e.g. to pass {@code address() + offset} as a kernel argument (a Long). */
+    public long address() {
+        return Cuda.address(pointer());
+    }
+
+    @Override
+    public void close() {
+        if (freed) {
+            return;
+        }
+        freed = true;
+        if (!device.isContextGone()) {
+            JCudaDriver.cuCtxSetCurrent(device.contextHandle());
+            JCudaDriver.cuMemFree(pointer); // the context may have faulted: nothing more to do then
+        }
+    }
+}

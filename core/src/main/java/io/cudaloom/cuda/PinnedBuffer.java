@@ -1,0 +1,65 @@
+package io.cudaloom.cuda;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.FloatBuffer;
+import java.nio.IntBuffer;
+import jcuda.Pointer;
+import jcuda.driver.JCudaDriver;
+
+/** Pinned host memory ({@code cuMemHostAlloc(PORTABLE)}) for async copies; freed by {@link #close()}. */
+public final class PinnedBuffer implements AutoCloseable {
+    private final CudaDevice device;
+    private final Pointer pointer;
+    private final long bytes;
+    private final ByteBuffer view;
+    private volatile boolean freed;
+
+    PinnedBuffer(CudaDevice device, Pointer pointer, long bytes) {
+        this.device = device;
+        this.pointer = pointer;
+        this.bytes = bytes;
+        this.view = pointer.getByteBuffer(0, bytes).order(ByteOrder.nativeOrder());
+    }
+
+    public long bytes() {
+        return bytes;
+    }
+
+    /** The memory as a native-order byte buffer (do not use after {@link #close()}). */
+    public ByteBuffer byteBuffer() {
+        checkLive();
+        return view.duplicate().order(ByteOrder.nativeOrder());
+    }
+
+    public FloatBuffer floats() {
+        return byteBuffer().asFloatBuffer();
+    }
+
+    public IntBuffer ints() {
+        return byteBuffer().asIntBuffer();
+    }
+
+    Pointer pointer() {
+        checkLive();
+        return pointer;
+    }
+
+    private void checkLive() {
+        if (freed) {
+            throw new IllegalStateException("pinned buffer of " + bytes + " bytes was freed");
+        }
+    }
+
+    @Override
+    public void close() {
+        if (freed) {
+            return;
+        }
+        freed = true;
+        if (!device.isContextGone()) {
+            JCudaDriver.cuCtxSetCurrent(device.contextHandle());
+            JCudaDriver.cuMemFreeHost(pointer);
+        }
+    }
+}

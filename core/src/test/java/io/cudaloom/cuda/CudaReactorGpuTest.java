@@ -1,0 +1,422 @@
+package io.cudaloom.cuda;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.*;
+
+import io.cudaloom.CompletionStrategy;
+import io.cudaloom.GpuDevice;
+import io.cudaloom.GpuFaultException;
+import io.cudaloom.ReactorConfig;
+import io.cudaloom.ReactorStats;
+import java.nio.IntBuffer;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The original crate's six GPU scenarios, with virtual threads instead of futures and the reactor
+ * path forced (no waiter spin), plus faults, pool exhaustion, context currency and the A/B
+ * strategies. Runs on a real GPU only.
+ */
+@Tag("gpu")
+class CudaReactorGpuTest {
+    private static final Duration LONG = Duration.ofSeconds(60);
+    private static final int WORDS_64MIB = 16 * 1024 * 1024;
+
+    private static void assertAllSlotsFree(CudaDevice device) {
+        await().atMost(LONG).untilAsserted(() -> {
+            ReactorStats s = device.reactor().stats();
+            assertEquals(0, s.armedNow(), s.toString());
+            assertEquals(s.capacity(), s.freeSlots(), s.toString());
+        });
+    }
+
+    private static void assertAll(IntBuffer data, int expected, String what) {
+        for (int i = 0; i < data.limit(); i++) {
+            if (data.get(i) != expected) {
+                fail(what + ": element " + i + " is " + data.get(i) + ", expected " + expected);
+            }
+        }
+    }
+
+    @Test
+    void openPicksTheGpuWhenPresent() {
+        try (CudaDevice probe = GpuTestSupport.openOrSkip(ReactorConfig.defaults())) {
+            System.out.println("GPU: " + probe.name() + ", compute capability " + probe.computeCapability());
+        }
+        try (GpuDevice d = GpuDevice.open()) {
+            assertFalse(d.isSimulated(), "GpuDevice.open() should pick the CUDA device: " + d.name());
+        }
+    }
+
+    /** (1) 16 passes of a 64 MiB memset, copied back, fully visible after the await; 8 rounds. */
+    @Test
+    void memsetDataIsVisibleAfterAwait() throws Exception {
+        try (CudaDevice device = GpuTestSupport.openOrSkip(GpuTestSupport.reactorOnly());
+                DeviceBuffer buf = device.allocate(4L * WORDS_64MIB);
+                PinnedBuffer host = device.allocatePinned(4L * WORDS_64MIB)) {
+            CudaStream stream = device.newStream();
+            for (int round = 0; round < 8; round++) {
+                int last = 0;
+                for (int pass = 0; pass < 16; pass++) {
+                    last = round * 100 + pass + 1;
+                    stream.memset32(buf, last, WORDS_64MIB);
+                }
+                host.ints().put(0, -1).put(WORDS_64MIB - 1, -1); // poison the ends
+                stream.copy(buf, host, 4L * WORDS_64MIB);
+                stream.await();
+                assertAll(host.ints(), last, "round " + round);
+            }
+            assertTrue(device.reactor().stats().registrations() >= 8, "the reactor path was used");
+            assertAllSlotsFree(device);
+        }
+    }
+
+    /** (2) Spurious unparks do not return early. */
+    @Test
+    void spuriousUnparksDoNotReturnEarly() throws Exception {
+        try (CudaDevice device = GpuTestSupport.openOrSkip(GpuTestSupport.reactorOnly());
+                Kernels k = device.loadKernels()) {
+            CudaStream stream = device.newStream();
+            long kernelNanos = 200_000_000L;
+            long start = System.nanoTime();
+            k.launchSpin(stream, kernelNanos);
+            AtomicReference<Long> returnedAfter = new AtomicReference<>();
+            Thread waiter = Thread.ofVirtual().start(() -> {
+                stream.event().awaitUninterruptibly();
+                returnedAfter.set(System.nanoTime() - start);
+            });
+            for (int i = 0; i < 10_000 && waiter.isAlive(); i++) {
+                LockSupport.unpark(waiter);
+            }
+            waiter.join();
+            assertTrue(returnedAfter.get() >= kernelNanos,
+                    "returned after " + returnedAfter.get() / 1e6 + " ms, before the 200 ms kernel ended");
+            assertAllSlotsFree(device);
+        }
+    }
+
+    /** (3) An await that timed out, then later awaits of the same thread, complete correctly. */
+    @Test
+    void timedOutAwaitThenLaterAwaitsOfTheSameThread() throws Exception {
+        try (CudaDevice device = GpuTestSupport.openOrSkip(GpuTestSupport.reactorOnly());
+                Kernels k = device.loadKernels();
+                DeviceBuffer buf = device.allocate(4096);
+                PinnedBuffer host = device.allocatePinned(4096)) {
+            CudaStream slow = device.newStream();
+            CudaStream other = device.newStream();
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            Thread t = Thread.ofVirtual().start(() -> {
+                try {
+                    k.launchSpin(slow, 300_000_000L);
+                    assertFalse(slow.event().await(Duration.ofMillis(10)), "the 300 ms kernel is not done in 10 ms");
+                    // Next await of this thread: a 600 ms kernel; the abandoned registration's late
+                    // completion (at ~300 ms) must not complete it.
+                    long start = System.nanoTime();
+                    k.launchSpin(other, 600_000_000L);
+                    other.launch(k.fill, 1, 1024, buf, 77, 1024);
+                    other.copy(buf, host, 4096);
+                    other.await();
+                    assertTrue(System.nanoTime() - start >= 600_000_000L, "returned before its own work finished");
+                    assertAll(host.ints(), 77, "data after the second await");
+                    for (int i = 0; i < 20; i++) {
+                        slow.launch(k.fill, 1, 1024, buf, i, 1024);
+                        slow.copy(buf, host, 4096);
+                        slow.await();
+                        assertAll(host.ints(), i, "await " + i + " after the timeout");
+                    }
+                } catch (Throwable e) {
+                    failure.set(e);
+                }
+            });
+            t.join();
+            assertNull(failure.get(), () -> String.valueOf(failure.get()));
+            assertEquals(1, device.reactor().stats().abandoned());
+            assertAllSlotsFree(device);
+        }
+    }
+
+    /** (4) 32 awaits abandoned mid-flight (16 timeouts, 16 interrupts), then 8 good rounds, all slots recycled. */
+    @Test
+    void abandonedAwaitsThenMoreRoundsWithCorrectData() throws Exception {
+        try (CudaDevice device = GpuTestSupport.openOrSkip(GpuTestSupport.reactorOnly());
+                Kernels k = device.loadKernels();
+                DeviceBuffer buf = device.allocate(4L * 4096);
+                PinnedBuffer host = device.allocatePinned(4L * 4096)) {
+            CudaStream stream = device.newStream();
+            k.launchSpin(stream, 200_000_000L);
+            List<Thread> quitters = new ArrayList<>();
+            AtomicInteger gaveUp = new AtomicInteger();
+            for (int i = 0; i < 32; i++) {
+                boolean byTimeout = i % 2 == 0;
+                quitters.add(Thread.ofVirtual().start(() -> {
+                    try {
+                        if (byTimeout) {
+                            if (!stream.event().await(Duration.ofMillis(5))) {
+                                gaveUp.incrementAndGet();
+                            }
+                        } else {
+                            stream.event().await();
+                        }
+                    } catch (InterruptedException e) {
+                        gaveUp.incrementAndGet();
+                    }
+                }));
+            }
+            await().atMost(LONG).until(() -> device.reactor().stats().registrations() >= 32);
+            for (int i = 1; i < 32; i += 2) {
+                quitters.get(i).interrupt();
+            }
+            for (Thread q : quitters) {
+                q.join();
+            }
+            assertEquals(32, gaveUp.get(), "all 32 gave up mid-flight");
+            assertEquals(32, device.reactor().stats().abandoned());
+            for (int round = 0; round < 8; round++) {
+                stream.launch(k.fill, 4, 1024, buf, 1000 + round, 4096);
+                stream.copy(buf, host, 4L * 4096);
+                stream.await();
+                assertAll(host.ints(), 1000 + round, "round " + round);
+            }
+            assertAllSlotsFree(device);
+        }
+    }
+
+    /** (5) 200 sequential awaits, with the reactor going idle (scanner parked) every 10th. */
+    @Test
+    void sequentialAwaitsWithIdleGaps() throws Exception {
+        try (CudaDevice device = GpuTestSupport.openOrSkip(GpuTestSupport.reactorOnly());
+                Kernels k = device.loadKernels();
+                DeviceBuffer buf = device.allocate(4096);
+                PinnedBuffer host = device.allocatePinned(4096)) {
+            CudaStream stream = device.newStream();
+            Thread scanner = device.reactor().scannerThread();
+            for (int i = 0; i < 200; i++) {
+                if (i % 10 == 0) {
+                    await().atMost(LONG).until(() -> scanner.getState() == Thread.State.WAITING);
+                }
+                stream.launch(k.fill, 1, 1024, buf, i, 1024);
+                stream.copy(buf, host, 4096);
+                stream.await();
+                assertEquals(i, host.ints().get(1023), "await " + i);
+            }
+            assertTrue(device.reactor().stats().scannerParks() >= 20, device.reactor().stats().toString());
+            assertAllSlotsFree(device);
+        }
+    }
+
+    /** (6) 1,000 virtual threads on 8 streams, each with its own buffer and value, all intact. */
+    @Test
+    void thousandVirtualThreadsOnEightStreamsKeepTheirOwnData() throws Exception {
+        try (CudaDevice device = GpuTestSupport.openOrSkip(GpuTestSupport.reactorOnly());
+                Kernels k = device.loadKernels()) {
+            List<CudaStream> streams = new ArrayList<>();
+            for (int i = 0; i < 8; i++) {
+                streams.add(device.newStream());
+            }
+            final int threads = 1000, words = 256, rounds = 3;
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            List<Thread> vts = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                int id = t;
+                CudaStream s = streams.get(t % 8);
+                vts.add(Thread.ofVirtual().start(() -> {
+                    try (DeviceBuffer buf = device.allocate(4L * words);
+                            PinnedBuffer host = device.allocatePinned(4L * words)) {
+                        for (int r = 0; r < rounds; r++) {
+                            int value = id * 10 + r;
+                            s.launch(k.fill, 1, words, buf, value, words);
+                            s.copy(buf, host, 4L * words);
+                            s.await();
+                            assertAll(host.ints(), value, "thread " + id + " round " + r);
+                        }
+                    } catch (Throwable e) {
+                        failure.compareAndSet(null, e);
+                    }
+                }));
+            }
+            for (Thread vt : vts) {
+                vt.join();
+            }
+            assertNull(failure.get(), () -> String.valueOf(failure.get()));
+            System.out.println("1,000 virtual threads x 3 awaits: " + device.reactor().stats());
+            assertAllSlotsFree(device);
+        }
+    }
+
+    /**
+     * A faulting kernel wakes its waiters with the CUDA error within 100 ms of the fault becoming
+     * observable through the driver (the driver itself reports an MMU fault ~150 ms late on the
+     * H200), and a fresh context afterwards works. A sticky error poisons the whole process on this
+     * driver (see FaultRecoveryProbe), so the fault runs in a child JVM ({@link FaultScenario}) and
+     * the fresh context is this process's.
+     */
+    @Test
+    void faultWakesWaitersWithTheCudaErrorAndAFreshContextWorks() throws Exception {
+        try (CudaDevice probe = GpuTestSupport.openOrSkip(ReactorConfig.defaults())) {
+            assertFalse(probe.isFaulted());
+        }
+        List<String> cmd = new ArrayList<>();
+        cmd.add(ProcessHandle.current().info().command().orElse("java"));
+        cmd.add("--enable-native-access=ALL-UNNAMED");
+        cmd.add("-Djava.library.path=" + System.getProperty("java.library.path"));
+        cmd.add("-cp");
+        cmd.add(classPath());
+        cmd.add(FaultScenario.class.getName());
+        Process child = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        String output = new String(child.getInputStream().readAllBytes());
+        assertTrue(child.waitFor(120, java.util.concurrent.TimeUnit.SECONDS));
+        System.out.println(output);
+        java.util.Map<String, String> result = new java.util.HashMap<>();
+        for (String line : output.split("\\R")) {
+            if (line.startsWith("RESULT ")) {
+                String[] kv = line.substring(7).split("=", 2);
+                result.put(kv[0], kv[1]);
+            }
+        }
+        assertEquals(0, child.exitValue(), "fault scenario failed:\n" + output);
+        assertEquals("0", result.get("hung"), "no waiter hangs");
+        assertEquals("8", result.get("namedErrors"), "every waiter got CUDA_ERROR_ILLEGAL_ADDRESS");
+        double wakeMs = Double.parseDouble(result.get("worstWakeMsAfterObservable"));
+        assertTrue(wakeMs <= 100, "waiters woken " + wakeMs + " ms after the fault was observable");
+        assertEquals("true", result.get("closed"), "the faulted device closes");
+
+        try (CudaDevice fresh = CudaDevice.open(0, GpuTestSupport.reactorOnly());
+                Kernels k = fresh.loadKernels();
+                DeviceBuffer buf = fresh.allocate(4096);
+                PinnedBuffer host = fresh.allocatePinned(4096)) {
+            CudaStream s = fresh.newStream();
+            s.launch(k.fill, 1, 1024, buf, 4242, 1024);
+            s.copy(buf, host, 4096);
+            s.await();
+            assertAll(host.ints(), 4242, "fresh context after the fault");
+        }
+    }
+
+    private static String classPath() {
+        ClassLoader cl = CudaReactorGpuTest.class.getClassLoader();
+        StringBuilder cp = new StringBuilder(System.getProperty("java.class.path"));
+        for (; cl != null; cl = cl.getParent()) {
+            if (cl instanceof java.net.URLClassLoader u) {
+                for (java.net.URL url : u.getURLs()) {
+                    try {
+                        cp.append(java.io.File.pathSeparator).append(new java.io.File(url.toURI()).getPath());
+                    } catch (java.net.URISyntaxException e) {
+                        throw new IllegalStateException(e);
+                    }
+                }
+            }
+        }
+        return cp.toString();
+    }
+
+    /** Capacity 16 and 2,000 waiters: everyone completes, through the host-function fallback beyond 16. */
+    @Test
+    void poolExhaustionCompletesEveryoneViaTheFallback() throws Exception {
+        try (CudaDevice device = GpuTestSupport.openOrSkip(
+                        ReactorConfig.builder().capacity(16).waiterSpin(Duration.ZERO).build());
+                Kernels k = device.loadKernels()) {
+            List<CudaStream> streams = new ArrayList<>();
+            for (int i = 0; i < 4; i++) {
+                CudaStream s = device.newStream();
+                k.launchSpin(s, 100_000_000L);
+                streams.add(s);
+            }
+            AtomicInteger done = new AtomicInteger();
+            List<Thread> vts = new ArrayList<>();
+            for (int i = 0; i < 2000; i++) {
+                CudaStream s = streams.get(i % 4);
+                vts.add(Thread.ofVirtual().start(() -> {
+                    s.event().awaitUninterruptibly();
+                    done.incrementAndGet();
+                }));
+            }
+            for (Thread vt : vts) {
+                vt.join();
+            }
+            assertEquals(2000, done.get());
+            ReactorStats st = device.reactor().stats();
+            System.out.println("exhaustion: " + st);
+            assertTrue(st.fallbacks() > 0, "host-function fallback used: " + st);
+            assertAllSlotsFree(device);
+        }
+    }
+
+    /** Awaits and launches from virtual threads that migrate between carriers keep the context current. */
+    @Test
+    void contextStaysCurrentForVirtualThreadsThatMigrate() throws Exception {
+        try (CudaDevice device = GpuTestSupport.openOrSkip(GpuTestSupport.reactorOnly());
+                Kernels k = device.loadKernels()) {
+            CudaStream stream = device.newStream();
+            Set<String> carriers = ConcurrentHashMap.newKeySet();
+            AtomicInteger migrations = new AtomicInteger();
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            List<Thread> vts = new ArrayList<>();
+            for (int t = 0; t < 64; t++) {
+                int id = t;
+                vts.add(Thread.ofVirtual().start(() -> {
+                    try (DeviceBuffer buf = device.allocate(1024); PinnedBuffer host = device.allocatePinned(1024)) {
+                        for (int i = 0; i < 20; i++) {
+                            String before = carrierOf(Thread.currentThread());
+                            stream.launch(k.fill, 1, 256, buf, id * 100 + i, 256);
+                            stream.copy(buf, host, 1024);
+                            stream.await();
+                            String after = carrierOf(Thread.currentThread());
+                            carriers.add(after);
+                            if (!before.equals(after)) {
+                                migrations.incrementAndGet();
+                            }
+                            assertAll(host.ints(), id * 100 + i, "thread " + id + " iteration " + i);
+                        }
+                    } catch (Throwable e) {
+                        failure.compareAndSet(null, e);
+                    }
+                }));
+            }
+            for (Thread vt : vts) {
+                vt.join();
+            }
+            assertNull(failure.get(), () -> String.valueOf(failure.get()));
+            System.out.println("carriers seen: " + carriers.size() + ", migrations across an await: " + migrations.get());
+            assertTrue(carriers.size() >= 2, "needs 2 or more carriers, saw " + carriers);
+            assertTrue(migrations.get() > 0, "no virtual thread changed carrier across an await");
+        }
+    }
+
+    private static String carrierOf(Thread vt) {
+        String s = vt.toString(); // VirtualThread[#22]/runnable@ForkJoinPool-1-worker-3
+        int at = s.indexOf('@');
+        return at >= 0 ? s.substring(at + 1) : s;
+    }
+
+    /** The A/B strategies (host callback, synchronize) also complete with correct data. */
+    @Test
+    void hostCallbackAndSynchronizeStrategies() throws Exception {
+        for (CompletionStrategy strategy : CompletionStrategy.values()) {
+            try (CudaDevice device = GpuTestSupport.openOrSkip(ReactorConfig.builder().strategy(strategy).build());
+                    Kernels k = device.loadKernels();
+                    DeviceBuffer buf = device.allocate(4096);
+                    PinnedBuffer host = device.allocatePinned(4096)) {
+                CudaStream s = device.newStream();
+                for (int i = 0; i < 50; i++) {
+                    s.launch(k.fill, 1, 1024, buf, i, 1024);
+                    s.copy(buf, host, 4096);
+                    s.await();
+                    assertAll(host.ints(), i, strategy + " await " + i);
+                }
+                ReactorStats st = device.reactor().stats();
+                assertEquals(50, st.completions(), strategy + ": " + st);
+                if (strategy == CompletionStrategy.HOST_CALLBACK) {
+                    assertTrue(st.fallbacks() > 0, st.toString());
+                }
+            }
+        }
+    }
+}

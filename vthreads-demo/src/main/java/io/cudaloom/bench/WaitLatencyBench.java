@@ -1,0 +1,113 @@
+package io.cudaloom.bench;
+
+import io.cudaloom.CompletionStrategy;
+import io.cudaloom.ReactorConfig;
+import io.cudaloom.cuda.CudaDevice;
+import io.cudaloom.cuda.CudaStream;
+import io.cudaloom.cuda.Kernels;
+import java.lang.management.ManagementFactory;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicReference;
+import jcuda.driver.CUresult;
+import jcuda.driver.JCudaDriver;
+
+/**
+ * One waiter, one kernel at a time: launch, then wait by each method, side by side in one run.
+ * Prints a Markdown table of p50/p90/p99 latency (launch to waiter running again) and the process
+ * CPU time per wait. Each method runs twice (rounds A and B) to show the noise.
+ *
+ * <p>Usage: {@code WaitLatencyBench [iterations=3000] [warmup=500]} (needs a CUDA device).
+ */
+public final class WaitLatencyBench {
+    interface Waiter {
+        void waitFor(CudaStream s) throws Exception;
+    }
+
+    record Method(String name, ReactorConfig config, boolean virtualThread, boolean rawQuerySpin) {}
+
+    public static void main(String[] args) throws Exception {
+        int iterations = args.length > 0 ? Integer.parseInt(args[0]) : 3000;
+        int warmup = args.length > 1 ? Integer.parseInt(args[1]) : 500;
+        List<Method> methods = List.of(
+                new Method("await(), virtual thread, reactor defaults", ReactorConfig.defaults(), true, false),
+                new Method("await(), virtual thread, no waiter spin (scanner wakes it)",
+                        ReactorConfig.builder().waiterSpin(Duration.ZERO).build(), true, false),
+                new Method("cuStreamSynchronize, platform thread",
+                        ReactorConfig.builder().strategy(CompletionStrategy.SYNCHRONIZE).build(), false, false),
+                new Method("spin on cuStreamQuery, platform thread", ReactorConfig.defaults(), false, true),
+                new Method("cuLaunchHostFunc + unpark, virtual thread",
+                        ReactorConfig.builder().strategy(CompletionStrategy.HOST_CALLBACK).build(), true, false));
+        long[] kernels = {0, 20_000, 200_000};
+        System.out.printf("# Wait latency, one waiter (%d iterations, %d warm-up; microseconds)%n%n", iterations, warmup);
+        System.out.println("| kernel | wait method | round | p50 | p90 | p99 | CPU per wait |");
+        System.out.println("|---|---|---|---|---|---|---|");
+        for (long kernelNanos : kernels) {
+            for (String round : new String[] {"A", "B"}) {
+                for (Method m : methods) {
+                    double[] r = run(m, kernelNanos, iterations, warmup);
+                    System.out.printf("| %s | %s | %s | %.1f | %.1f | %.1f | %.1f us |%n",
+                            kernelNanos == 0 ? "empty" : (kernelNanos / 1000) + " us",
+                            m.name(), round, r[0], r[1], r[2], r[3]);
+                }
+            }
+        }
+    }
+
+    /** Returns {p50, p90, p99, cpu-us-per-wait}. */
+    static double[] run(Method m, long kernelNanos, int iterations, int warmup) throws Exception {
+        AtomicReference<double[]> result = new AtomicReference<>();
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        try (CudaDevice device = CudaDevice.open(0, m.config()); Kernels k = device.loadKernels()) {
+            CudaStream stream = device.newStream();
+            Runnable body = () -> {
+                try {
+                    long[] samples = new long[iterations];
+                    var os = (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
+                    long cpu0 = 0;
+                    for (int i = -warmup; i < iterations; i++) {
+                        if (i == 0) {
+                            cpu0 = os.getProcessCpuTime();
+                        }
+                        long t0 = System.nanoTime();
+                        if (kernelNanos == 0) {
+                            k.launchEmpty(stream);
+                        } else {
+                            k.launchSpin(stream, kernelNanos);
+                        }
+                        if (m.rawQuerySpin()) {
+                            device.makeCurrent();
+                            int r;
+                            while ((r = JCudaDriver.cuStreamQuery(stream.handle())) == CUresult.CUDA_ERROR_NOT_READY) {
+                                Thread.onSpinWait();
+                            }
+                            if (r != CUresult.CUDA_SUCCESS) {
+                                throw new IllegalStateException("cuStreamQuery: " + CUresult.stringFor(r));
+                            }
+                        } else {
+                            stream.await();
+                        }
+                        if (i >= 0) {
+                            samples[i] = System.nanoTime() - t0;
+                        }
+                    }
+                    long cpu = os.getProcessCpuTime() - cpu0;
+                    Arrays.sort(samples);
+                    result.set(new double[] {
+                        samples[iterations / 2] / 1e3, samples[(int) (iterations * 0.9)] / 1e3,
+                        samples[(int) (iterations * 0.99)] / 1e3, cpu / 1e3 / iterations});
+                } catch (Throwable t) {
+                    failure.set(t);
+                }
+            };
+            Thread t = m.virtualThread() ? Thread.ofVirtual().start(body) : Thread.ofPlatform().start(body);
+            t.join();
+        }
+        if (failure.get() != null) {
+            throw new IllegalStateException(m.name() + " failed", failure.get());
+        }
+        return result.get();
+    }
+}

@@ -1,0 +1,107 @@
+package io.cudaloom.demo;
+
+import io.cudaloom.GpuDevice;
+import io.cudaloom.cuda.CudaDevice;
+import io.cudaloom.cuda.CudaStream;
+import io.cudaloom.cuda.DeviceBuffer;
+import io.cudaloom.cuda.Kernels;
+import io.cudaloom.cuda.PinnedBuffer;
+import java.nio.ByteBuffer;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * {@link DemoWorkload} on a real GPU: copy the caller's vector into pinned memory, copy it to the
+ * device, run the {@code scale_f32} PTX kernel, copy it back, and {@code await()} the stream; then
+ * read the result. Buffers come from a pool of fixed blocks of one device and one pinned
+ * allocation (allocating per step would cost far more than the kernel).
+ */
+final class CudaWorkload implements DemoWorkload {
+    private static final int BLOCKS = 4096;
+    private static final long BLOCK_BYTES = 4L * VECTOR_LENGTH;
+
+    private final CudaDevice device;
+    private final Kernels kernels;
+    private final CudaStream[] streams;
+    private final DeviceBuffer deviceBlocks;
+    private final PinnedBuffer hostBlocks;
+    private final long deviceBase;
+    private final ArrayBlockingQueue<Integer> free = new ArrayBlockingQueue<>(BLOCKS);
+    private final AtomicInteger next = new AtomicInteger();
+    private final LatencyHistogram awaitLatency = new LatencyHistogram();
+
+    CudaWorkload(CudaDevice device, int streams) {
+        if (streams < 1) {
+            throw new IllegalArgumentException("streams must be >= 1, was " + streams);
+        }
+        this.device = device;
+        this.kernels = device.loadKernels();
+        this.streams = new CudaStream[streams];
+        for (int i = 0; i < streams; i++) {
+            this.streams[i] = device.newStream();
+        }
+        this.deviceBlocks = device.allocate(BLOCKS * BLOCK_BYTES);
+        this.hostBlocks = device.allocatePinned(BLOCKS * BLOCK_BYTES);
+        this.deviceBase = deviceBlocks.address();
+        for (int i = 0; i < BLOCKS; i++) {
+            free.add(i);
+        }
+    }
+
+    @Override
+    public String description() {
+        return device.name() + " (compute " + device.computeCapability() + "), " + streams.length
+                + " streams, PTX kernel scale_f32 on " + VECTOR_LENGTH + " floats per step";
+    }
+
+    @Override
+    public GpuDevice device() {
+        return device;
+    }
+
+    @Override
+    public LatencyHistogram awaitLatency() {
+        return awaitLatency;
+    }
+
+    @Override
+    public void scale(float[] data, float factor) throws InterruptedException {
+        if (data.length != VECTOR_LENGTH) {
+            throw new IllegalArgumentException("vector length must be " + VECTOR_LENGTH + ", was " + data.length);
+        }
+        int block = free.take();
+        boolean done = false;
+        try {
+            long offset = block * BLOCK_BYTES;
+            ByteBuffer host = hostBlocks.byteBuffer();
+            host.position((int) offset);
+            host.asFloatBuffer().put(data);
+            CudaStream stream = streams[Math.floorMod(next.getAndIncrement(), streams.length)];
+            stream.copy(hostBlocks, offset, deviceBlocks, offset, BLOCK_BYTES);
+            stream.launch(kernels.scale, 1, VECTOR_LENGTH, deviceBase + offset, factor, VECTOR_LENGTH);
+            stream.copy(deviceBlocks, offset, hostBlocks, offset, BLOCK_BYTES);
+            long start = System.nanoTime();
+            stream.event().await(); // parks this virtual thread; the scanner wakes it
+            awaitLatency.record(System.nanoTime() - start);
+            host.position((int) offset);
+            host.asFloatBuffer().get(data);
+            done = true;
+        } finally {
+            // A step that failed or gave up may still have copies in flight into its block: the
+            // block is then retired, not reused.
+            if (done) {
+                free.add(block);
+            }
+        }
+    }
+
+    @Override
+    public void close() {
+        for (CudaStream s : streams) {
+            s.close();
+        }
+        deviceBlocks.close();
+        hostBlocks.close();
+        kernels.close();
+    }
+}
