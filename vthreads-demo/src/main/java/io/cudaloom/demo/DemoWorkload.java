@@ -25,6 +25,9 @@ public interface DemoWorkload extends AutoCloseable {
      * thread (typically virtual) parks in the await; no platform thread waits for it. Each await's
      * latency is recorded in {@link #awaitLatency()}.
      *
+     * @param data exactly {@link #VECTOR_LENGTH} floats (the CUDA workload's pooled block size;
+     *     every backend checks it, so code tested on the simulated device runs on a GPU)
+     * @throws IllegalArgumentException if {@code data.length != VECTOR_LENGTH}
      * @throws InterruptedException if interrupted while awaiting (data is then undefined)
      * @throws io.cudaloom.GpuFaultException if the device work faulted
      * @throws io.cudaloom.ReactorClosedException if the device was closed meanwhile

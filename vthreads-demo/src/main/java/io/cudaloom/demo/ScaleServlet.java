@@ -8,12 +8,13 @@ import java.io.IOException;
 import java.util.Objects;
 
 /**
- * {@code GET /scale?seed=S&n=N&factor=F}: builds the vector {@code S, S+1, ..., S+N-1}, scales it
- * by {@code F} on the device in plain blocking style ({@link DemoWorkload#scale}, which
- * {@code await()}s the stream on this request's virtual thread), and answers
- * {@code sum=<sum of the scaled vector>}, which a client can check: {@code F * (N*S + N*(N-1)/2)}.
+ * {@code GET /scale?seed=S&n=N&factor=F}: builds the vector {@code S, S+1, ..., S+N-1} (padded
+ * with zeros to {@link DemoWorkload#VECTOR_LENGTH}), scales it by {@code F} on the device in plain
+ * blocking style ({@link DemoWorkload#scale}, which {@code await()}s the stream on this request's
+ * virtual thread), and answers {@code sum=<sum of the scaled vector>}, which a client can check:
+ * {@code F * (N*S + N*(N-1)/2)}.
  *
- * <p>Ranges keep every value exact in float: 0 <= S <= 10000, 1 <= N <= 4096 (default 256),
+ * <p>Ranges keep every value exact in float: 0 <= S <= 10000, 1 <= N <= 256 (default 256),
  * -100 <= F <= 100 (default 2). Bad input: 400. Device fault: 500. Device closed
  * ({@link io.cudaloom.ReactorClosedException}, or a stream closed with it): 503.
  */
@@ -40,13 +41,13 @@ public final class ScaleServlet extends HttpServlet {
         int seed, n, factor;
         try {
             seed = param(req, "seed", 0, 0, 10_000);
-            n = param(req, "n", 256, 1, 4096);
+            n = param(req, "n", DemoWorkload.VECTOR_LENGTH, 1, DemoWorkload.VECTOR_LENGTH);
             factor = param(req, "factor", 2, -100, 100);
         } catch (IllegalArgumentException e) {
             reply(resp, HttpServletResponse.SC_BAD_REQUEST, "bad request: " + e.getMessage() + "\n");
             return;
         }
-        float[] data = new float[n];
+        float[] data = new float[DemoWorkload.VECTOR_LENGTH]; // zeros beyond n
         for (int i = 0; i < n; i++) {
             data[i] = seed + i;
         }

@@ -50,6 +50,9 @@ final class SimulatedWorkload implements DemoWorkload {
 
     @Override
     public void scale(float[] data, float factor) throws InterruptedException {
+        if (data.length != VECTOR_LENGTH) {
+            throw new IllegalArgumentException("vector length must be " + VECTOR_LENGTH + ", was " + data.length);
+        }
         SimulatedStream stream = streams[Math.floorMod(next.getAndIncrement(), streams.length)];
         stream.launch(() -> {                      // runs on the device's thread, in stream order
             for (int i = 0; i < data.length; i++) {

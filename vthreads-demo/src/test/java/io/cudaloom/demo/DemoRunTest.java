@@ -2,6 +2,7 @@ package io.cudaloom.demo;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.cudaloom.GpuDevice;
@@ -40,13 +41,18 @@ class DemoRunTest {
     void theDataWrittenByTheDeviceIsVisibleAfterTheAwait() throws Exception {
         try (SimulatedDevice device = SimulatedDevice.create();
              DemoWorkload workload = DemoWorkload.forDevice(device, 2, Duration.ofMillis(1))) {
-            float[] data = {1, 2, 3, -4};
+            float[] data = new float[DemoWorkload.VECTOR_LENGTH];
+            data[0] = 1;
+            data[1] = -4;
+            data[255] = 3;
             workload.scale(data, 2.5f);
             assertEquals(2.5f, data[0]);
-            assertEquals(5f, data[1]);
-            assertEquals(7.5f, data[2]);
-            assertEquals(-10f, data[3]);
+            assertEquals(-10f, data[1]);
+            assertEquals(0f, data[2]);
+            assertEquals(7.5f, data[255]);
             assertTrue(workload.runOnce(7, 2));
+            assertThrows(IllegalArgumentException.class, () -> workload.scale(new float[4], 2f),
+                    "every backend takes vectors of VECTOR_LENGTH only");
         }
     }
 
@@ -92,11 +98,10 @@ class DemoRunTest {
     }
 
     @Test
-    void theCudaWorkloadIsNotWrittenYet() {
+    void theCudaWorkloadNeedsACudaDevice() {
         try (SimulatedDevice device = SimulatedDevice.create()) {
-            UnsupportedOperationException e = org.junit.jupiter.api.Assertions.assertThrows(
-                    UnsupportedOperationException.class, () -> DemoWorkload.cuda(device, 1));
-            assertTrue(e.getMessage().startsWith("CUDA workload: see issue 3"), e.getMessage());
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> DemoWorkload.cuda(device, 1));
+            assertTrue(e.getMessage().startsWith("not a CUDA device"), e.getMessage());
         }
     }
 

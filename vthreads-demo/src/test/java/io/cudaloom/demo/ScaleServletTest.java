@@ -68,7 +68,7 @@ class ScaleServletTest {
             List<Future<String>> bodies = new ArrayList<>();
             try (ExecutorService senders = Executors.newVirtualThreadPerTaskExecutor()) {
                 for (int i = 0; i < requests; i++) {
-                    int seed = i * 37 % 10_001, n = 1 + i * 13 % 4096, factor = i % 201 - 100;
+                    int seed = i * 37 % 10_001, n = 1 + i * 13 % 256, factor = i % 201 - 100;
                     bodies.add(senders.submit(() -> {
                         HttpResponse<String> resp = get(base, "?seed=" + seed + "&n=" + n + "&factor=" + factor);
                         assertEquals(200, resp.statusCode(), resp.body());
@@ -77,7 +77,7 @@ class ScaleServletTest {
                 }
             }
             for (int i = 0; i < requests; i++) {
-                int seed = i * 37 % 10_001, n = 1 + i * 13 % 4096, factor = i % 201 - 100;
+                int seed = i * 37 % 10_001, n = 1 + i * 13 % 256, factor = i % 201 - 100;
                 assertEquals(ScaleServlet.expectedBody(seed, n, factor), bodies.get(i).get(),
                         "request " + i + " (seed " + seed + ", n " + n + ", factor " + factor + ")");
             }
@@ -101,8 +101,8 @@ class ScaleServletTest {
             assertEquals("sum=65280\n", ok.body());
 
             String[][] bad = {
-                {"?n=0", "n must be between 1 and 4096, was 0"},
-                {"?n=4097", "n must be between 1 and 4096, was 4097"},
+                {"?n=0", "n must be between 1 and 256, was 0"},
+                {"?n=257", "n must be between 1 and 256, was 257"},
                 {"?seed=-1", "seed must be between 0 and 10000, was -1"},
                 {"?factor=abc", "factor must be a whole number, was 'abc'"},
                 {"?factor=101", "factor must be between -100 and 100, was 101"},
