@@ -48,8 +48,10 @@ public final class DemoMain {
         GpuDevice device;
         try {
             device = openDevice(options.device(), config);
-        } catch (RuntimeException e) {
-            err.println("error: cannot open the " + options.device() + " device: " + e.getMessage());
+        } catch (RuntimeException | LinkageError e) { // LinkageError: no CUDA driver library at all
+            String why = String.valueOf(e.getMessage()).lines().findFirst().orElse("");
+            err.println("error: cannot open the " + options.device() + " device: " + e.getClass().getSimpleName()
+                    + ": " + why + " (--device sim runs without a GPU)");
             return 1;
         }
         try (device; DemoWorkload workload = DemoWorkload.forDevice(device, options.streams(), options.kernelTime())) {

@@ -40,6 +40,16 @@ class DemoMainTest {
     }
 
     @Test
+    void aMissingCudaDeviceIsOneLineAndExitCode1() {
+        org.junit.jupiter.api.Assumptions.assumeFalse(io.cudaloom.cuda.Cuda.isAvailable(), "this machine has a GPU");
+        Outcome o = run("--device", "cuda", "--threads", "1");
+        assertEquals(1, o.code());
+        assertTrue(o.err().startsWith("error: cannot open the cuda device: "), o.err());
+        assertEquals(1, o.err().lines().count(), o.err());
+        assertEquals("", o.out());
+    }
+
+    @Test
     void helpPrintsUsageOnStdoutAndExitsWith0() {
         Outcome o = run("--help");
         assertEquals(0, o.code());
