@@ -92,11 +92,11 @@ class DemoRunTest {
     }
 
     @Test
-    void theCudaWorkloadIsNotWrittenYet() {
+    void theCudaWorkloadRejectsANonCudaDevice() {
         try (SimulatedDevice device = SimulatedDevice.create()) {
-            UnsupportedOperationException e = org.junit.jupiter.api.Assertions.assertThrows(
-                    UnsupportedOperationException.class, () -> DemoWorkload.cuda(device, 1));
-            assertTrue(e.getMessage().startsWith("CUDA workload: see issue 3"), e.getMessage());
+            IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(
+                    IllegalArgumentException.class, () -> DemoWorkload.cuda(device, 1));
+            assertTrue(e.getMessage().startsWith("not a CUDA device"), e.getMessage());
         }
     }
 
