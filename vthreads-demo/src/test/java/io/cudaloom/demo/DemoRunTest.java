@@ -98,7 +98,7 @@ class DemoRunTest {
     }
 
     @Test
-    void theCudaWorkloadNeedsACudaDevice() {
+    void theCudaWorkloadRejectsANonCudaDevice() {
         try (SimulatedDevice device = SimulatedDevice.create()) {
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> DemoWorkload.cuda(device, 1));
             assertTrue(e.getMessage().startsWith("not a CUDA device"), e.getMessage());
