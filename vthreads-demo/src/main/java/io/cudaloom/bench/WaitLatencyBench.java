@@ -31,10 +31,20 @@ public final class WaitLatencyBench {
     public static void main(String[] args) throws Exception {
         int iterations = args.length > 0 ? Integer.parseInt(args[0]) : 3000;
         int warmup = args.length > 1 ? Integer.parseInt(args[1]) : 500;
+        // Optional third argument: a CSV file that receives every empty-kernel sample of round A
+        // (method,microseconds), for the latency-distribution plot (docs/plot_latency.py).
+        java.io.PrintWriter csv = args.length > 2 ? new java.io.PrintWriter(args[2], "UTF-8") : null;
+        if (csv != null) {
+            csv.println("method,us");
+        }
         List<Method> methods = List.of(
                 new Method("await(), virtual thread, reactor defaults", ReactorConfig.defaults(), true, false),
                 new Method("await(), virtual thread, no waiter spin (scanner wakes it)",
                         ReactorConfig.builder().waiterSpin(Duration.ZERO).build(), true, false),
+                new Method("await(), no waiter spin, scanner spins 1 ms before backing off",
+                        ReactorConfig.builder().waiterSpin(Duration.ZERO).scannerSpin(Duration.ofMillis(1)).build(), true, false),
+                new Method("await(), no waiter spin, scanner parks at once (20 us..1 ms back-off)",
+                        ReactorConfig.builder().waiterSpin(Duration.ZERO).scannerSpin(Duration.ZERO).build(), true, false),
                 new Method("cuStreamSynchronize, platform thread",
                         ReactorConfig.builder().strategy(CompletionStrategy.SYNCHRONIZE).build(), false, false),
                 new Method("spin on cuStreamQuery, platform thread", ReactorConfig.defaults(), false, true),
@@ -47,17 +57,22 @@ public final class WaitLatencyBench {
         for (long kernelNanos : kernels) {
             for (String round : new String[] {"A", "B"}) {
                 for (Method m : methods) {
-                    double[] r = run(m, kernelNanos, iterations, warmup);
+                    double[] r = run(m, kernelNanos, iterations, warmup,
+                            csv != null && kernelNanos == 0 && round.equals("A") ? csv : null);
                     System.out.printf("| %s | %s | %s | %.1f | %.1f | %.1f | %.1f us |%n",
                             kernelNanos == 0 ? "empty" : (kernelNanos / 1000) + " us",
                             m.name(), round, r[0], r[1], r[2], r[3]);
                 }
             }
         }
+        if (csv != null) {
+            csv.close();
+        }
     }
 
     /** Returns {p50, p90, p99, cpu-us-per-wait}. */
-    static double[] run(Method m, long kernelNanos, int iterations, int warmup) throws Exception {
+    static double[] run(Method m, long kernelNanos, int iterations, int warmup, java.io.PrintWriter csv)
+            throws Exception {
         AtomicReference<double[]> result = new AtomicReference<>();
         AtomicReference<Throwable> failure = new AtomicReference<>();
         try (CudaDevice device = CudaDevice.open(0, m.config()); Kernels k = device.loadKernels()) {
@@ -94,6 +109,13 @@ public final class WaitLatencyBench {
                         }
                     }
                     long cpu = os.getProcessCpuTime() - cpu0;
+                    if (csv != null) {
+                        synchronized (csv) {
+                            for (long v : samples) {
+                                csv.printf("\"%s\",%.2f%n", m.name(), v / 1e3);
+                            }
+                        }
+                    }
                     Arrays.sort(samples);
                     result.set(new double[] {
                         samples[iterations / 2] / 1e3, samples[(int) (iterations * 0.9)] / 1e3,

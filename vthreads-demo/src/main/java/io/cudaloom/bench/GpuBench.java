@@ -1,0 +1,261 @@
+package io.cudaloom.bench;
+
+import io.cudaloom.ReactorConfig;
+import io.cudaloom.ReactorStats;
+import io.cudaloom.cuda.CudaDevice;
+import io.cudaloom.cuda.CudaStream;
+import io.cudaloom.cuda.Kernels;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * The CPU, throughput and scale benchmarks of docs/BENCHMARKS.md (targets 2-4), on a CUDA device.
+ * Each prints Markdown rows. Usage:
+ * <pre>
+ *   GpuBench cpu                     # 1,000 waiters on 5 ms kernels; idle scanner; one 100 ms waiter
+ *   GpuBench throughput [threads] [awaits]   # default 10,000 x 100 awaits of 10 us kernels, 8 streams
+ *   GpuBench scale [inFlight]        # default 100,000 awaits parked at once (run with -Xmx512m)
+ * </pre>
+ */
+public final class GpuBench {
+    private static final int STREAMS = 8;
+    private static final com.sun.management.OperatingSystemMXBean OS =
+            (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
+    private static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
+
+    public static void main(String[] args) throws Exception {
+        String mode = args.length > 0 ? args[0] : "";
+        switch (mode) {
+            case "cpu" -> cpu();
+            case "throughput" -> throughput(arg(args, 1, 10_000), arg(args, 2, 100));
+            case "scale" -> scale(arg(args, 1, 100_000));
+            default -> {
+                System.err.println("usage: GpuBench cpu | throughput [threads] [awaits] | scale [inFlight]");
+                System.exit(2);
+            }
+        }
+    }
+
+    private static int arg(String[] args, int i, int dflt) {
+        return args.length > i ? Integer.parseInt(args[i]) : dflt;
+    }
+
+    interface Body {
+        void run(int index) throws Exception;
+    }
+
+    /** Runs body(0..n-1) on n threads (virtual or platform), rethrowing the first failure. */
+    static void runAll(int n, boolean virtual, Body body) throws Exception {
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        List<Thread> threads = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            int index = i;
+            Runnable r = () -> {
+                try {
+                    body.run(index);
+                } catch (Throwable t) {
+                    failure.compareAndSet(null, t);
+                }
+            };
+            threads.add(virtual ? Thread.ofVirtual().start(r) : Thread.ofPlatform().start(r));
+        }
+        for (Thread t : threads) {
+            t.join();
+        }
+        if (failure.get() != null) {
+            throw new IllegalStateException("a worker failed", failure.get());
+        }
+    }
+
+    static List<CudaStream> streams(CudaDevice d) {
+        List<CudaStream> s = new ArrayList<>();
+        for (int i = 0; i < STREAMS; i++) {
+            s.add(d.newStream());
+        }
+        return s;
+    }
+
+    // ---- target 2: CPU ------------------------------------------------------------------------
+
+    static void cpu() throws Exception {
+        System.out.println("| scenario | wall | process CPU | cores busy (CPU / wall) | scanner CPU |");
+        System.out.println("|---|---|---|---|---|");
+        for (int round = 0; round < 2; round++) {
+            try (CudaDevice d = CudaDevice.open(0); Kernels k = d.loadKernels()) {
+                List<CudaStream> s = streams(d);
+                warm(d, k, s);
+                long scanner0 = scannerCpu(d);
+                long cpu0 = OS.getProcessCpuTime(), t0 = System.nanoTime();
+                runAll(1000, true, i -> {
+                    CudaStream st = s.get(i % STREAMS);
+                    for (int r = 0; r < 3; r++) {
+                        k.launchSpin(st, 5_000_000L);
+                        st.await();
+                    }
+                });
+                row("1,000 virtual threads x 3 awaits of 5 ms kernels, 8 streams, `await()`", cpu0, t0,
+                        scannerCpu(d) - scanner0);
+            }
+            try (CudaDevice d = CudaDevice.open(0, ReactorConfig.builder()
+                    .strategy(io.cudaloom.CompletionStrategy.SYNCHRONIZE).build()); Kernels k = d.loadKernels()) {
+                List<CudaStream> s = streams(d);
+                warm(d, k, s);
+                long cpu0 = OS.getProcessCpuTime(), t0 = System.nanoTime();
+                runAll(1000, false, i -> {
+                    CudaStream st = s.get(i % STREAMS);
+                    for (int r = 0; r < 3; r++) {
+                        k.launchSpin(st, 5_000_000L);
+                        st.await(); // cuStreamSynchronize on this platform thread
+                    }
+                });
+                row("1,000 platform threads x 3 of the same, `cuStreamSynchronize`", cpu0, t0, 0);
+            }
+        }
+        try (CudaDevice d = CudaDevice.open(0); Kernels k = d.loadKernels()) {
+            CudaStream st = d.newStream();
+            k.launchEmpty(st);
+            st.await();
+            Thread.sleep(100); // let the scanner reach its idle park before measuring
+            long scanner0 = scannerCpu(d), cpu0 = OS.getProcessCpuTime(), t0 = System.nanoTime();
+            Thread.sleep(2000);
+            row("nothing armed for 2 s (scanner parked)", cpu0, t0, scannerCpu(d) - scanner0);
+            scanner0 = scannerCpu(d);
+            cpu0 = OS.getProcessCpuTime();
+            t0 = System.nanoTime();
+            runAll(1, true, i -> {
+                for (int r = 0; r < 10; r++) {
+                    k.launchSpin(st, 100_000_000L);
+                    st.await();
+                }
+            });
+            long scanner = scannerCpu(d) - scanner0;
+            row("one virtual thread, 10 x 100 ms kernel, `await()`", cpu0, t0, scanner);
+            System.out.printf("%nscanner CPU while one waiter waits on 100 ms kernels: %.2f%% of a core%n",
+                    100.0 * scanner / (System.nanoTime() - t0));
+        }
+    }
+
+    private static void warm(CudaDevice d, Kernels k, List<CudaStream> s) throws Exception {
+        for (CudaStream st : s) {
+            k.launchEmpty(st);
+            st.await();
+        }
+    }
+
+    private static long scannerCpu(CudaDevice d) {
+        return THREADS.getThreadCpuTime(d.reactor().scannerThread().threadId());
+    }
+
+    private static void row(String what, long cpu0, long t0, long scannerNanos) {
+        long wall = System.nanoTime() - t0, cpu = OS.getProcessCpuTime() - cpu0;
+        System.out.printf("| %s | %.0f ms | %.0f ms | %.2f | %s |%n", what, wall / 1e6, cpu / 1e6,
+                (double) cpu / wall, scannerNanos > 0 ? String.format("%.1f ms (%.2f%%)", scannerNanos / 1e6,
+                        100.0 * scannerNanos / wall) : "-");
+    }
+
+    // ---- target 3: throughput -----------------------------------------------------------------
+
+    static void throughput(int threads, int awaits) throws Exception {
+        long kernel = 10_000L;
+        long total = (long) threads * awaits;
+        System.out.printf("10 us kernels over %d streams; %,d launches per measurement%n%n", STREAMS, total);
+        System.out.println("| method | round | launches | seconds | completions/s |");
+        System.out.println("|---|---|---|---|---|");
+        for (int round = 1; round <= 2; round++) {
+            try (CudaDevice d = CudaDevice.open(0); Kernels k = d.loadKernels()) {
+                List<CudaStream> s = streams(d);
+                warm(d, k, s);
+                long t0 = System.nanoTime();
+                for (long i = 0; i < total; i++) {
+                    k.launchSpin(s.get((int) (i % STREAMS)), kernel);
+                }
+                d.synchronize();
+                tput("GPU's own rate: one thread launches back to back, one synchronize", round, total, t0);
+            }
+            try (CudaDevice d = CudaDevice.open(0, ReactorConfig.builder().capacity(Math.max(4096, threads)).build());
+                    Kernels k = d.loadKernels()) {
+                List<CudaStream> s = streams(d);
+                warm(d, k, s);
+                long t0 = System.nanoTime();
+                runAll(threads, true, i -> {
+                    CudaStream st = s.get(i % STREAMS);
+                    for (int r = 0; r < awaits; r++) {
+                        k.launchSpin(st, kernel);
+                        st.await();
+                    }
+                });
+                tput(String.format("%,d virtual threads x %d, `await()`", threads, awaits), round, total, t0);
+                ReactorStats stats = d.reactor().stats();
+                System.out.println("|  | stats | " + stats.registrations() + " registrations, "
+                        + stats.inlineCompletions() + " inline, " + stats.immediate() + " already done, "
+                        + stats.fallbacks() + " fallbacks |  |  |");
+            }
+            try (CudaDevice d = CudaDevice.open(0, ReactorConfig.builder()
+                    .strategy(io.cudaloom.CompletionStrategy.SYNCHRONIZE).build()); Kernels k = d.loadKernels()) {
+                List<CudaStream> s = streams(d);
+                warm(d, k, s);
+                int pool = 64;
+                int each = (int) Math.min(Integer.MAX_VALUE, Math.max(1, total / pool / 8)); // an eighth: it is slow
+                long t0 = System.nanoTime();
+                runAll(pool, false, i -> {
+                    CudaStream st = s.get(i % STREAMS);
+                    for (int r = 0; r < each; r++) {
+                        k.launchSpin(st, kernel);
+                        st.await();
+                    }
+                });
+                tput("64 platform threads, `cuStreamSynchronize`", round, (long) pool * each, t0);
+            }
+        }
+    }
+
+    private static void tput(String what, int round, long n, long t0) {
+        double s = (System.nanoTime() - t0) / 1e9;
+        System.out.printf("| %s | %d | %,d | %.2f | %,.0f |%n", what, round, n, s, n / s);
+    }
+
+    // ---- target 4: scale ----------------------------------------------------------------------
+
+    static void scale(int inFlight) throws Exception {
+        var mem = ManagementFactory.getMemoryMXBean();
+        try (CudaDevice d = CudaDevice.open(0, ReactorConfig.builder().capacity(Math.max(4096, inFlight + 1024)).build());
+                Kernels k = d.loadKernels()) {
+            List<CudaStream> s = streams(d);
+            warm(d, k, s);
+            for (CudaStream st : s) {
+                k.launchSpin(st, 4_000_000_000L); // hold every stream for 4 s while the waiters arrive
+            }
+            long t0 = System.nanoTime();
+            long[] peakArmed = {0};
+            long[] heapAtPeak = {0};
+            Thread watcher = Thread.ofPlatform().start(() -> {
+                while (peakArmed[0] < inFlight && System.nanoTime() - t0 < 3_500_000_000L) {
+                    peakArmed[0] = Math.max(peakArmed[0], d.reactor().stats().armedNow());
+                    Thread.onSpinWait();
+                }
+                System.gc();
+                heapAtPeak[0] = mem.getHeapMemoryUsage().getUsed();
+            });
+            runAll(inFlight, true, i -> {
+                CudaStream st = s.get(i % STREAMS);
+                k.launchEmpty(st);
+                st.await();
+            });
+            watcher.join();
+            double secs = (System.nanoTime() - t0) / 1e9;
+            ReactorStats stats = d.reactor().stats();
+            System.out.println("| in flight | peak armed | heap after GC at peak | max heap | all done in | fallbacks | slots in use after |");
+            System.out.println("|---|---|---|---|---|---|---|");
+            System.out.printf("| %,d | %,d | %.0f MiB | %.0f MiB | %.1f s | %d | %d |%n", inFlight, peakArmed[0],
+                    heapAtPeak[0] / 1048576.0, Runtime.getRuntime().maxMemory() / 1048576.0, secs, stats.fallbacks(),
+                    stats.armedNow());
+            if (peakArmed[0] < inFlight) {
+                System.out.println("note: not all awaits were armed at once before the streams drained");
+            }
+        }
+    }
+}
