@@ -220,7 +220,7 @@ public final class CompletionReactor implements AutoCloseable {
         // Spin only while few waiters are armed: on a busy reactor the carrier is better used by
         // other virtual threads, and the scanner is awake anyway.
         boolean spin = config.waiterSpinNanos() > 0 && table.armedCount() < config.waiterSpinMaxArmed();
-        long ticket = config.strategy() == CompletionStrategy.REACTOR ? arm(stream, waiter, spin) : SlotTable.NO_SLOT;
+        long ticket = config.strategy() == CompletionStrategy.REACTOR ? arm(stream, waiter) : SlotTable.NO_SLOT;
         FallbackRegistration fallback = null;
         if (ticket == SlotTable.NO_SLOT) {
             fallback = registerFallback(stream, waiter);
@@ -254,7 +254,7 @@ public final class CompletionReactor implements AutoCloseable {
             }
             onDone.accept(failure);
         };
-        long ticket = config.strategy() == CompletionStrategy.REACTOR ? arm(stream, completion, false) : SlotTable.NO_SLOT;
+        long ticket = config.strategy() == CompletionStrategy.REACTOR ? arm(stream, completion) : SlotTable.NO_SLOT;
         if (ticket == SlotTable.NO_SLOT) {
             registerFallback(stream, completion);
         }
@@ -263,15 +263,8 @@ public final class CompletionReactor implements AutoCloseable {
     /**
      * Claim, reset, enqueue the device write, publish. Returns the ticket, or NO_SLOT when the
      * caller must fall back (no slot free, or the device refused the write).
-     *
-     * <p>{@code deferWake}: a waiter about to spin on its own flag takes over the idle-to-active
-     * wake-up instead of doing it now ({@link Waiter#owesScannerWake}). If its work completes during
-     * the spin it retires its own slot and, when that leaves the table idle, no scanner wake-up
-     * (a futex call) happens at all; otherwise it wakes the scanner when the spin ends. Anyone who
-     * published meanwhile saw a non-idle table and relied on that wake-up, so the debt is always
-     * paid unless the table is idle again: at most one spin budget of extra delay for them.
      */
-    private long arm(GpuStream stream, Completion completion, boolean deferWake) {
+    private long arm(GpuStream stream, Completion completion) {
         long ticket = table.claim();
         if (ticket == SlotTable.NO_SLOT) {
             return SlotTable.NO_SLOT;
@@ -292,11 +285,7 @@ public final class CompletionReactor implements AutoCloseable {
         slotStream[slot] = stream; // published to the consumer by publish's bit update
         registrations.increment();
         if (table.publish(ticket, completion)) {
-            if (deferWake) {
-                ((Waiter) completion).owesScannerWake = true;
-            } else {
-                wakeScanner();
-            }
+            wakeScanner();
         }
         // Dekker with close(): close writes `closed` then reads the bits; we wrote our bit (a
         // volatile read-modify-write) and now read `closed`. At least one of us sees the other:
@@ -353,39 +342,27 @@ public final class CompletionReactor implements AutoCloseable {
 
     /**
      * Bounded spin on the waiter's own flag; true if the work completed and the waiter retired its
-     * own slot. Pays a deferred scanner wake-up (see {@link #arm}) before returning either way.
+     * own slot (so this thread is not unparked later and the slot is free at once).
      */
     private boolean spinOnOwnFlag(Waiter waiter, long ticket) {
         long end = System.nanoTime() + config.waiterSpinNanos();
-        try {
-            while (!waiter.isDelivered(ticket)) {
-                if (table.flagSet(ticket)) {
-                    // Landed before the scanner saw it: retire the slot ourselves, so no unpark of
-                    // this thread follows and the scanner need not wake. If the scanner retired it
-                    // first, it delivers to us: wait for that.
-                    long armedLeft = table.retireOwn(ticket, waiter);
-                    if (armedLeft < 0) {
-                        return false;
-                    }
-                    if (armedLeft == 0) {
-                        waiter.owesScannerWake = false; // idle again: nobody needs the scanner
-                    }
-                    inlineCompletions.increment();
-                    completions.increment();
-                    return true;
-                }
-                if (System.nanoTime() - end >= 0) {
+        while (!waiter.isDelivered(ticket)) {
+            if (table.flagSet(ticket)) {
+                // Landed before the scanner saw it. If the scanner retired it first, it delivers
+                // to us: wait for that.
+                if (table.retireOwn(ticket, waiter) < 0) {
                     return false;
                 }
-                Thread.onSpinWait();
+                inlineCompletions.increment();
+                completions.increment();
+                return true;
             }
-            return false;
-        } finally {
-            if (waiter.owesScannerWake) {
-                waiter.owesScannerWake = false;
-                wakeScanner();
+            if (System.nanoTime() - end >= 0) {
+                return false;
             }
+            Thread.onSpinWait();
         }
+        return false;
     }
 
     private boolean parkUntilDelivered(Waiter waiter, long ticket, @Nullable FallbackRegistration fallback,

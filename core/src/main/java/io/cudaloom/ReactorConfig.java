@@ -7,7 +7,8 @@ import java.util.Objects;
  * Settings of a {@link CompletionReactor}. Immutable; build with {@link #builder()}.
  *
  * <p>Defaults: 4,096 slots; the waiter spins on its own flag for up to 20 us before parking
- * (only while few waiters are armed); the scanner spins 50 us after its last retirement, then
+ * (only while few waiters are armed); the scanner spins 250 us after its last wake-up or
+ * retirement, then
  * parks for 1/8 of the time it has waited so far (between 20 us and 1 ms); streams of slots that
  * stay armed are probed for device faults at most once per millisecond.
  */
@@ -76,7 +77,7 @@ public final class ReactorConfig {
         private int capacity = 4096;
         private Duration waiterSpin = Duration.ofNanos(20_000);
         private int waiterSpinMaxArmed = Math.max(1, Runtime.getRuntime().availableProcessors() / 2);
-        private Duration scannerSpin = Duration.ofNanos(50_000);
+        private Duration scannerSpin = Duration.ofNanos(250_000);
         private Duration scannerMinPark = Duration.ofNanos(20_000);
         private Duration scannerMaxPark = Duration.ofMillis(1);
         private Duration faultProbeInterval = Duration.ofMillis(1);

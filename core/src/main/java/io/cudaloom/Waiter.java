@@ -33,11 +33,6 @@ final class Waiter implements Completion {
     @SuppressWarnings("unused") // accessed through DELIVERED
     private volatile long delivered = NONE;
     private @Nullable RuntimeException failure;
-    /**
-     * Set when this thread's publish took the table from idle to active and it deferred waking
-     * the scanner until its spin ends (CompletionReactor.arm); touched only by this thread.
-     */
-    boolean owesScannerWake;
 
     static Waiter current() {
         return CURRENT.get();
@@ -57,7 +52,6 @@ final class Waiter implements Completion {
      */
     void reset() {
         failure = null;
-        owesScannerWake = false;
         DELIVERED.set(this, NONE);
     }
 

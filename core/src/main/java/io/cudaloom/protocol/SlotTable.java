@@ -230,11 +230,11 @@ public final class SlotTable<P> {
     /**
      * Retire a registration whose flag its own registrant saw land, without the consumer (ordering
      * 8): clear the active bit, withdraw the payload, recycle the slot and decrement the armed count.
-     * Used by a waiter that completed while spinning, so a short wait needs no scanner wake-up.
+     * Used by a waiter that saw its flag while spinning: it is not unparked later, and the slot is
+     * free at once instead of at the scanner's next pass.
      *
-     * @return the armed count after the decrement (the caller that deferred the idle-to-active
-     *     wake-up must still wake the consumer when this is not 0), or -1 if the consumer retired
-     *     the slot first (then it also delivers or drops the payload as usual)
+     * @return the armed count after the decrement, or -1 if the consumer retired the slot first
+     *     (then it also delivers the payload as usual)
      */
     public long retireOwn(long ticket, P waker) {
         int slot = checkedSlot(ticket);
