@@ -341,21 +341,22 @@ public final class CompletionReactor implements AutoCloseable {
     }
 
     /**
-     * Bounded spin on the waiter's own flag; true if the work completed and the waiter retired its
-     * own slot (so this thread is not unparked later and the slot is free at once).
+     * Bounded spin on the waiter's own flag; true if the work completed and the waiter withdrew its
+     * payload (so this thread is not unparked later; the scanner still retires and recycles the
+     * slot). The flag read may be stale (our slot already retired, recycled and re-armed by someone
+     * else): then the withdrawal fails, because the payload is no longer ours, and the delivery we
+     * were owed is waited for as usual. See SlotTable ordering 8.
      */
     private boolean spinOnOwnFlag(Waiter waiter, long ticket) {
         long end = System.nanoTime() + config.waiterSpinNanos();
         while (!waiter.isDelivered(ticket)) {
             if (table.flagSet(ticket)) {
-                // Landed before the scanner saw it. If the scanner retired it first, it delivers
-                // to us: wait for that.
-                if (table.retireOwn(ticket, waiter) < 0) {
-                    return false;
+                if (table.cancel(ticket, waiter)) {
+                    inlineCompletions.increment();
+                    completions.increment();
+                    return true;
                 }
-                inlineCompletions.increment();
-                completions.increment();
-                return true;
+                return false;
             }
             if (System.nanoTime() - end >= 0) {
                 return false;

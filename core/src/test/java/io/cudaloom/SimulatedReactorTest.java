@@ -432,4 +432,34 @@ class SimulatedReactorTest {
             assertNothingLeaked(device);
         }
     }
+
+    /**
+     * Regression (found on the H200 with 1,000 virtual threads): spinning waiters on a tiny, busy
+     * table whose slots are retired and re-armed under them. A waiter that acted on a stale view of
+     * its flag once destroyed another registration, which then waited forever. Every await must
+     * complete and every slot come back.
+     */
+    @Test
+    void spinningWaitersOnAFastRecyclingTableNeverLoseARegistration() throws Exception {
+        SimulatedDevice device = device(ReactorConfig.builder().capacity(4)
+                .waiterSpin(Duration.ofNanos(50_000), 1_000).build());
+        List<SimulatedStream> streams = List.of(device.newStream(), device.newStream());
+        AtomicInteger done = new AtomicInteger();
+        List<Thread> threads = new ArrayList<>();
+        for (int t = 0; t < 16; t++) {
+            SimulatedStream s = streams.get(t % 2);
+            threads.add(Thread.ofVirtual().start(() -> {
+                for (int i = 0; i < 1_000; i++) {
+                    s.launchKernel(Duration.ZERO);
+                    s.event().awaitUninterruptibly();
+                    done.incrementAndGet();
+                }
+            }));
+        }
+        for (Thread t : threads) {
+            t.join(LONG.toMillis());
+        }
+        assertEquals(16_000, done.get(), "a waiter hangs: " + device.reactor().stats());
+        assertNothingLeaked(device);
+    }
 }

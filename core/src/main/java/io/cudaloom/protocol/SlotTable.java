@@ -56,11 +56,13 @@ import org.jspecify.annotations.Nullable;
  *       stack. The successful CAS of a pop synchronizes with the CAS of the push that put the slot
  *       there: the previous use of a slot (its retirement) happens-before its next claim. No lock
  *       is taken anywhere, so none is ever held while a payload is woken.
- *   <li><b>One retirer.</b> A slot is retired by whoever clears its active bit: the consumer
- *       ({@link #scanOnce}, {@link #failArmed}) or its own registrant ({@link #retireOwn}, after
- *       it saw the flag). Both clear it with an atomic read-modify-write and act only if the value
- *       they replaced had the bit set, so exactly one of them recycles the slot and decrements
- *       {@code nArmed}.
+ *   <li><b>Only the consumer recycles a published slot.</b> Between the consumer's flag read and
+ *       its bit clear in {@link #scanOnce} nobody else can recycle the slot ({@link #release} takes
+ *       only never-published slots), so the bit it clears is the registration whose flag it read.
+ *       A registrant that sees its own flag land must not retire the slot itself: its view of the
+ *       flag may be stale (the slot already retired, recycled and re-published by someone else),
+ *       and clearing the bit then would destroy the other registration. It {@link #cancel cancels}
+ *       its payload instead, which is safe by payload identity.
  * </ol>
  *
  * @param <P> what a slot wakes (a waiting thread's record, a callback)
@@ -228,32 +230,6 @@ public final class SlotTable<P> {
     }
 
     /**
-     * Retire a registration whose flag its own registrant saw land, without the consumer (ordering
-     * 8): clear the active bit, withdraw the payload, recycle the slot and decrement the armed count.
-     * Used by a waiter that saw its flag while spinning: it is not unparked later, and the slot is
-     * free at once instead of at the scanner's next pass.
-     *
-     * @return the armed count after the decrement, or -1 if the consumer retired the slot first
-     *     (then it also delivers the payload as usual)
-     */
-    public long retireOwn(long ticket, P waker) {
-        int slot = checkedSlot(ticket);
-        if (flags.getAcquire(slot) != 1) {
-            throw new IllegalStateException("slot " + slot + " retired by its owner before its flag landed");
-        }
-        long bit = 1L << slot;
-        long before = (long) ACTIVE.getAndBitwiseAnd(active, slot >>> 6, ~bit);
-        if ((before & bit) == 0) {
-            return -1;
-        }
-        // We cleared the bit: the consumer will not touch this slot (it checks the bit it clears).
-        // The payload is ours too; a plain compare-and-set keeps cancel's contract simple.
-        PAYLOAD.compareAndSet(payload, slot, waker, null);
-        push(slot, slot);
-        return nArmed.decrementAndGet();
-    }
-
-    /**
      * One scan pass (consumer only). Retires every armed slot whose flag reads 1: clears its bit,
      * takes its payload, reports {@code (ticket, payload)} into {@code into}, and recycles the slot.
      * The caller wakes the payloads afterwards; nothing is locked then or now.
@@ -279,10 +255,7 @@ public final class SlotTable<P> {
                 if (flags.getAcquire(slot) != 1) { // ordering 5
                     continue;
                 }
-                long before = (long) ACTIVE.getAndBitwiseAnd(active, word, ~(1L << bit));
-                if ((before & (1L << bit)) == 0) {
-                    continue; // its registrant retired it itself (retireOwn, ordering 8)
-                }
+                ACTIVE.getAndBitwiseAnd(active, word, ~(1L << bit));
                 @SuppressWarnings("unchecked")
                 P taken = (P) PAYLOAD.getAndSet(payload, slot, null); // ordering 6
                 into.add(ticketOf(slot), taken); // before recycling: the next claim bumps it

@@ -257,50 +257,6 @@ class SlotTableTest {
         assertEquals(70, table.freeCount());
     }
 
-    /** Owner and consumer race to retire a landed slot: exactly one of them does, once. */
-    @Test
-    void retireOwnRacingTheScannerRetiresExactlyOnce() throws Exception {
-        SlotTable<String> table = new SlotTable<>(new HeapFlagArray(2));
-        RetiredBatch<String> batch = new RetiredBatch<>(2);
-        CyclicBarrier start = new CyclicBarrier(2);
-        int ownerWon = 0, scannerWon = 0;
-        for (int round = 0; round < 2_000; round++) {
-            long ticket = table.claim();
-            table.resetFlag(ticket);
-            table.publish(ticket, "w");
-            table.flags().setRelease(SlotTable.slotOf(ticket), 1);
-            long[] owner = new long[1];
-            Thread t = Thread.ofPlatform().start(() -> {
-                await(start);
-                owner[0] = table.retireOwn(ticket, "w");
-            });
-            await(start);
-            table.scanOnce(batch);
-            t.join();
-            int byScanner = batch.size();
-            if (byScanner == 1) {
-                assertEquals("w", batch.payload(0), "the consumer delivers what it retired");
-            }
-            batch.clear();
-            assertEquals(1, byScanner + (owner[0] >= 0 ? 1 : 0), "round " + round + ": one retirer");
-            ownerWon += owner[0] >= 0 ? 1 : 0;
-            scannerWon += byScanner;
-            assertEquals(2, table.freeCount(), "recycled once");
-            assertTrue(table.isIdle(), "nArmed back to 0, never below");
-        }
-        System.out.println("retireOwn vs scanOnce: owner won " + ownerWon + ", scanner won " + scannerWon);
-    }
-
-    @Test
-    void retireOwnBeforeTheFlagLandsIsRefused() {
-        SlotTable<String> table = new SlotTable<>(new HeapFlagArray(1));
-        long ticket = table.claim();
-        table.resetFlag(ticket);
-        table.publish(ticket, "w");
-        assertThrows(IllegalStateException.class, () -> table.retireOwn(ticket, "w"));
-        assertEquals(1, table.armedCount(), "still armed");
-    }
-
     private static void await(CyclicBarrier b) {
         try {
             b.await();

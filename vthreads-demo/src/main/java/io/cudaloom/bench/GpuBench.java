@@ -33,6 +33,7 @@ public final class GpuBench {
             case "cpu" -> cpu();
             case "throughput" -> throughput(arg(args, 1, 10_000), arg(args, 2, 100));
             case "scale" -> scale(arg(args, 1, 100_000));
+            case "diag" -> diag(arg(args, 1, 10), args.length > 2 ? args[2] : "spin");
             default -> {
                 System.err.println("usage: GpuBench cpu | throughput [threads] [awaits] | scale [inFlight]");
                 System.exit(2);
@@ -255,6 +256,57 @@ public final class GpuBench {
                     stats.armedNow());
             if (peakArmed[0] < inFlight) {
                 System.out.println("note: not all awaits were armed at once before the streams drained");
+            }
+        }
+    }
+
+    /** Diagnostic: growing numbers of virtual threads, each awaiting `awaits` kernels; a watchdog
+     *  prints the reactor's state when a run stalls. */
+    static void diag(int awaits, String kind) throws Exception {
+        for (int threads : new int[] {16, 100, 1000, 4000, 10000}) {
+            try (CudaDevice d = CudaDevice.open(0, ReactorConfig.builder().capacity(Math.max(4096, threads)).build());
+                    Kernels k = d.loadKernels()) {
+                List<CudaStream> s = streams(d);
+                warm(d, k, s);
+                java.util.concurrent.atomic.AtomicLong done = new java.util.concurrent.atomic.AtomicLong();
+                long t0 = System.nanoTime();
+                Thread runner = Thread.ofPlatform().start(() -> {
+                    try {
+                        runAll(threads, true, i -> {
+                            CudaStream st = s.get(i % STREAMS);
+                            for (int r = 0; r < awaits; r++) {
+                                if (kind.equals("spin")) {
+                                    k.launchSpin(st, 10_000L);
+                                } else {
+                                    k.launchEmpty(st);
+                                }
+                                st.await();
+                                done.incrementAndGet();
+                            }
+                        });
+                    } catch (Exception e) {
+                        e.printStackTrace();
+                    }
+                });
+                runner.join(6000);
+                if (runner.isAlive()) {
+                    System.out.printf("STALL threads=%d done=%d/%d after 6 s: %s%n", threads, done.get(),
+                            (long) threads * awaits, d.reactor().stats());
+                    Thread sc = d.reactor().scannerThread();
+                    System.out.println("scanner " + sc.getState() + " " + java.util.Arrays.toString(sc.getStackTrace()));
+                    for (CudaStream st : s) {
+                        d.makeCurrent();
+                        System.out.println("stream query: " + jcuda.driver.CUresult.stringFor(
+                                jcuda.driver.JCudaDriver.cuStreamQuery(st.handle())));
+                    }
+                    runner.join(4000);
+                    System.out.printf("after 10 s: done=%d %s%n", done.get(), d.reactor().stats());
+                    System.out.flush();
+                    Runtime.getRuntime().halt(3);
+                }
+                double secs = (System.nanoTime() - t0) / 1e9;
+                System.out.printf("threads=%d awaits=%d: %.2f s, %,.0f/s, %s%n", threads, awaits, secs,
+                        threads * awaits / secs, d.reactor().stats());
             }
         }
     }
