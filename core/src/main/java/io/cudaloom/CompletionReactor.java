@@ -56,8 +56,9 @@ public final class CompletionReactor implements AutoCloseable {
      * The stream each slot was armed on. Written by the registrant before {@link SlotTable#publish}
      * (published with the payload by the active bit); read by the consumer for fault probes and
      * quarantine. Not cleared on retirement (that would race the next claim); the next use overwrites it.
+     * Null only for a slot never armed, which the consumer never visits ({@link #streamOf}).
      */
-    private final GpuStream[] slotStream;
+    private final @Nullable GpuStream[] slotStream;
     private final Thread scanner;
     private final Executor callbackExecutor;
 
@@ -109,7 +110,7 @@ public final class CompletionReactor implements AutoCloseable {
         this.slotStream = new GpuStream[capacity];
         this.batch = new RetiredBatch<>(capacity);
         this.failBatch = new RetiredBatch<>(capacity);
-        this.collectProbeStream = slot -> probeStreams.add(slotStream[slot]);
+        this.collectProbeStream = slot -> probeStreams.add(streamOf(slot));
         int id = IDS.incrementAndGet();
         ThreadFactory callbacks = Thread.ofVirtual().name("cuda-loom-callback-" + id + "-", 0).factory();
         this.callbackExecutor = task -> callbacks.newThread(task).start();
@@ -526,13 +527,25 @@ public final class CompletionReactor implements AutoCloseable {
             return;
         }
         quarantine.removeIf(slot -> {
-            if (slotStream[slot].flagWritesSettled()) {
+            if (streamOf(slot).flagWritesSettled()) {
                 table.recycle(slot);
                 return true;
             }
             return false;
         });
         quarantinedCount = quarantine.size();
+    }
+
+    /**
+     * The stream of a slot the consumer saw armed or holds in quarantine: written by its registrant
+     * before the publish whose bit the consumer observed, so never null here.
+     */
+    private GpuStream streamOf(int slot) {
+        GpuStream stream = slotStream[slot];
+        if (stream == null) {
+            throw new AssertionError("slot " + slot + " is armed or quarantined but was never armed on a stream");
+        }
+        return stream;
     }
 
     private GpuFaultException faultOf(GpuStream stream) {
@@ -616,7 +629,7 @@ public final class CompletionReactor implements AutoCloseable {
             return false;
         }
         for (int slot : quarantine) {
-            if (!slotStream[slot].flagWritesSettled()) {
+            if (!streamOf(slot).flagWritesSettled()) {
                 return false;
             }
         }

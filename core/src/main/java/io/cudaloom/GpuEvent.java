@@ -5,6 +5,7 @@ import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Stands for all work submitted to a {@link GpuStream} before the event was taken
@@ -106,9 +107,9 @@ public final class GpuEvent {
      * {@link ReactorClosedException}), served by the same reactor and slots as {@link #await()} but
      * parking no thread at all. Dependent stages run on {@code executor}, never on the scanner.
      */
-    public CompletableFuture<Void> toCompletableFuture(Executor executor) {
+    public CompletableFuture<@Nullable Void> toCompletableFuture(Executor executor) {
         Objects.requireNonNull(executor, "executor");
-        CompletableFuture<Void> future = new CompletableFuture<>();
+        CompletableFuture<@Nullable Void> future = new CompletableFuture<>();
         if (done) {
             future.complete(null);
             return future;
@@ -125,7 +126,7 @@ public final class GpuEvent {
     }
 
     /** {@link #toCompletableFuture(Executor)} with the reactor's default callback executor. */
-    public CompletableFuture<Void> toCompletableFuture() {
+    public CompletableFuture<@Nullable Void> toCompletableFuture() {
         return toCompletableFuture(reactor.callbackExecutor());
     }
 

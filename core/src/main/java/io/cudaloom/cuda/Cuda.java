@@ -5,10 +5,11 @@ import static jcuda.driver.CUresult.*;
 import io.cudaloom.GpuFaultException;
 import jcuda.driver.CUresult;
 import jcuda.driver.JCudaDriver;
+import org.jspecify.annotations.Nullable;
 
 /** Driver initialisation and the one place CUresult codes become exceptions. */
 public final class Cuda {
-    private static volatile String unavailableReason;
+    private static volatile @Nullable String unavailableReason;
     private static volatile boolean initialised;
 
     private Cuda() {}
@@ -46,7 +47,7 @@ public final class Cuda {
     }
 
     /** Why {@link #isAvailable()} returned false (null if it did not). */
-    public static String unavailableReason() {
+    public static @Nullable String unavailableReason() {
         return unavailableReason;
     }
 
