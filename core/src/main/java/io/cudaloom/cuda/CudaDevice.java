@@ -91,7 +91,8 @@ public final class CudaDevice extends GpuDevice {
      * Opens CUDA device {@code ordinal} (its primary context) and starts its reactor.
      *
      * @throws IllegalArgumentException if there is no such device
-     * @throws CudaDriverException if the driver cannot be initialised
+     * @throws CudaDriverException if the driver cannot be initialised, or not even loaded (then the
+     *     message is one line, "no CUDA driver: ...", and the cause the {@link LinkageError})
      */
     public static CudaDevice open(int ordinal, ReactorConfig config) {
         Objects.requireNonNull(config, "config");
