@@ -231,20 +231,57 @@ public final class CompletionReactor implements AutoCloseable {
         return parkUntilDelivered(waiter, ticket, fallback, interruptible, timed, deadline);
     }
 
-    /** Non-blocking registration of {@link GpuEvent#toCompletableFuture}: {@code onDone} runs once. */
-    void register(GpuStream stream, Consumer<@Nullable RuntimeException> onDone) {
+    /**
+     * A non-blocking registration, as {@link CompletionReactor#register} returns it: {@link #withdraw} takes it back
+     * (a cancelled future) unless its delivery has already begun.
+     */
+    @FunctionalInterface
+    interface Registration {
+        /** Nothing to withdraw: the outcome was delivered during {@link CompletionReactor#register} itself. */
+        Registration DELIVERED = () -> false;
+
+        /**
+         * Withdraws the registration: true if {@code onDone} will now never run (counted in
+         * {@link ReactorStats#abandoned()}); false if it has run or is running. Non-blocking,
+         * idempotent, callable from any thread.
+         */
+        boolean withdraw();
+    }
+
+    /**
+     * Non-blocking registration of {@link GpuEvent#toCompletableFuture} and
+     * {@link GpuEvent#onComplete}: either {@code onDone} runs exactly once (possibly before this
+     * returns, on this thread; else on the scanner, a host-callback or the closing thread), or this
+     * throws and {@code onDone} never runs.
+     *
+     * <p>Withdrawal ({@link Registration#withdraw}) races delivery on one cell, exactly as a timed-out
+     * await does: the slot's payload (SlotTable ordering 6: compare-and-set against the consumer's
+     * get-and-set) or the fallback's target (compare-and-set against get-and-set), so exactly one
+     * side wins. The {@code Completion} below is a new object per registration, which is what makes
+     * the compare-and-set sound ({@link SlotTable#cancel}): it can never match the payload of a later
+     * registration that reuses the slot. A withdrawn slot stays armed until its device write lands,
+     * then the scanner retires it with a null payload and recycles it.
+     *
+     * @throws ReactorClosedException if this reactor is closed
+     * @throws IllegalStateException if the stream is closed, or refuses both the flag write and the
+     *     host callback
+     */
+    Registration register(GpuStream stream, Consumer<@Nullable RuntimeException> onDone) {
         checkOpen();
+        if (stream.isClosed()) {
+            throw new IllegalStateException("stream " + stream + " is closed");
+        }
         StreamState state = stream.queryState();
         if (state == StreamState.IDLE) {
             immediate.increment();
             completions.increment();
             onDone.accept(null);
-            return;
+            return Registration.DELIVERED;
         }
         if (state == StreamState.FAULTED) {
             faults.increment();
             onDone.accept(faultOf(stream));
-            return;
+            return Registration.DELIVERED;
         }
         Completion completion = (ticket, failure) -> {
             if (failure == null) {
@@ -255,9 +292,26 @@ public final class CompletionReactor implements AutoCloseable {
             onDone.accept(failure);
         };
         long ticket = config.strategy() == CompletionStrategy.REACTOR ? arm(stream, completion) : SlotTable.NO_SLOT;
-        if (ticket == SlotTable.NO_SLOT) {
-            registerFallback(stream, completion);
+        if (ticket != SlotTable.NO_SLOT) {
+            return () -> countAbandoned(table.cancel(ticket, completion));
         }
+        FallbackRegistration fallback;
+        try {
+            fallback = registerFallback(stream, completion);
+        } catch (GpuFaultException e) {
+            // The stream faulted after the query above (registerFallback counted it): report it
+            // the way a fault seen by that query is reported, through onDone.
+            onDone.accept(e);
+            return Registration.DELIVERED;
+        }
+        return () -> countAbandoned(fallback.cancel(completion));
+    }
+
+    private boolean countAbandoned(boolean withdrawn) {
+        if (withdrawn) {
+            abandoned.increment();
+        }
+        return withdrawn;
     }
 
     /**
@@ -301,7 +355,6 @@ public final class CompletionReactor implements AutoCloseable {
         FallbackRegistration fb = new FallbackRegistration(
                 this, stream, Long.MIN_VALUE + fallbackSeq.incrementAndGet(), completion);
         fallbacks.add(fb);
-        fallbackCount.increment();
         if (fallbackOutstanding.getAndIncrement() == 0) {
             LockSupport.unpark(scanner); // so it probes this stream for faults
         }
@@ -313,8 +366,11 @@ public final class CompletionReactor implements AutoCloseable {
             enqueued = false;
             refusal = e;
         }
-        if (!enqueued && fb.cancel(completion)) {
+        if (enqueued) {
+            fallbackCount.increment(); // only now: a refused callback is no fallback (it is an error)
+        } else if (fb.cancel(completion)) {
             if (stream.queryState() == StreamState.FAULTED) {
+                faults.increment();
                 throw faultOf(stream);
             }
             IllegalStateException e = new IllegalStateException(
@@ -477,16 +533,26 @@ public final class CompletionReactor implements AutoCloseable {
         for (int i = 0; i < retired.size(); i++) {
             Completion c = retired.payload(i);
             if (c != null) {
-                try {
-                    c.complete(retired.ticket(i), failure);
-                } catch (Throwable t) {
-                    // A failing callback must not stop the scanner, which serves every waiter.
-                    Thread.UncaughtExceptionHandler h = Thread.currentThread().getUncaughtExceptionHandler();
-                    h.uncaughtException(Thread.currentThread(), t);
-                }
+                completeGuarded(c, retired.ticket(i), failure);
             }
         }
         retired.clear();
+    }
+
+    /**
+     * Runs a completion, reporting anything it throws (e.g. a caller's executor that rejects the
+     * callback) to the current thread's uncaught-exception handler instead of letting it escape:
+     * completions run on the scanner, which serves every waiter, on the closing thread, which must
+     * go on waking the others, and on a stream's host-callback thread, where an escaping exception
+     * would be taken for a fault of the stream.
+     */
+    static void completeGuarded(Completion c, long ticket, @Nullable RuntimeException failure) {
+        try {
+            c.complete(ticket, failure);
+        } catch (Throwable t) {
+            Thread.UncaughtExceptionHandler h = Thread.currentThread().getUncaughtExceptionHandler();
+            h.uncaughtException(Thread.currentThread(), t);
+        }
     }
 
     /** Query the streams of pending slots and fallbacks; fail the waiters of faulted streams. */
