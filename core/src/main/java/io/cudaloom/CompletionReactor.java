@@ -2,6 +2,7 @@ package io.cudaloom;
 
 import io.cudaloom.protocol.RetiredBatch;
 import io.cudaloom.protocol.SlotTable;
+import java.lang.invoke.VarHandle;
 import java.util.ArrayList;
 import java.util.IdentityHashMap;
 import java.util.List;
@@ -29,6 +30,14 @@ import org.jspecify.annotations.Nullable;
  * submitted, publishes its thread's {@link Waiter}, wakes the scanner if the table went from idle
  * to active, optionally spins briefly on its own flag, and parks until its own ticket is delivered.
  * With no slot free, or the flag write refused, it completes through a host callback instead.
+ *
+ * <h2>Non-blocking registration</h2>
+ * {@link GpuEvent#toCompletableFuture} and {@link GpuEvent#onComplete} take the same path with a
+ * callback as the payload instead of a parked thread ({@link #register}). A cancelled future
+ * withdraws its registration the way a timed-out await does: the payload (or fallback target) is
+ * taken back with a compare-and-set that races the consumer's get-and-set, so it is either
+ * delivered or withdrawn, never both; the slot stays armed until the device's write lands.
+ * Completions never throw into the thread that runs them ({@link #completeGuarded}).
  *
  * <h2>Scanner</h2>
  * Scans the armed slots with plain acquire loads (no driver call on this path) and completes every
@@ -67,6 +76,8 @@ public final class CompletionReactor implements AutoCloseable {
     private final AtomicBoolean closing = new AtomicBoolean();
     private volatile boolean stopScanner;
     private volatile boolean memoryReleased;
+    /** Set by close() when called on the scanner thread; read by that thread only. */
+    private boolean closedOnScanner;
 
     private final Set<FallbackRegistration> fallbacks = ConcurrentHashMap.newKeySet();
     /** Outstanding fallbacks; its 0-to-1 transition wakes the scanner, which probes their streams. */
@@ -527,6 +538,9 @@ public final class CompletionReactor implements AutoCloseable {
             scannerTimedParks++;
             LockSupport.parkNanos(this, park);
         }
+        if (closedOnScanner) {
+            finishClose(); // close() was called on this thread, by a completion (see close)
+        }
     }
 
     private void deliver(RetiredBatch<Completion> retired, @Nullable RuntimeException failure) {
@@ -635,6 +649,11 @@ public final class CompletionReactor implements AutoCloseable {
      * Wakes every waiter with a {@link ReactorClosedException}, stops the scanner and frees the flag
      * memory once no device write into it can land. Later awaits throw the same exception.
      * Idempotent; returns without waiting for GPU work.
+     *
+     * <p>Called on the scanner thread itself (by a callback run there through a direct executor), it
+     * only stops the scanner: the scanner finishes the delivery it is in, leaves its loop and then
+     * wakes the rest. Running the shutdown right there would re-enter the delivery in progress (its
+     * batch delivered twice) and, once a reclaimer took over, leave two consumers at once.
      */
     @Override
     public void close() {
@@ -642,21 +661,32 @@ public final class CompletionReactor implements AutoCloseable {
             return;
         }
         closed = true; // first: registrants that publish from now on see it (Dekker, see arm)
+        // The Dekker pairing with arm()/registerFallback() needs this store ordered before the
+        // consumer's later reads of the active bits and the fallback set, which are acquire loads,
+        // not volatile ones: the fence gives store-load order (a volatile store alone does not).
+        VarHandle.fullFence();
         stopScanner = true;
-        LockSupport.unpark(scanner);
-        if (Thread.currentThread() != scanner) {
-            boolean interrupted = false;
-            while (true) {
-                try {
-                    scanner.join();
-                    break;
-                } catch (InterruptedException e) {
-                    interrupted = true;
-                }
-            }
-            restoreInterrupt(interrupted);
+        LockSupport.unpark(scanner); // on the scanner itself: a permit, so it does not park again
+        if (Thread.currentThread() == scanner) {
+            closedOnScanner = true; // read by this same thread when it leaves scanLoop
+            return;
         }
+        boolean interrupted = false;
+        while (true) {
+            try {
+                scanner.join();
+                break;
+            } catch (InterruptedException e) {
+                interrupted = true;
+            }
+        }
+        restoreInterrupt(interrupted);
         // The scanner has stopped (join: happens-before): this thread is now the consumer.
+        finishClose();
+    }
+
+    /** Shutdown as the consumer: one reclaim step now, the rest (if any) on a reclaimer thread. */
+    private void finishClose() {
         if (!reclaimStep()) {
             Thread.ofPlatform().name(scanner.getName().replace("scanner", "reclaimer")).daemon(true).start(() -> {
                 while (!reclaimStep()) {

@@ -285,6 +285,47 @@ class NonBlockingRegistrationTest {
         });
     }
 
+    @Test
+    void closingTheDeviceFromAFaultCallbackOnTheScannerDeliversEveryOutcomeOnce() throws Exception {
+        // A direct executor runs the callbacks on the scanner, inside the delivery of the fault;
+        // the first one closes the device there, so close() runs re-entrantly on the scanner.
+        SimulatedDevice device = track(SimulatedDevice.create(
+                ReactorConfig.builder().faultProbeInterval(Duration.ofMillis(1)).build()));
+        SimulatedStream faulty = device.newStream();
+        CountDownLatch faultGate = gate(faulty);
+        faulty.injectFault("simulated illegal address");
+        SimulatedStream healthy = device.newStream();
+        CountDownLatch healthyGate = gate(healthy);
+        final int n = 4;
+        List<AtomicInteger> errors = new ArrayList<>();
+        List<AtomicReference<RuntimeException>> firstError = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            AtomicInteger count = new AtomicInteger();
+            AtomicReference<RuntimeException> first = new AtomicReference<>();
+            errors.add(count);
+            firstError.add(first);
+            faulty.event().onComplete(Runnable::run, () -> {}, e -> {
+                first.compareAndSet(null, e);
+                count.incrementAndGet();
+                device.close();
+            });
+        }
+        AtomicInteger healthyErrors = new AtomicInteger();
+        healthy.event().onComplete(Runnable::run, () -> {}, e -> healthyErrors.incrementAndGet());
+        assertEquals(n + 1, device.reactor().stats().armedNow());
+
+        faultGate.countDown();
+        await().atMost(LONG).until(() -> device.reactor().isClosed() && healthyErrors.get() > 0);
+        await().atMost(LONG).until(() -> !device.reactor().scannerThread().isAlive());
+        for (int i = 0; i < n; i++) {
+            assertEquals(1, errors.get(i).get(), "registration " + i + ": onError ran once");
+        }
+        assertInstanceOf(GpuFaultException.class, firstError.get(0).get(), "the first one saw the fault");
+        assertEquals(1, healthyErrors.get(), "the healthy stream's registration was closed once");
+        healthyGate.countDown();
+        await().atMost(LONG).until(() -> device.reactor().isMemoryReleased());
+    }
+
     /**
      * A device whose streams are always busy and refuse every flag write, and host callbacks
      * until {@link #acceptHostCallbacks} is set (then run them at once).
