@@ -455,11 +455,13 @@ public final class CompletionReactor implements AutoCloseable {
         restoreInterrupt(interrupted);
         RuntimeException failure = waiter.failure();
         if (failure != null) {
+            // Thrown anew, so the stack trace is the waiter's; the delivered ones always have a message.
+            String message = Objects.requireNonNullElse(failure.getMessage(), failure.toString());
             if (failure instanceof GpuFaultException) {
                 faults.increment();
-                throw new GpuFaultException(failure.getMessage(), failure);
+                throw new GpuFaultException(message, failure);
             }
-            throw new ReactorClosedException(failure.getMessage());
+            throw new ReactorClosedException(message);
         }
         completions.increment();
         return true;
