@@ -243,8 +243,8 @@ public final class CompletionReactor implements AutoCloseable {
     }
 
     /**
-     * A non-blocking registration, as {@link CompletionReactor#register} returns it: {@link #withdraw} takes it back
-     * (a cancelled future) unless its delivery has already begun.
+     * A non-blocking registration, as {@link CompletionReactor#register} returns it:
+     * {@link #withdraw} takes it back (a cancelled future) unless its delivery has already begun.
      */
     @FunctionalInterface
     interface Registration {
@@ -664,8 +664,9 @@ public final class CompletionReactor implements AutoCloseable {
         }
         closed = true; // first: registrants that publish from now on see it (Dekker, see arm)
         // The Dekker pairing with arm()/registerFallback() needs this store ordered before the
-        // consumer's later reads of the active bits and the fallback set, which are acquire loads,
-        // not volatile ones: the fence gives store-load order (a volatile store alone does not).
+        // consumer's later reads of the active bits and the fallback set (reclaimStep). Those are
+        // acquire loads, and a volatile store is ordered only before later volatile loads: the
+        // fence gives the store-load order for them too.
         VarHandle.fullFence();
         stopScanner = true;
         LockSupport.unpark(scanner); // on the scanner itself: a permit, so it does not park again

@@ -6,6 +6,7 @@ import io.cudaloom.cuda.CudaDriverException;
 import io.cudaloom.protocol.SlotTable;
 import io.cudaloom.sim.SimulatedDevice;
 import java.util.List;
+import java.util.stream.Stream;
 import org.jspecify.annotations.NullMarked;
 import org.junit.jupiter.api.Test;
 
@@ -13,8 +14,7 @@ import org.junit.jupiter.api.Test;
 class NullMarkedPackagesTest {
     @Test
     void everyPackageIsNullMarked() {
-        List<String> unmarked = List.of(GpuDevice.class, SlotTable.class, SimulatedDevice.class, CudaDriverException.class)
-                .stream()
+        List<String> unmarked = Stream.of(GpuDevice.class, SlotTable.class, SimulatedDevice.class, CudaDriverException.class)
                 .map(Class::getPackage)
                 .filter(p -> !p.isAnnotationPresent(NullMarked.class))
                 .map(Package::getName)
