@@ -2,6 +2,7 @@ package io.cudaloom;
 
 import io.cudaloom.protocol.RetiredBatch;
 import io.cudaloom.protocol.SlotTable;
+import java.lang.invoke.VarHandle;
 import java.util.ArrayList;
 import java.util.IdentityHashMap;
 import java.util.List;
@@ -30,6 +31,14 @@ import org.jspecify.annotations.Nullable;
  * to active, optionally spins briefly on its own flag, and parks until its own ticket is delivered.
  * With no slot free, or the flag write refused, it completes through a host callback instead.
  *
+ * <h2>Non-blocking registration</h2>
+ * {@link GpuEvent#toCompletableFuture} and {@link GpuEvent#onComplete} take the same path with a
+ * callback as the payload instead of a parked thread ({@link #register}). A cancelled future
+ * withdraws its registration the way a timed-out await does: the payload (or fallback target) is
+ * taken back with a compare-and-set that races the consumer's get-and-set, so it is either
+ * delivered or withdrawn, never both; the slot stays armed until the device's write lands.
+ * Completions never throw into the thread that runs them ({@link #completeGuarded}).
+ *
  * <h2>Scanner</h2>
  * Scans the armed slots with plain acquire loads (no driver call on this path) and completes every
  * retired payload outside any lock. It parks when nothing is armed (a registration unparks it only
@@ -56,8 +65,9 @@ public final class CompletionReactor implements AutoCloseable {
      * The stream each slot was armed on. Written by the registrant before {@link SlotTable#publish}
      * (published with the payload by the active bit); read by the consumer for fault probes and
      * quarantine. Not cleared on retirement (that would race the next claim); the next use overwrites it.
+     * Null only for a slot never armed, which the consumer never visits ({@link #streamOf}).
      */
-    private final GpuStream[] slotStream;
+    private final @Nullable GpuStream[] slotStream;
     private final Thread scanner;
     private final Executor callbackExecutor;
 
@@ -66,6 +76,8 @@ public final class CompletionReactor implements AutoCloseable {
     private final AtomicBoolean closing = new AtomicBoolean();
     private volatile boolean stopScanner;
     private volatile boolean memoryReleased;
+    /** Set by close() when called on the scanner thread; read by that thread only. */
+    private boolean closedOnScanner;
 
     private final Set<FallbackRegistration> fallbacks = ConcurrentHashMap.newKeySet();
     /** Outstanding fallbacks; its 0-to-1 transition wakes the scanner, which probes their streams. */
@@ -109,7 +121,7 @@ public final class CompletionReactor implements AutoCloseable {
         this.slotStream = new GpuStream[capacity];
         this.batch = new RetiredBatch<>(capacity);
         this.failBatch = new RetiredBatch<>(capacity);
-        this.collectProbeStream = slot -> probeStreams.add(slotStream[slot]);
+        this.collectProbeStream = slot -> probeStreams.add(streamOf(slot));
         int id = IDS.incrementAndGet();
         ThreadFactory callbacks = Thread.ofVirtual().name("cuda-loom-callback-" + id + "-", 0).factory();
         this.callbackExecutor = task -> callbacks.newThread(task).start();
@@ -231,20 +243,57 @@ public final class CompletionReactor implements AutoCloseable {
         return parkUntilDelivered(waiter, ticket, fallback, interruptible, timed, deadline);
     }
 
-    /** Non-blocking registration of {@link GpuEvent#toCompletableFuture}: {@code onDone} runs once. */
-    void register(GpuStream stream, Consumer<@Nullable RuntimeException> onDone) {
+    /**
+     * A non-blocking registration, as {@link CompletionReactor#register} returns it:
+     * {@link #withdraw} takes it back (a cancelled future) unless its delivery has already begun.
+     */
+    @FunctionalInterface
+    interface Registration {
+        /** Nothing to withdraw: the outcome was delivered during {@link CompletionReactor#register} itself. */
+        Registration DELIVERED = () -> false;
+
+        /**
+         * Withdraws the registration: true if {@code onDone} will now never run (counted in
+         * {@link ReactorStats#abandoned()}); false if it has run or is running. Non-blocking,
+         * idempotent, callable from any thread.
+         */
+        boolean withdraw();
+    }
+
+    /**
+     * Non-blocking registration of {@link GpuEvent#toCompletableFuture} and
+     * {@link GpuEvent#onComplete}: either {@code onDone} runs exactly once (possibly before this
+     * returns, on this thread; else on the scanner, a host-callback or the closing thread), or this
+     * throws and {@code onDone} never runs.
+     *
+     * <p>Withdrawal ({@link Registration#withdraw}) races delivery on one cell, exactly as a timed-out
+     * await does: the slot's payload (SlotTable ordering 6: compare-and-set against the consumer's
+     * get-and-set) or the fallback's target (compare-and-set against get-and-set), so exactly one
+     * side wins. The {@code Completion} below is a new object per registration, which is what makes
+     * the compare-and-set sound ({@link SlotTable#cancel}): it can never match the payload of a later
+     * registration that reuses the slot. A withdrawn slot stays armed until its device write lands,
+     * then the scanner retires it with a null payload and recycles it.
+     *
+     * @throws ReactorClosedException if this reactor is closed
+     * @throws IllegalStateException if the stream is closed, or refuses both the flag write and the
+     *     host callback
+     */
+    Registration register(GpuStream stream, Consumer<@Nullable RuntimeException> onDone) {
         checkOpen();
+        if (stream.isClosed()) {
+            throw new IllegalStateException("stream " + stream + " is closed");
+        }
         StreamState state = stream.queryState();
         if (state == StreamState.IDLE) {
             immediate.increment();
             completions.increment();
             onDone.accept(null);
-            return;
+            return Registration.DELIVERED;
         }
         if (state == StreamState.FAULTED) {
             faults.increment();
             onDone.accept(faultOf(stream));
-            return;
+            return Registration.DELIVERED;
         }
         Completion completion = (ticket, failure) -> {
             if (failure == null) {
@@ -255,9 +304,26 @@ public final class CompletionReactor implements AutoCloseable {
             onDone.accept(failure);
         };
         long ticket = config.strategy() == CompletionStrategy.REACTOR ? arm(stream, completion) : SlotTable.NO_SLOT;
-        if (ticket == SlotTable.NO_SLOT) {
-            registerFallback(stream, completion);
+        if (ticket != SlotTable.NO_SLOT) {
+            return () -> countAbandoned(table.cancel(ticket, completion));
         }
+        FallbackRegistration fallback;
+        try {
+            fallback = registerFallback(stream, completion);
+        } catch (GpuFaultException e) {
+            // The stream faulted after the query above (registerFallback counted it): report it
+            // the way a fault seen by that query is reported, through onDone.
+            onDone.accept(e);
+            return Registration.DELIVERED;
+        }
+        return () -> countAbandoned(fallback.cancel(completion));
+    }
+
+    private boolean countAbandoned(boolean withdrawn) {
+        if (withdrawn) {
+            abandoned.increment();
+        }
+        return withdrawn;
     }
 
     /**
@@ -300,7 +366,6 @@ public final class CompletionReactor implements AutoCloseable {
         FallbackRegistration fb = new FallbackRegistration(
                 this, stream, Long.MIN_VALUE + fallbackSeq.incrementAndGet(), completion);
         fallbacks.add(fb);
-        fallbackCount.increment();
         if (fallbackOutstanding.getAndIncrement() == 0) {
             LockSupport.unpark(scanner); // so it probes this stream for faults
         }
@@ -312,8 +377,11 @@ public final class CompletionReactor implements AutoCloseable {
             enqueued = false;
             refusal = e;
         }
-        if (!enqueued && fb.cancel(completion)) {
+        if (enqueued) {
+            fallbackCount.increment(); // only now: a refused callback is no fallback (it is an error)
+        } else if (fb.cancel(completion)) {
             if (stream.queryState() == StreamState.FAULTED) {
+                faults.increment();
                 throw faultOf(stream);
             }
             IllegalStateException e = new IllegalStateException(
@@ -396,11 +464,13 @@ public final class CompletionReactor implements AutoCloseable {
         restoreInterrupt(interrupted);
         RuntimeException failure = waiter.failure();
         if (failure != null) {
+            // Thrown anew, so the stack trace is the waiter's; the delivered ones always have a message.
+            String message = Objects.requireNonNullElse(failure.getMessage(), failure.toString());
             if (failure instanceof GpuFaultException) {
                 faults.increment();
-                throw new GpuFaultException(failure.getMessage(), failure);
+                throw new GpuFaultException(message, failure);
             }
-            throw new ReactorClosedException(failure.getMessage());
+            throw new ReactorClosedException(message);
         }
         completions.increment();
         return true;
@@ -479,22 +549,35 @@ public final class CompletionReactor implements AutoCloseable {
             scannerTimedParks++;
             LockSupport.parkNanos(this, park);
         }
+        if (closedOnScanner) {
+            finishClose(); // close() was called on this thread, by a completion (see close)
+        }
     }
 
     private void deliver(RetiredBatch<Completion> retired, @Nullable RuntimeException failure) {
         for (int i = 0; i < retired.size(); i++) {
             Completion c = retired.payload(i);
             if (c != null) {
-                try {
-                    c.complete(retired.ticket(i), failure);
-                } catch (Throwable t) {
-                    // A failing callback must not stop the scanner, which serves every waiter.
-                    Thread.UncaughtExceptionHandler h = Thread.currentThread().getUncaughtExceptionHandler();
-                    h.uncaughtException(Thread.currentThread(), t);
-                }
+                completeGuarded(c, retired.ticket(i), failure);
             }
         }
         retired.clear();
+    }
+
+    /**
+     * Runs a completion, reporting anything it throws (e.g. a caller's executor that rejects the
+     * callback) to the current thread's uncaught-exception handler instead of letting it escape:
+     * completions run on the scanner, which serves every waiter, on the closing thread, which must
+     * go on waking the others, and on a stream's host-callback thread, where an escaping exception
+     * would be taken for a fault of the stream.
+     */
+    static void completeGuarded(Completion c, long ticket, @Nullable RuntimeException failure) {
+        try {
+            c.complete(ticket, failure);
+        } catch (Throwable t) {
+            Thread.UncaughtExceptionHandler h = Thread.currentThread().getUncaughtExceptionHandler();
+            h.uncaughtException(Thread.currentThread(), t);
+        }
     }
 
     /** Query the streams of pending slots and fallbacks; fail the waiters of faulted streams. */
@@ -535,13 +618,25 @@ public final class CompletionReactor implements AutoCloseable {
             return;
         }
         quarantine.removeIf(slot -> {
-            if (slotStream[slot].flagWritesSettled()) {
+            if (streamOf(slot).flagWritesSettled()) {
                 table.recycle(slot);
                 return true;
             }
             return false;
         });
         quarantinedCount = quarantine.size();
+    }
+
+    /**
+     * The stream of a slot the consumer saw armed or holds in quarantine: written by its registrant
+     * before the publish whose bit the consumer observed, so never null here.
+     */
+    private GpuStream streamOf(int slot) {
+        GpuStream stream = slotStream[slot];
+        if (stream == null) {
+            throw new AssertionError("slot " + slot + " is armed or quarantined but was never armed on a stream");
+        }
+        return stream;
     }
 
     private GpuFaultException faultOf(GpuStream stream) {
@@ -565,6 +660,11 @@ public final class CompletionReactor implements AutoCloseable {
      * Wakes every waiter with a {@link ReactorClosedException}, stops the scanner and frees the flag
      * memory once no device write into it can land. Later awaits throw the same exception.
      * Idempotent; returns without waiting for GPU work.
+     *
+     * <p>Called on the scanner thread itself (by a callback run there through a direct executor), it
+     * only stops the scanner: the scanner finishes the delivery it is in, leaves its loop and then
+     * wakes the rest. Running the shutdown right there would re-enter the delivery in progress (its
+     * batch delivered twice) and, once a reclaimer took over, leave two consumers at once.
      */
     @Override
     public void close() {
@@ -572,21 +672,33 @@ public final class CompletionReactor implements AutoCloseable {
             return;
         }
         closed = true; // first: registrants that publish from now on see it (Dekker, see arm)
+        // The Dekker pairing with arm()/registerFallback() needs this store ordered before the
+        // consumer's later reads of the active bits and the fallback set (reclaimStep). Those are
+        // acquire loads, and a volatile store is ordered only before later volatile loads: the
+        // fence gives the store-load order for them too.
+        VarHandle.fullFence();
         stopScanner = true;
-        LockSupport.unpark(scanner);
-        if (Thread.currentThread() != scanner) {
-            boolean interrupted = false;
-            while (true) {
-                try {
-                    scanner.join();
-                    break;
-                } catch (InterruptedException e) {
-                    interrupted = true;
-                }
-            }
-            restoreInterrupt(interrupted);
+        LockSupport.unpark(scanner); // on the scanner itself: a permit, so it does not park again
+        if (Thread.currentThread() == scanner) {
+            closedOnScanner = true; // read by this same thread when it leaves scanLoop
+            return;
         }
+        boolean interrupted = false;
+        while (true) {
+            try {
+                scanner.join();
+                break;
+            } catch (InterruptedException e) {
+                interrupted = true;
+            }
+        }
+        restoreInterrupt(interrupted);
         // The scanner has stopped (join: happens-before): this thread is now the consumer.
+        finishClose();
+    }
+
+    /** Shutdown as the consumer: one reclaim step now, the rest (if any) on a reclaimer thread. */
+    private void finishClose() {
         if (!reclaimStep()) {
             Thread.ofPlatform().name(scanner.getName().replace("scanner", "reclaimer")).daemon(true).start(() -> {
                 while (!reclaimStep()) {
@@ -625,7 +737,7 @@ public final class CompletionReactor implements AutoCloseable {
             return false;
         }
         for (int slot : quarantine) {
-            if (!slotStream[slot].flagWritesSettled()) {
+            if (!streamOf(slot).flagWritesSettled()) {
                 return false;
             }
         }

@@ -41,12 +41,16 @@ final class FallbackRegistration implements Runnable {
         complete(null);
     }
 
-    /** Deliver to the target unless someone else already took it. */
+    /**
+     * Deliver to the target unless someone else already took it. Never throws: a failing target is
+     * reported to this thread's uncaught-exception handler (see {@link CompletionReactor#completeGuarded}),
+     * since this runs on the scanner, the closing thread or the stream's host-callback thread.
+     */
     void complete(@Nullable RuntimeException failure) {
         Completion c = (Completion) TARGET.getAndSet(this, null);
         if (c != null) {
             reactor.fallbackFinished(this);
-            c.complete(ticket, failure);
+            CompletionReactor.completeGuarded(c, ticket, failure);
         }
     }
 

@@ -29,6 +29,11 @@ public abstract class GpuDevice implements AutoCloseable {
      * Opens the first CUDA device if one is present, else the embedded simulated device. The system
      * property {@value #BACKEND_PROPERTY} forces either: {@code cuda} fails if no CUDA device can be
      * opened, {@code sim} never touches the driver.
+     *
+     * @throws io.cudaloom.cuda.CudaDriverException with {@code cuda}, if the driver cannot be loaded
+     *     ("no CUDA driver: ...") or initialised
+     * @throws IllegalArgumentException if there is no CUDA device with {@code cuda}, or the property
+     *     names no known backend
      */
     public static GpuDevice open(ReactorConfig config) {
         Objects.requireNonNull(config, "config");
@@ -54,9 +59,8 @@ public abstract class GpuDevice implements AutoCloseable {
     }
 
     /**
-     * This device's completion reactor.
-     *
-     * @throws ReactorClosedException if the device is closed
+     * This device's completion reactor (also once the device is closed: then
+     * {@link CompletionReactor#isClosed()} is true and its stats stay readable).
      */
     public final CompletionReactor reactor() {
         CompletionReactor r = reactor;

@@ -5,6 +5,8 @@ import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Stands for all work submitted to a {@link GpuStream} before the event was taken
@@ -105,35 +107,68 @@ public final class GpuEvent {
      * A future completed when the work is done (exceptionally with {@link GpuFaultException} or
      * {@link ReactorClosedException}), served by the same reactor and slots as {@link #await()} but
      * parking no thread at all. Dependent stages run on {@code executor}, never on the scanner.
+     *
+     * <p>Non-blocking in its failures too: on a closed reactor it returns a future already completed
+     * exceptionally with {@link ReactorClosedException}, and a fault is reported through the future.
+     * Only bad arguments and misuse throw at once.
+     *
+     * <p>Cancelling the future (as a cancelled Kotlin coroutine does from {@code await()}), or
+     * completing it by any other means (e.g. {@link CompletableFuture#orTimeout}), withdraws the
+     * registration, as a timed-out {@link #await(Duration)} does: the GPU work goes on, but its
+     * completion is no longer delivered (nothing runs on {@code executor}); it is counted in
+     * {@link ReactorStats#abandoned()}. A slot it held is recycled once the device's write lands.
+     *
+     * @throws NullPointerException if {@code executor} is null
+     * @throws IllegalStateException if the stream is closed (while its device is open)
      */
-    public CompletableFuture<Void> toCompletableFuture(Executor executor) {
+    public CompletableFuture<@Nullable Void> toCompletableFuture(Executor executor) {
         Objects.requireNonNull(executor, "executor");
-        CompletableFuture<Void> future = new CompletableFuture<>();
+        CompletableFuture<@Nullable Void> future = new CompletableFuture<>();
         if (done) {
             future.complete(null);
             return future;
         }
-        reactor.register(stream, (failure) -> executor.execute(() -> {
-            if (failure == null) {
-                done = true;
-                future.complete(null);
-            } else {
-                future.completeExceptionally(failure);
-            }
-        }));
+        CompletionReactor.Registration registration;
+        try {
+            registration = reactor.register(stream, (failure) -> executor.execute(() -> {
+                if (failure == null) {
+                    done = true;
+                    future.complete(null);
+                } else {
+                    future.completeExceptionally(failure);
+                }
+            }));
+        } catch (ReactorClosedException closed) {
+            future.completeExceptionally(closed); // register threw: its callback will never run
+            return future;
+        }
+        if (registration != CompletionReactor.Registration.DELIVERED) {
+            // Runs once the future completes, whoever completes it. After our own delivery the
+            // payload is already taken, so the withdrawal fails and counts nothing; after a cancel
+            // (or any other completion by the caller) it succeeds unless delivery won the race.
+            future.whenComplete((ignored, failure) -> registration.withdraw());
+        }
         return future;
     }
 
-    /** {@link #toCompletableFuture(Executor)} with the reactor's default callback executor. */
-    public CompletableFuture<Void> toCompletableFuture() {
+    /**
+     * {@link #toCompletableFuture(Executor)} with the reactor's default callback executor.
+     *
+     * @throws IllegalStateException if the stream is closed (while its device is open)
+     */
+    public CompletableFuture<@Nullable Void> toCompletableFuture() {
         return toCompletableFuture(reactor.callbackExecutor());
     }
 
     /**
      * Runs {@code onDone} on {@code executor} once the work is done, or {@code onError} with the
-     * failure; parks no thread.
+     * failure ({@link GpuFaultException}, or {@link ReactorClosedException}, also when the reactor
+     * is already closed); parks no thread. Exactly one of them runs, once.
+     *
+     * @throws NullPointerException if an argument is null
+     * @throws IllegalStateException if the stream is closed (while its device is open)
      */
-    public void onComplete(Executor executor, Runnable onDone, java.util.function.Consumer<? super RuntimeException> onError) {
+    public void onComplete(Executor executor, Runnable onDone, Consumer<? super RuntimeException> onError) {
         Objects.requireNonNull(executor, "executor");
         Objects.requireNonNull(onDone, "onDone");
         Objects.requireNonNull(onError, "onError");
@@ -141,14 +176,18 @@ public final class GpuEvent {
             executor.execute(onDone);
             return;
         }
-        reactor.register(stream, (failure) -> executor.execute(() -> {
-            if (failure == null) {
-                done = true;
-                onDone.run();
-            } else {
-                onError.accept(failure);
-            }
-        }));
+        try {
+            reactor.register(stream, (failure) -> executor.execute(() -> {
+                if (failure == null) {
+                    done = true;
+                    onDone.run();
+                } else {
+                    onError.accept(failure);
+                }
+            }));
+        } catch (ReactorClosedException closed) {
+            executor.execute(() -> onError.accept(closed)); // register threw: its callback never runs
+        }
     }
 
     void markDone() {

@@ -89,6 +89,8 @@ class BadInputTest {
         assertRejected(IllegalStateException.class, "closed", closed::event);
         assertRejected(IllegalStateException.class, "closed", closed::await);
         assertRejected(IllegalStateException.class, "closed", () -> closed.launchKernel(Duration.ZERO));
+        Throwable t = assertThrows(IllegalStateException.class, () -> closed.launch(() -> {}));
+        assertFalse(t instanceof ReactorClosedException, "the device is open: " + t);
     }
 
     @Test
@@ -99,9 +101,15 @@ class BadInputTest {
         assertThrows(ReactorClosedException.class, () -> event.await(Duration.ofSeconds(1)));
         assertThrows(ReactorClosedException.class, event::awaitUninterruptibly);
         assertThrows(ReactorClosedException.class, stream::event);
-        assertThrows(ReactorClosedException.class, event::toCompletableFuture);
-        Throwable t = assertThrows(IllegalStateException.class, device::newStream);
-        assertTrue(t.getMessage().contains("closed"), t.getMessage());
+        // The device's streams were closed by the device: launching on them names the device.
+        for (Executable launch : new Executable[] {
+                () -> stream.launchKernel(Duration.ZERO), () -> stream.launch(() -> {}),
+                () -> stream.injectFault("late"), device::newStream}) {
+            Throwable t = assertThrows(ReactorClosedException.class, launch);
+            assertTrue(t.getMessage().contains(device.name() + " is closed"), t.getMessage());
+        }
+        // The non-blocking form reports the closure through its future instead of throwing.
+        assertInstanceOf(ReactorClosedException.class, event.toCompletableFuture().exceptionNow());
         gate.countDown();
         await().atMost(Duration.ofSeconds(30)).until(() -> device.reactor().isMemoryReleased());
     }

@@ -5,10 +5,13 @@ import static jcuda.driver.CUresult.*;
 import io.cudaloom.GpuFaultException;
 import jcuda.driver.CUresult;
 import jcuda.driver.JCudaDriver;
+import org.jspecify.annotations.Nullable;
 
 /** Driver initialisation and the one place CUresult codes become exceptions. */
 public final class Cuda {
-    private static volatile String unavailableReason;
+    private static volatile @Nullable String unavailableReason;
+    /** Why the driver library could not be loaded, from the first attempt (later ones say less). */
+    private static volatile @Nullable String noDriverReason;
     private static volatile boolean initialised;
 
     private Cuda() {}
@@ -16,12 +19,19 @@ public final class Cuda {
     /**
      * Loads the JCuda driver library and calls {@code cuInit}; returns the number of CUDA devices.
      *
-     * @throws CudaDriverException if the driver cannot be initialised (no driver, no device)
-     * @throws UnsatisfiedLinkError if the JCuda native library cannot be loaded
+     * @throws CudaDriverException if the driver cannot be initialised (no device), or cannot be
+     *     loaded at all: then its message is one line, {@code "no CUDA driver: ..."}, and its cause
+     *     the {@link LinkageError} of the failed load (e.g. libcuda.so.1 missing)
      */
     public static synchronized int init() {
         if (!initialised) {
-            JCudaDriver.setExceptionsEnabled(false); // every result is checked here, by name
+            try {
+                JCudaDriver.setExceptionsEnabled(false); // every result is checked here, by name
+            } catch (LinkageError e) {
+                // The first attempt fails loading the native library (UnsatisfiedLinkError), every
+                // later one only with "Could not initialize class" (NoClassDefFoundError).
+                throw noDriver(e);
+            }
             check(JCudaDriver.cuInit(0), "cuInit");
             initialised = true;
         }
@@ -37,17 +47,55 @@ public final class Cuda {
                 return true;
             }
             unavailableReason = "the CUDA driver reports no device";
-        } catch (Throwable t) { // UnsatisfiedLinkError included: no driver library on this machine
+        } catch (Throwable t) { // CudaDriverException "no CUDA driver: ..." when there is no driver library
             if (unavailableReason == null) { // the first failure says why; later ones only repeat it
-                unavailableReason = t.toString();
+                unavailableReason = t instanceof CudaDriverException ? t.getMessage() : t.toString();
             }
         }
         return false;
     }
 
     /** Why {@link #isAvailable()} returned false (null if it did not). */
-    public static String unavailableReason() {
+    public static @Nullable String unavailableReason() {
         return unavailableReason;
+    }
+
+    private static CudaDriverException noDriver(LinkageError e) {
+        String reason = noDriverReason;
+        if (reason == null) {
+            reason = oneLine(e);
+            noDriverReason = reason;
+        }
+        return new CudaDriverException("no CUDA driver: " + reason, e);
+    }
+
+    /**
+     * JCuda's load error is many lines (nested stack traces); keep its first line and, where the
+     * text names it, the missing driver library (e.g. "libcuda.so.1: cannot open shared object file").
+     */
+    private static String oneLine(Throwable e) {
+        String head = null;
+        String library = null;
+        for (Throwable t = e; t != null && library == null; t = t.getCause()) {
+            String message = t.getMessage();
+            if (message == null) {
+                continue;
+            }
+            for (String line : message.split("\\R")) {
+                if (head == null && !line.isBlank()) {
+                    head = line.strip();
+                }
+                int at = Math.max(line.indexOf("libcuda"), line.indexOf("nvcuda"));
+                if (at >= 0) {
+                    library = line.substring(at).strip();
+                    break;
+                }
+            }
+        }
+        if (head == null) {
+            head = e.getClass().getName();
+        }
+        return library == null || head.contains(library) ? head : head + " (" + library + ")";
     }
 
     /** Throws unless {@code result} is CUDA_SUCCESS; sticky device faults become GpuFaultException. */

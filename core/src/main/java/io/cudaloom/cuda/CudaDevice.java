@@ -17,6 +17,7 @@ import jcuda.driver.CUcontext;
 import jcuda.driver.CUdevice;
 import jcuda.driver.CUdeviceptr;
 import jcuda.driver.JCudaDriver;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One CUDA device through the driver API (JCuda), using the device's primary context, with its own
@@ -56,7 +57,7 @@ public final class CudaDevice extends GpuDevice {
     /** Set once the context has been released or reset: nothing of it can run any more. */
     private volatile boolean contextGone;
     private volatile CUdeviceptr[] flagPointers = new CUdeviceptr[0];
-    private volatile FlagMemory flagMemory;
+    private volatile @Nullable FlagMemory flagMemory;
 
     private CudaDevice(int ordinal) {
         this.ordinal = ordinal;
@@ -90,7 +91,8 @@ public final class CudaDevice extends GpuDevice {
      * Opens CUDA device {@code ordinal} (its primary context) and starts its reactor.
      *
      * @throws IllegalArgumentException if there is no such device
-     * @throws CudaDriverException if the driver cannot be initialised
+     * @throws CudaDriverException if the driver cannot be initialised, or not even loaded (then the
+     *     message is one line, "no CUDA driver: ...", and the cause the {@link LinkageError})
      */
     public static CudaDevice open(int ordinal, ReactorConfig config) {
         Objects.requireNonNull(config, "config");
@@ -242,7 +244,8 @@ public final class CudaDevice extends GpuDevice {
         }
     }
 
-    CUdeviceptr flagPointer(FlagMemory memory, int slot) {
+    /** The device pointer of flag {@code slot}, or null if {@code memory} is not this device's flag memory. */
+    @Nullable CUdeviceptr flagPointer(FlagMemory memory, int slot) {
         return memory == flagMemory ? flagPointers[slot] : null;
     }
 

@@ -12,6 +12,7 @@ import jcuda.driver.CUdeviceptr;
 import jcuda.driver.CUresult;
 import jcuda.driver.CUstream;
 import jcuda.driver.CUstream_flags;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A CUDA stream ({@code cuStreamCreate(NON_BLOCKING)}) with the operations callers need around
@@ -24,7 +25,7 @@ public final class CudaStream extends GpuStream {
     private volatile boolean closed;
     private volatile boolean destroyed;
     /** The first sticky error seen on this stream, named. */
-    private volatile String fault;
+    private volatile @Nullable String fault;
 
     CudaStream(CudaDevice device) {
         super(device);

@@ -2,6 +2,7 @@ package io.cudaloom.sim;
 
 import io.cudaloom.FlagMemory;
 import io.cudaloom.GpuDevice;
+import io.cudaloom.ReactorClosedException;
 import io.cudaloom.ReactorConfig;
 import io.cudaloom.protocol.OffHeapFlagArray;
 import java.util.Objects;
@@ -53,10 +54,15 @@ public final class SimulatedDevice extends GpuDevice {
         return true;
     }
 
+    /**
+     * {@inheritDoc}
+     *
+     * @throws ReactorClosedException if the device is closed
+     */
     @Override
     public SimulatedStream newStream() {
         if (closed) {
-            throw new IllegalStateException(name() + " is closed");
+            throw new ReactorClosedException(name() + " is closed: it makes no new streams");
         }
         SimulatedStream s = new SimulatedStream(this, streamIds.incrementAndGet());
         streams.add(s);
@@ -69,6 +75,11 @@ public final class SimulatedDevice extends GpuDevice {
      */
     public long writesAfterRelease() {
         return writesAfterRelease.get();
+    }
+
+    /** Whether {@link #close()} was called. */
+    public boolean isClosed() {
+        return closed;
     }
 
     /** Flag memories allocated and not yet freed. */

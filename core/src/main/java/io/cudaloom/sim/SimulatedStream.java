@@ -3,6 +3,7 @@ package io.cudaloom.sim;
 import io.cudaloom.FlagMemory;
 import io.cudaloom.GpuFaultException;
 import io.cudaloom.GpuStream;
+import io.cudaloom.ReactorClosedException;
 import io.cudaloom.StreamState;
 import java.time.Duration;
 import java.util.Objects;
@@ -48,6 +49,8 @@ public final class SimulatedStream extends GpuStream {
      *
      * @throws IllegalArgumentException if the duration is negative or longer than an hour
      * @throws GpuFaultException if the stream has faulted (as a CUDA launch would report)
+     * @throws ReactorClosedException if the device is closed
+     * @throws IllegalStateException if the stream is closed
      */
     public void launchKernel(Duration duration) {
         Objects.requireNonNull(duration, "duration");
@@ -58,7 +61,13 @@ public final class SimulatedStream extends GpuStream {
         submit(() -> spend(nanos));
     }
 
-    /** Submit a kernel that runs {@code task} on the stream's thread, in order with the rest. */
+    /**
+     * Submit a kernel that runs {@code task} on the stream's thread, in order with the rest.
+     *
+     * @throws GpuFaultException if the stream has faulted
+     * @throws ReactorClosedException if the device is closed
+     * @throws IllegalStateException if the stream is closed
+     */
     public void launch(Runnable task) {
         Objects.requireNonNull(task, "task");
         submit(task::run);
@@ -67,6 +76,10 @@ public final class SimulatedStream extends GpuStream {
     /**
      * Submit a command that faults the stream when it runs, like a kernel's illegal memory access:
      * it and everything after it never completes.
+     *
+     * @throws GpuFaultException if the stream has faulted already
+     * @throws ReactorClosedException if the device is closed
+     * @throws IllegalStateException if the stream is closed
      */
     public void injectFault(String error) {
         Objects.requireNonNull(error, "error");
@@ -161,6 +174,11 @@ public final class SimulatedStream extends GpuStream {
 
     private void submit(Command c) {
         if (closed) {
+            // The device closes itself (closed = true) before its streams, so a stream closed by
+            // the device's close always sees the device closed here.
+            if (device.isClosed()) {
+                throw new ReactorClosedException(device.name() + " is closed: stream " + name + " takes no more work");
+            }
             throw new IllegalStateException("stream " + name + " is closed");
         }
         String f = fault;

@@ -35,7 +35,6 @@ import org.junit.jupiter.api.Assertions.assertInstanceOf
 import org.junit.jupiter.api.Assertions.assertNotNull
 import org.junit.jupiter.api.Assertions.assertThrows
 import org.junit.jupiter.api.Assertions.assertTrue
-import org.junit.jupiter.api.Disabled
 import org.junit.jupiter.api.Test
 
 /**
@@ -219,7 +218,7 @@ class KotlinCallersTest {
                         blockingFailure.set(e)
                     }
                 }
-                val future: CompletableFuture<Void> = event.toCompletableFuture()
+                val future: CompletableFuture<Void?> = event.toCompletableFuture()
                 Awaitility.await().atMost(Duration.ofSeconds(10)).until { waiter.state == Thread.State.WAITING }
                 gate.countDown()                                    // now the fault happens
 
@@ -304,7 +303,7 @@ class KotlinCallersTest {
             val reactor: CompletionReactor = device.reactor()
             val stream: GpuStream = device.newStream()
             val event: GpuEvent = stream.event()
-            val future: CompletableFuture<Void> = event.toCompletableFuture()
+            val future: CompletableFuture<Void?> = event.toCompletableFuture()
             runBlocking { future.await() }
             val stats: ReactorStats = reactor.stats()
             assertTrue(name.startsWith("simulated device"))
@@ -314,8 +313,6 @@ class KotlinCallersTest {
         }
     }
 
-    @Disabled("core has no @NullMarked package-info yet: Kotlin sees platform types (T!) instead of " +
-        "non-null ones. Enable once io.cudaloom and io.cudaloom.sim are @NullMarked.")
     @Test
     fun thePublicPackagesAreNullMarked() {
         for (type in listOf(GpuDevice::class.java, SimulatedDevice::class.java)) {
