@@ -139,11 +139,23 @@ public final class AbBench {
         System.out.printf("Host: %d CPUs, %s %s; Java %s (%s); args: %s%n", Runtime.getRuntime().availableProcessors(),
                 System.getProperty("os.name"), System.getProperty("os.arch"), System.getProperty("java.version"),
                 System.getProperty("java.vm.name"), args.length == 0 ? "(defaults)" : String.join(" ", args));
+        System.out.printf("Load average at start: %s (other work on the host skews every number below)%n", loadAverage());
         if (o.section.equals("all") || o.section.equals("ab")) {
             abSection(o);
         }
         if (o.section.equals("all") || o.section.equals("idle")) {
             idleSection(o, strategies, scenarios);
+        }
+        System.out.printf("%nLoad average at end: %s%n", loadAverage());
+    }
+
+    /** The first three fields of /proc/loadavg, or "n/a". */
+    static String loadAverage() {
+        try {
+            String[] f = java.nio.file.Files.readString(java.nio.file.Path.of("/proc/loadavg")).trim().split("\\s+");
+            return f[0] + " " + f[1] + " " + f[2];
+        } catch (java.io.IOException | RuntimeException e) {
+            return "n/a";
         }
     }
 

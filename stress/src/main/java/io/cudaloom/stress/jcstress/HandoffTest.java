@@ -15,6 +15,14 @@ import org.openjdk.jcstress.infra.results.IIIII_Result;
 /**
  * Payload hand-off, the common order: the registrant publishes, then its work finishes and the
  * device writes the flag; the scanner races both.
+ *
+ * <p>What it can detect where: the forbidden outcomes here (stale or missing payload behind a
+ * visible bit or flag) need a store-store or load-load reordering. x86 (TSO) never reorders those
+ * in hardware, so on x86 a release/acquire weakened to opaque or plain is caught only when the JIT
+ * itself reorders the accesses (jcstress's C2 stress configurations try); on ARM or POWER the
+ * hardware reorders too. That is why the broken variants kept in the test sources are
+ * interleaving bugs, which x86 shows reliably. A lost or double delivery is an interleaving
+ * outcome and is caught anywhere.
  */
 @JCStressTest
 @Description("Payload hand-off (registrant: publish then device flag write; scanner races both): "
