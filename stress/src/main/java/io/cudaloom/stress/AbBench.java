@@ -65,11 +65,11 @@ public final class AbBench {
                 "park:50us:50us",
                 "backoff:0us:20us:1ms:8",
                 "backoff:50us:20us:1ms:8",
-                "backoff:50us:20us:1ms:16",
-                "backoff:50us:20us:500us:8",
+                "backoff:250us:20us:1ms:8",
+                "backoff:250us:20us:500us:8",
                 "backoff:50us:20us:250us:8"));
         List<String> scenarios = new ArrayList<>(List.of(
-                "1x50us", "1x500us", "1x5ms", "1x50ms", "8x20us-2ms"));
+                "1x50us", "1x200us", "1x5ms", "1x50ms", "8x20us-2ms"));
     }
 
     static final String USAGE = """
@@ -83,10 +83,10 @@ public final class AbBench {
               --idle-runs N              idle: runs per strategy and scenario (default 3)
               --strategies a;b;...       idle: strategies (see IdleStrategy), default:
                                          spin;spin-yield:10000;yield;park:50us:50us;backoff:0us:20us:1ms:8;
-                                         backoff:50us:20us:1ms:8;backoff:50us:20us:1ms:16;
-                                         backoff:50us:20us:500us:8;backoff:50us:20us:250us:8
+                                         backoff:50us:20us:1ms:8;backoff:250us:20us:1ms:8;
+                                         backoff:250us:20us:500us:8;backoff:50us:20us:250us:8
               --scenarios a;b;...        idle: WAITERSxKERNEL or WAITERSxMIN-MAX (log-uniform), default:
-                                         1x50us;1x500us;1x5ms;1x50ms;8x20us-2ms
+                                         1x50us;1x200us;1x5ms;1x50ms;8x20us-2ms
             """;
 
     static Options parse(String[] args) {

@@ -12,7 +12,8 @@ import java.util.concurrent.locks.LockSupport;
  * (the Rust original: spin-hint for PASSES idle passes, then yield between passes);
  * {@code park:SPIN:PARK} (spin for SPIN after the last retirement, then fixed timed parks);
  * {@code backoff:SPIN:MIN:MAX:DIV} (spin for SPIN, then park for waited/DIV clamped to
- * [MIN, MAX]: the reactor's policy, whose defaults are {@code backoff:50us:20us:1ms:8}).
+ * [MIN, MAX]: the reactor's policy, whose defaults are {@code backoff:250us:20us:1ms:8}; they were
+ * {@code backoff:50us:20us:1ms:8} before core's commit 7ae5671).
  * Durations take the suffixes ns, us, ms.
  */
 abstract class IdleStrategy {
