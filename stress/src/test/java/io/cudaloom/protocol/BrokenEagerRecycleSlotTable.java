@@ -1,0 +1,322 @@
+package io.cudaloom.protocol;
+
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.IntConsumer;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * DELIBERATELY BROKEN copy of {@link SlotTable} (identical except for the one change below), kept
+ * to prove that the jcstress checks can fail. Do not use.
+ *
+ * <p><b>The one change:</b> a successful {@link #cancel} frees the slot at once (clears its bit,
+ * counts it out and pushes it on the free list) instead of leaving it armed until its flag lands.
+ * That is the natural "give the slot back when the waiter gives up" mistake: the abandoned
+ * registration's device write is still in flight and can land in the flag of the next registration
+ * of the slot, after its reset, which then completes although its own work has not. Tickets do not
+ * help: the flag carries no generation. Caught by {@code BrokenAwaitAbaTest}.
+ *
+ * <p>Visible on x86: yes, an interleaving (the late flag write landing after the next reset).
+ */
+public final class BrokenEagerRecycleSlotTable<P> {
+
+    /** Returned by {@link #claim} when every slot is in use. */
+    public static final long NO_SLOT = -1L;
+
+    private static final VarHandle ACTIVE = MethodHandles.arrayElementVarHandle(long[].class);
+    private static final VarHandle PAYLOAD = MethodHandles.arrayElementVarHandle(Object[].class);
+    private static final long GENERATION_MASK = 0x7fff_ffffL; // tickets stay non-negative
+
+    private final FlagArray flags;
+    private final int capacity;
+    /** One bit per slot: set = armed, the consumer watches the flag. */
+    private final long[] active;
+    /** Written by the producer before the bit; taken by the consumer or cleared by cancel. */
+    private final @Nullable Object[] payload;
+    /** Per-slot generation; written only by the slot's claimant (see ordering 1 and 7). */
+    private final int[] generation;
+    /** Free-list links: nextFree[i] is the index below i on the stack, -1 at the bottom. */
+    private final int[] nextFree;
+    /** Free-list head: stamp in the high 32 bits, (top index + 1) in the low 32 (0 = empty). */
+    private final PaddedAtomicLong freeHead = new PaddedAtomicLong();
+    /** Armed-but-not-retired slots: the park gate and the idle-to-active detector. */
+    private final PaddedAtomicLong nArmed = new PaddedAtomicLong();
+
+    public BrokenEagerRecycleSlotTable(FlagArray flags) {
+        this(flags.length(), flags);
+    }
+
+    public BrokenEagerRecycleSlotTable(int capacity, FlagArray flags) {
+        if (capacity <= 0) {
+            throw new IllegalArgumentException("capacity must be positive, was " + capacity);
+        }
+        if (flags.length() < capacity) {
+            throw new IllegalArgumentException(
+                    "flag array has " + flags.length() + " flags, capacity " + capacity + " needs as many");
+        }
+        this.flags = flags;
+        this.capacity = capacity;
+        this.active = new long[(capacity + 63) >>> 6];
+        this.payload = new Object[capacity];
+        this.generation = new int[capacity];
+        this.nextFree = new int[capacity];
+        // Stack with slot 0 on top, so the first claims come out 0, 1, 2, ...
+        for (int i = 0; i < capacity; i++) {
+            nextFree[i] = i + 1 < capacity ? i + 1 : -1;
+        }
+        freeHead.set(1); // stamp 0, top = slot 0
+    }
+
+    public int capacity() {
+        return capacity;
+    }
+
+    public FlagArray flags() {
+        return flags;
+    }
+
+    /** The slot index named by a ticket. */
+    public static int slotOf(long ticket) {
+        return (int) ticket;
+    }
+
+    /** The generation named by a ticket. */
+    public static int generationOf(long ticket) {
+        return (int) (ticket >>> 32);
+    }
+
+    private long ticketOf(int slot) {
+        return ((generation[slot] & GENERATION_MASK) << 32) | slot;
+    }
+
+    private int checkedSlot(long ticket) {
+        int slot = slotOf(ticket);
+        if (ticket < 0 || slot < 0 || slot >= capacity) {
+            throw new IllegalArgumentException("not a ticket of this table: " + ticket);
+        }
+        return slot;
+    }
+
+    /**
+     * True when no slot is armed: the scanner's park gate. An acquire read, so a registration's
+     * {@link #publish} (which increments the count before setting its bit) is seen.
+     */
+    public boolean isIdle() {
+        return nArmed.getAcquire() == 0;
+    }
+
+    /** Slots armed and not yet retired (a snapshot). */
+    public long armedCount() {
+        return nArmed.getAcquire();
+    }
+
+    /**
+     * Reserve a free slot. Returns its ticket, or {@link #NO_SLOT} when the pool is exhausted
+     * (the caller falls back; exhaustion is not an error).
+     */
+    public long claim() {
+        for (;;) {
+            long head = freeHead.get();
+            int top = (int) head - 1;
+            if (top < 0) {
+                return NO_SLOT;
+            }
+            // Possibly stale if another thread pops `top` concurrently; then the stamp in `head`
+            // is stale too and the CAS below fails (ordering 7).
+            int below = nextFree[top];
+            long next = (((head >>> 32) + 1) << 32) | ((below + 1) & 0xffff_ffffL);
+            if (freeHead.compareAndSet(head, next)) {
+                generation[top]++; // sole owner from here until recycle
+                return ticketOf(top);
+            }
+            Thread.onSpinWait();
+        }
+    }
+
+    /** Return a claimed slot that was never published (the device write could not be enqueued). */
+    public void release(long ticket) {
+        int slot = checkedSlot(ticket);
+        push(slot, slot);
+    }
+
+    /** Zero the slot's flag; must precede the device write (ordering 4). */
+    public void resetFlag(long ticket) {
+        flags.setRelease(checkedSlot(ticket), 0);
+    }
+
+    /** Acquire load of the slot's flag: whether the device write has landed. */
+    public boolean flagSet(long ticket) {
+        return flags.getAcquire(checkedSlot(ticket)) == 1;
+    }
+
+    /**
+     * Hand a claimed, reset and device-armed slot to the consumer: store the payload, count the slot
+     * as armed, then set its active bit (orderings 1-3).
+     *
+     * @return true when this publish took the table from idle to active: the caller must then
+     *     wake the consumer, which may be parked
+     */
+    public boolean publish(long ticket, P waker) {
+        int slot = checkedSlot(ticket);
+        payload[slot] = waker; // plain store, published by the volatile bit update below
+        boolean wasIdle = nArmed.getAndIncrement() == 0; // before the bit: no underflow
+        ACTIVE.getAndBitwiseOr(active, slot >>> 6, 1L << slot);
+        return wasIdle;
+    }
+
+    /**
+     * Withdraw the payload of a published registration, so that the consumer will not deliver it
+     * (ordering 6). The slot stays armed until its flag lands and is then recycled as usual:
+     * the device write may still be in flight, so the slot must not be reused before that.
+     *
+     * <p>Sound as long as the same payload object is not published twice at once (true for a
+     * waiting thread's record, which is registered once at a time, and for per-registration
+     * callbacks).
+     *
+     * @return true if the payload was withdrawn; false if the consumer had already taken it (it is
+     *     being, or has been, delivered)
+     */
+    public boolean cancel(long ticket, P waker) {
+        int slot = checkedSlot(ticket);
+        if (!PAYLOAD.compareAndSet(payload, slot, waker, null)) {
+            return false;
+        }
+        // BROKEN: free the slot at once (was: leave it armed until its flag lands, then the
+        // scanner recycles it). Only a withdrawn slot whose bit we clear ourselves is freed.
+        long before = (long) ACTIVE.getAndBitwiseAnd(active, slot >>> 6, ~(1L << slot));
+        if ((before & (1L << slot)) != 0) {
+            nArmed.getAndAdd(-1);
+            push(slot, slot);
+        }
+        return true;
+    }
+
+    /**
+     * One scan pass (consumer only). Retires every armed slot whose flag reads 1: clears its bit,
+     * takes its payload, reports {@code (ticket, payload)} into {@code into}, and recycles the slot.
+     * The caller wakes the payloads afterwards; nothing is locked then or now.
+     *
+     * @return whether any slot was armed at the start of its word's visit
+     */
+    public boolean scanOnce(RetiredBatch<P> into) {
+        boolean anyActive = false;
+        int chainTop = -1;
+        int chainBottom = -1;
+        int retired = 0;
+        for (int word = 0; word < active.length; word++) {
+            // Acquire pairs with the release bit update in publish (ordering 1).
+            long bits = (long) ACTIVE.getAcquire(active, word);
+            if (bits == 0) {
+                continue;
+            }
+            anyActive = true;
+            while (bits != 0) {
+                int bit = Long.numberOfTrailingZeros(bits);
+                bits &= bits - 1;
+                int slot = (word << 6) | bit;
+                if (flags.getAcquire(slot) != 1) { // ordering 5
+                    continue;
+                }
+                ACTIVE.getAndBitwiseAnd(active, word, ~(1L << bit));
+                @SuppressWarnings("unchecked")
+                P taken = (P) PAYLOAD.getAndSet(payload, slot, null); // ordering 6
+                into.add(ticketOf(slot), taken); // before recycling: the next claim bumps it
+                nextFree[slot] = chainTop;
+                chainTop = slot;
+                if (chainBottom < 0) {
+                    chainBottom = slot;
+                }
+                retired++;
+            }
+        }
+        if (retired > 0) {
+            push(chainTop, chainBottom);
+            // After recycling, and only for bits observed set: publish counted them first (ordering 2).
+            long before = nArmed.getAndAdd(-retired);
+            assert before >= retired : "nArmed underflow: " + before + " < " + retired;
+        }
+        return anyActive;
+    }
+
+    /**
+     * Retire an armed slot whose flag has not landed, without recycling it (consumer only): used
+     * when the device can no longer write it (a faulted stream) or the table is shutting down. The
+     * slot is quarantined until {@link #recycle} is called, which the caller may do only once no
+     * device write into the slot can still land.
+     *
+     * @return true if the slot was armed and is now retired (reported into {@code into})
+     */
+    public boolean failArmed(int slot, RetiredBatch<P> into) {
+        if (slot < 0 || slot >= capacity) {
+            throw new IndexOutOfBoundsException("slot " + slot + " outside 0.." + (capacity - 1));
+        }
+        int word = slot >>> 6;
+        long bit = 1L << slot;
+        long before = (long) ACTIVE.getAndBitwiseAnd(active, word, ~bit);
+        if ((before & bit) == 0) {
+            return false;
+        }
+        @SuppressWarnings("unchecked")
+        P taken = (P) PAYLOAD.getAndSet(payload, slot, null);
+        into.add(ticketOf(slot), taken);
+        long armedBefore = nArmed.getAndAdd(-1);
+        assert armedBefore >= 1 : "nArmed underflow";
+        return true;
+    }
+
+    /** Put a slot quarantined by {@link #failArmed} back on the free list (consumer only). */
+    public void recycle(int slot) {
+        if (slot < 0 || slot >= capacity) {
+            throw new IndexOutOfBoundsException("slot " + slot + " outside 0.." + (capacity - 1));
+        }
+        push(slot, slot);
+    }
+
+    /**
+     * Visit the armed slots (consumer only): all of them, or only those whose flag has not landed.
+     * A snapshot; slots published during the visit may or may not be seen.
+     */
+    public void forEachArmed(boolean pendingOnly, IntConsumer visitor) {
+        for (int word = 0; word < active.length; word++) {
+            long bits = (long) ACTIVE.getAcquire(active, word);
+            while (bits != 0) {
+                int slot = (word << 6) | Long.numberOfTrailingZeros(bits);
+                bits &= bits - 1;
+                if (!pendingOnly || flags.getAcquire(slot) != 1) {
+                    visitor.accept(slot);
+                }
+            }
+        }
+    }
+
+    /** Free slots, counted by walking the free list: exact only while no one claims or recycles. */
+    public int freeCount() {
+        int n = 0;
+        for (int i = (int) freeHead.get() - 1; i >= 0 && n <= capacity; i = nextFree[i]) {
+            n++;
+        }
+        return n;
+    }
+
+    /** Push the chain top..bottom (linked through nextFree, bottom not yet linked) in one CAS. */
+    private void push(int top, int bottom) {
+        for (;;) {
+            long head = freeHead.get();
+            nextFree[bottom] = (int) head - 1; // plain: published by the CAS below (ordering 7)
+            long next = (((head >>> 32) + 1) << 32) | ((top + 1) & 0xffff_ffffL);
+            if (freeHead.compareAndSet(head, next)) {
+                return;
+            }
+            Thread.onSpinWait();
+        }
+    }
+
+    /** An AtomicLong on a cache line of its own, so registrants contending on one hot word do not
+     *  also invalidate the other. */
+    @SuppressWarnings("unused")
+    private static final class PaddedAtomicLong extends AtomicLong {
+        private static final long serialVersionUID = 1L;
+        long p1, p2, p3, p4, p5, p6, p7;
+    }
+}
