@@ -19,6 +19,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import static io.cudaloom.ReactorTestSupport.assertNothingLeaked;
+import static io.cudaloom.ReactorTestSupport.gate;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
@@ -42,26 +44,6 @@ class NonBlockingRegistrationTest {
         devices.forEach(GpuDevice::close);
     }
 
-    private static CountDownLatch gate(SimulatedStream stream) {
-        CountDownLatch gate = new CountDownLatch(1);
-        stream.launch(() -> {
-            try {
-                gate.await();
-            } catch (InterruptedException e) {
-                throw new IllegalStateException(e);
-            }
-        });
-        return gate;
-    }
-
-    private static void assertNothingLeaked(GpuDevice device) {
-        await().atMost(LONG).untilAsserted(() -> {
-            ReactorStats s = device.reactor().stats();
-            assertEquals(0, s.armedNow(), "armed slots left: " + s);
-            assertEquals(s.capacity(), s.freeSlots(), "slots not back on the free list: " + s);
-            assertEquals(0, s.quarantined(), "quarantined slots left: " + s);
-        });
-    }
 
     /** Runs each task on the calling thread and counts it. */
     private static final class CountingExecutor implements Executor {

@@ -16,6 +16,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import static io.cudaloom.ReactorTestSupport.assertNothingLeaked;
+import static io.cudaloom.ReactorTestSupport.gate;
 
 /** The reactor and GpuEvent.await() end to end on the simulated device. */
 class SimulatedReactorTest {
@@ -38,27 +40,6 @@ class SimulatedReactorTest {
         devices.forEach(SimulatedDevice::close);
     }
 
-    /** A kernel that holds the stream until the latch opens. */
-    private static CountDownLatch gate(SimulatedStream stream) {
-        CountDownLatch gate = new CountDownLatch(1);
-        stream.launch(() -> {
-            try {
-                gate.await();
-            } catch (InterruptedException e) {
-                throw new IllegalStateException(e);
-            }
-        });
-        return gate;
-    }
-
-    private static void assertNothingLeaked(SimulatedDevice device) {
-        await().atMost(LONG).untilAsserted(() -> {
-            ReactorStats s = device.reactor().stats();
-            assertEquals(0, s.armedNow(), "armed slots left: " + s);
-            assertEquals(s.capacity(), s.freeSlots(), "slots not back on the free list: " + s);
-            assertEquals(0, s.quarantined(), "quarantined slots left: " + s);
-        });
-    }
 
     @Test
     void tenThousandVirtualThreadsAwaitingSeveralKernelsOnFewStreamsAllComplete() throws Exception {
