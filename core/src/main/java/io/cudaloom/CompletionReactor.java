@@ -493,7 +493,10 @@ public final class CompletionReactor implements AutoCloseable {
             completions.increment();
             return true;
         }
-        // A timed synchronize does not exist in the driver: poll the stream until the deadline.
+        // A timed synchronize does not exist in the driver: poll the stream until the deadline,
+        // spinning for the first 50 us (as the driver's own synchronize does), then backing off
+        // with parks of 1/8 of the time waited (at most 1 ms) so a long wait does not hold a core.
+        long start = System.nanoTime();
         while (true) {
             StreamState state = stream.queryState();
             if (state == StreamState.IDLE) {
@@ -510,7 +513,12 @@ public final class CompletionReactor implements AutoCloseable {
             if (interruptible && Thread.interrupted()) {
                 throw new InterruptedException();
             }
-            Thread.onSpinWait();
+            long waited = System.nanoTime() - start;
+            if (waited < 50_000) {
+                Thread.onSpinWait();
+            } else {
+                LockSupport.parkNanos(this, Math.min(1_000_000L, Math.min(waited >>> 3, deadline - System.nanoTime())));
+            }
         }
     }
 

@@ -165,6 +165,10 @@ public final class GpuEvent {
      * failure ({@link GpuFaultException}, or {@link ReactorClosedException}, also when the reactor
      * is already closed); parks no thread. Exactly one of them runs, once.
      *
+     * <p>The executor may run them on the reactor's scanner thread (a direct executor such as
+     * {@code Runnable::run} does): then they must be short and must never block or await GPU work,
+     * or every waiter of the reactor waits with them. Pass a real executor for anything longer.
+     *
      * @throws NullPointerException if an argument is null
      * @throws IllegalStateException if the stream is closed (while its device is open)
      */

@@ -235,6 +235,9 @@ public final class CudaStream extends GpuStream {
     // ---- helpers ------------------------------------------------------------------------------
 
     private void ready() {
+        if (device.isClosed()) {
+            throw new io.cudaloom.ReactorClosedException(device.name() + " is closed: no more work on " + this);
+        }
         if (closed) {
             throw new IllegalStateException("stream " + this + " is closed");
         }

@@ -237,6 +237,10 @@ public final class SlotTable<P> {
      * @return whether any slot was armed at the start of its word's visit
      */
     public boolean scanOnce(RetiredBatch<P> into) {
+        if (!into.isEmpty()) {
+            // A batch that was not drained would overflow once retirements pile up to capacity.
+            throw new IllegalArgumentException("scanOnce needs an empty batch; clear() it after delivering");
+        }
         boolean anyActive = false;
         int chainTop = -1;
         int chainBottom = -1;

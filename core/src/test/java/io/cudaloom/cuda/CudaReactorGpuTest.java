@@ -419,4 +419,16 @@ class CudaReactorGpuTest {
             }
         }
     }
+
+    /** Work submitted through a stream of a closed device is refused with ReactorClosedException. */
+    @Test
+    void launchOnAClosedDeviceIsRefused() {
+        CudaDevice device = GpuTestSupport.openOrSkip(ReactorConfig.defaults());
+        Kernels k = device.loadKernels();
+        CudaStream stream = device.newStream();
+        device.close();
+        io.cudaloom.ReactorClosedException e = assertThrows(io.cudaloom.ReactorClosedException.class,
+                () -> k.launchEmpty(stream));
+        assertTrue(e.getMessage().contains("closed"), e.getMessage());
+    }
 }
