@@ -56,6 +56,16 @@ import org.jspecify.annotations.Nullable;
  */
 public final class CompletionReactor implements AutoCloseable {
     private static final AtomicInteger IDS = new AtomicInteger();
+    private static final java.lang.invoke.VarHandle LAST_GROUP;
+
+    static {
+        try {
+            LAST_GROUP = java.lang.invoke.MethodHandles.lookup()
+                    .findVarHandle(GpuStream.class, "lastGroup", WaitGroup.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
 
     private final GpuDevice device;
     private final ReactorConfig config;
@@ -92,6 +102,7 @@ public final class CompletionReactor implements AutoCloseable {
     private final LongAdder abandoned = new LongAdder();
     private final LongAdder faults = new LongAdder();
     private final LongAdder scannerUnparks = new LongAdder();
+    private final LongAdder coalesced = new LongAdder();
     // Written by the consumer only; volatile so stats() sees recent values.
     private volatile long scannerParks;
     private volatile long scannerTimedParks;
@@ -196,13 +207,15 @@ public final class CompletionReactor implements AutoCloseable {
                 scannerUnparks.sum(),
                 scanPasses,
                 faultProbes,
-                quarantinedCount);
+                quarantinedCount,
+                coalesced.sum());
     }
 
     // ---- await --------------------------------------------------------------------------------
 
     /** Blocking wait of {@link GpuEvent}; returns false only when timed and the time ran out. */
-    boolean await(GpuStream stream, boolean interruptible, boolean timed, long nanos) throws InterruptedException {
+    boolean await(GpuStream stream, long required, boolean interruptible, boolean timed, long nanos)
+            throws InterruptedException {
         if (interruptible && Thread.interrupted()) {
             throw new InterruptedException();
         }
@@ -229,6 +242,9 @@ public final class CompletionReactor implements AutoCloseable {
         }
         Waiter waiter = Waiter.current();
         waiter.reset();
+        if (config.coalesce() && config.strategy() == CompletionStrategy.REACTOR) {
+            return awaitCoalesced(stream, required, waiter, interruptible, timed, deadline);
+        }
         // Spin only while few waiters are armed: on a busy reactor the carrier is better used by
         // other virtual threads, and the scanner is awake anyway.
         boolean spin = config.waiterSpinNanos() > 0 && table.armedCount() < config.waiterSpinMaxArmed();
@@ -241,6 +257,60 @@ public final class CompletionReactor implements AutoCloseable {
             return true;
         }
         return parkUntilDelivered(waiter, ticket, fallback, interruptible, timed, deadline);
+    }
+
+    /**
+     * The coalescing await ({@link ReactorConfig#coalesce()}): join the stream's newest
+     * {@link WaitGroup} if its flag write covers the work this waiter needs, else install a new
+     * group (compare-and-set, so racing waiters end up in one) and arm it. See WaitGroup for why
+     * {@code covered >= required} is enough. The group is installed before it is armed, so waiters
+     * arriving meanwhile join it; its count was read before, so its write still covers them.
+     */
+    private boolean awaitCoalesced(GpuStream stream, long required, Waiter waiter, boolean interruptible,
+            boolean timed, long deadline) throws InterruptedException {
+        WaitGroup.Member member = new WaitGroup.Member(waiter, syntheticTicket());
+        for (;;) {
+            WaitGroup group = (WaitGroup) LAST_GROUP.getVolatile(stream);
+            if (group != null && group.covered >= required) {
+                if (group.join(member)) {
+                    coalesced.increment();
+                    return parkUntilDelivered(waiter, member.ticket, member, interruptible, timed, deadline);
+                }
+                if (group.deliveredFailure() == null) { // delivered: the work it covers, ours too, is done
+                    completions.increment();
+                    return true;
+                }
+                // A failed group (fault, close) says nothing about later ones: check afresh.
+                checkOpen();
+                if (stream.queryState() == StreamState.FAULTED) {
+                    faults.increment();
+                    throw faultOf(stream);
+                }
+            }
+            // The count is read before the flag write is enqueued: everything counted is ahead of it.
+            WaitGroup fresh = new WaitGroup(stream, stream.submissionCount());
+            fresh.join(member);
+            if (LAST_GROUP.compareAndSet(stream, group, fresh)) {
+                armGroup(stream, fresh);
+                return parkUntilDelivered(waiter, member.ticket, member, interruptible, timed, deadline);
+            }
+            member = new WaitGroup.Member(waiter, syntheticTicket()); // lost the race: try theirs
+        }
+    }
+
+    /** Arm an installed group: a slot, else a host callback; on failure every member gets the error. */
+    private void armGroup(GpuStream stream, WaitGroup group) {
+        try {
+            if (arm(stream, group) == SlotTable.NO_SLOT) {
+                registerFallback(stream, group);
+            }
+        } catch (RuntimeException e) {
+            group.complete(0L, e); // members that already joined must not wait for a write never enqueued
+        }
+    }
+
+    private long syntheticTicket() {
+        return Long.MIN_VALUE + fallbackSeq.incrementAndGet(); // never Waiter.NONE, never a slot ticket
     }
 
     /**
@@ -364,7 +434,7 @@ public final class CompletionReactor implements AutoCloseable {
 
     private FallbackRegistration registerFallback(GpuStream stream, Completion completion) {
         FallbackRegistration fb = new FallbackRegistration(
-                this, stream, Long.MIN_VALUE + fallbackSeq.incrementAndGet(), completion);
+                this, stream, syntheticTicket(), completion);
         fallbacks.add(fb);
         if (fallbackOutstanding.getAndIncrement() == 0) {
             LockSupport.unpark(scanner); // so it probes this stream for faults
@@ -434,14 +504,14 @@ public final class CompletionReactor implements AutoCloseable {
         return false;
     }
 
-    private boolean parkUntilDelivered(Waiter waiter, long ticket, @Nullable FallbackRegistration fallback,
+    private boolean parkUntilDelivered(Waiter waiter, long ticket, @Nullable Withdrawable registration,
             boolean interruptible, boolean timed, long deadline) throws InterruptedException {
         boolean interrupted = false;
         while (!waiter.isDelivered(ticket)) {
             if (timed) {
                 long remaining = deadline - System.nanoTime();
                 if (remaining <= 0) {
-                    if (withdraw(waiter, ticket, fallback)) {
+                    if (withdraw(waiter, ticket, registration)) {
                         abandoned.increment();
                         restoreInterrupt(interrupted);
                         return false;
@@ -454,7 +524,7 @@ public final class CompletionReactor implements AutoCloseable {
                 LockSupport.park(this); // spurious returns are re-checked by the loop condition
             }
             if (Thread.interrupted()) {
-                if (interruptible && !interrupted && withdraw(waiter, ticket, fallback)) {
+                if (interruptible && !interrupted && withdraw(waiter, ticket, registration)) {
                     abandoned.increment();
                     throw new InterruptedException();
                 }
@@ -470,14 +540,18 @@ public final class CompletionReactor implements AutoCloseable {
                 faults.increment();
                 throw new GpuFaultException(message, failure);
             }
-            throw new ReactorClosedException(message);
+            if (failure instanceof ReactorClosedException) {
+                throw new ReactorClosedException(message);
+            }
+            throw new IllegalStateException(message, failure); // e.g. a shared registration refused
         }
         completions.increment();
         return true;
     }
 
-    private boolean withdraw(Waiter waiter, long ticket, @Nullable FallbackRegistration fallback) {
-        return fallback != null ? fallback.cancel(waiter) : table.cancel(ticket, waiter);
+    /** Take back a registration: a fallback or group membership, else (null) the waiter's own slot. */
+    private boolean withdraw(Waiter waiter, long ticket, @Nullable Withdrawable registration) {
+        return registration != null ? registration.withdraw(waiter) : table.cancel(ticket, waiter);
     }
 
     private static void restoreInterrupt(boolean interrupted) {

@@ -10,7 +10,7 @@ import org.jspecify.annotations.Nullable;
  * get-and-set, by whichever comes first: the host callback ({@link #run}), the scanner's fault
  * probe, the closing thread, or the waiter withdrawing it ({@link #cancel}, a compare-and-set).
  */
-final class FallbackRegistration implements Runnable {
+final class FallbackRegistration implements Runnable, Withdrawable {
     private static final VarHandle TARGET;
 
     static {
@@ -52,6 +52,11 @@ final class FallbackRegistration implements Runnable {
             reactor.fallbackFinished(this);
             CompletionReactor.completeGuarded(c, ticket, failure);
         }
+    }
+
+    @Override
+    public boolean withdraw(Waiter waiter) {
+        return cancel(waiter);
     }
 
     /** Withdraw the target; true if it will never be delivered. */

@@ -28,12 +28,15 @@ import org.jspecify.annotations.Nullable;
 public final class GpuEvent {
     private final CompletionReactor reactor;
     private final GpuStream stream;
+    /** The stream's submission count when the event was taken: the work this event stands for. */
+    private final long required;
     /** Set once an await has seen the work complete; later awaits return at once. */
     private volatile boolean done;
 
     GpuEvent(CompletionReactor reactor, GpuStream stream) {
         this.reactor = reactor;
         this.stream = stream;
+        this.required = stream.submissionCount();
     }
 
     public GpuStream stream() {
@@ -58,7 +61,7 @@ public final class GpuEvent {
      */
     public void await() throws InterruptedException {
         if (!done) {
-            reactor.await(stream, true, false, 0L);
+            reactor.await(stream, required, true, false, 0L);
             done = true;
         }
     }
@@ -95,7 +98,7 @@ public final class GpuEvent {
     public void awaitUninterruptibly() {
         if (!done) {
             try {
-                reactor.await(stream, false, false, 0L);
+                reactor.await(stream, required, false, false, 0L);
             } catch (InterruptedException e) {
                 throw new AssertionError("uninterruptible await was interrupted", e);
             }
@@ -202,7 +205,7 @@ public final class GpuEvent {
         if (done) {
             return true;
         }
-        boolean completed = reactor.await(stream, true, true, nanos);
+        boolean completed = reactor.await(stream, required, true, true, nanos);
         if (completed) {
             done = true;
         }

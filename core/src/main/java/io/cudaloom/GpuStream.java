@@ -11,6 +11,10 @@ import java.util.Objects;
  */
 public abstract class GpuStream implements AutoCloseable {
     private final GpuDevice device;
+    /** Work submitted so far, counted after each submission's driver call returned. */
+    private final java.util.concurrent.atomic.AtomicLong submissions = new java.util.concurrent.atomic.AtomicLong();
+    /** The newest wait group armed on this stream (coalescing only); racy by design, any recent one will do. */
+    volatile @org.jspecify.annotations.Nullable WaitGroup lastGroup;
 
     protected GpuStream(GpuDevice device) {
         this.device = Objects.requireNonNull(device, "device");
@@ -36,7 +40,28 @@ public abstract class GpuStream implements AutoCloseable {
      * without creating an event object, so a loop of launches and awaits allocates nothing.
      */
     public final void await() throws InterruptedException {
-        device.reactor().await(this, true, false, 0L);
+        device.reactor().await(this, submissionCount(), true, false, 0L);
+    }
+
+    /**
+     * Submissions made to this stream so far. The backends count every launch, copy and memset
+     * made through their own methods; when waiters are coalesced
+     * ({@link ReactorConfig.Builder#coalesce}), work enqueued on the raw stream handle behind the
+     * library's back must be counted with {@link #noteExternalSubmission()} right after it is
+     * enqueued, or a waiter may share a completion that does not cover it.
+     */
+    public final long submissionCount() {
+        return submissions.get();
+    }
+
+    /** Counts one submission made on the raw stream outside this library (see {@link #submissionCount()}). */
+    public final void noteExternalSubmission() {
+        submissions.incrementAndGet();
+    }
+
+    /** Backends call this after each submission's driver call (or enqueue) has returned. */
+    protected final void noteSubmission() {
+        submissions.incrementAndGet();
     }
 
     /** Whether {@link #close()} was called. */

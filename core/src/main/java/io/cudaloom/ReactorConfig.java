@@ -25,6 +25,7 @@ public final class ReactorConfig {
     private final long scannerMaxParkNanos;
     private final long faultProbeIntervalNanos;
     private final CompletionStrategy strategy;
+    private final boolean coalesce;
 
     private ReactorConfig(Builder b) {
         this.capacity = b.capacity;
@@ -35,6 +36,7 @@ public final class ReactorConfig {
         this.scannerMaxParkNanos = b.scannerMaxPark.toNanos();
         this.faultProbeIntervalNanos = b.faultProbeInterval.toNanos();
         this.strategy = b.strategy;
+        this.coalesce = b.coalesce;
     }
 
     public static ReactorConfig defaults() {
@@ -52,7 +54,8 @@ public final class ReactorConfig {
                 .scannerSpin(Duration.ofNanos(scannerSpinNanos))
                 .scannerPark(Duration.ofNanos(scannerMinParkNanos), Duration.ofNanos(scannerMaxParkNanos))
                 .faultProbeInterval(Duration.ofNanos(faultProbeIntervalNanos))
-                .strategy(strategy);
+                .strategy(strategy)
+                .coalesce(coalesce);
     }
 
     public int capacity() { return capacity; }
@@ -63,13 +66,15 @@ public final class ReactorConfig {
     public long scannerMaxParkNanos() { return scannerMaxParkNanos; }
     public long faultProbeIntervalNanos() { return faultProbeIntervalNanos; }
     public CompletionStrategy strategy() { return strategy; }
+    public boolean coalesce() { return coalesce; }
 
     @Override
     public String toString() {
         return "ReactorConfig[capacity=" + capacity + ", strategy=" + strategy
                 + ", waiterSpin=" + waiterSpinNanos + "ns (while armed <= " + waiterSpinMaxArmed + ")"
                 + ", scannerSpin=" + scannerSpinNanos + "ns, scannerPark=" + scannerMinParkNanos
-                + ".." + scannerMaxParkNanos + "ns, faultProbeInterval=" + faultProbeIntervalNanos + "ns]";
+                + ".." + scannerMaxParkNanos + "ns, faultProbeInterval=" + faultProbeIntervalNanos + "ns"
+                + (coalesce ? ", coalesce" : "") + "]";
     }
 
     /** Builder; each setter rejects bad values at once with a message naming the setting. */
@@ -82,8 +87,22 @@ public final class ReactorConfig {
         private Duration scannerMaxPark = Duration.ofMillis(1);
         private Duration faultProbeInterval = Duration.ofMillis(1);
         private CompletionStrategy strategy = CompletionStrategy.REACTOR;
+        private boolean coalesce;
 
         private Builder() {}
+
+        /**
+         * Let blocking waiters on one stream share a completion slot and device write when none of
+         * them needs work submitted after it (off by default). Many waiters behind the same work
+         * then cost one slot, one flag write and one scanner retirement instead of one each, which
+         * keeps the stream's driver queue short. Requires that all work on the stream is counted:
+         * work enqueued on a raw stream handle must be reported with
+         * {@link GpuStream#noteExternalSubmission()}.
+         */
+        public Builder coalesce(boolean coalesce) {
+            this.coalesce = coalesce;
+            return this;
+        }
 
         /** Number of completion slots (flags); beyond it awaits fall back to host callbacks. */
         public Builder capacity(int capacity) {

@@ -21,6 +21,7 @@ package io.cudaloom;
  * @param scanPasses scan passes
  * @param faultProbes fault-probe rounds (stream queries made by the scanner)
  * @param quarantined slots held back because a device write into them might still land
+ * @param coalesced awaits that joined another waiter's slot instead of arming their own
  */
 public record ReactorStats(
         int capacity,
@@ -38,4 +39,5 @@ public record ReactorStats(
         long scannerUnparks,
         long scanPasses,
         long faultProbes,
-        int quarantined) {}
+        int quarantined,
+        long coalesced) {}

@@ -65,7 +65,7 @@ public final class CudaStream extends GpuStream {
         }
         Pointer params = KernelArgs.pack(kernel.name(), args);
         ready();
-        check(cuLaunchKernel(kernel.function(), gridX, gridY, gridZ, blockX, blockY, blockZ, sharedBytes,
+        submitted(cuLaunchKernel(kernel.function(), gridX, gridY, gridZ, blockX, blockY, blockZ, sharedBytes,
                 stream, params, null), "cuLaunchKernel(" + kernel.name() + ")");
     }
 
@@ -73,21 +73,21 @@ public final class CudaStream extends GpuStream {
     public void copy(PinnedBuffer src, DeviceBuffer dst, long bytes) {
         checkCopy(src.bytes(), dst.bytes(), bytes, dst);
         ready();
-        check(cuMemcpyHtoDAsync(dst.pointer(), src.pointer(), bytes, stream), "cuMemcpyHtoDAsync");
+        submitted(cuMemcpyHtoDAsync(dst.pointer(), src.pointer(), bytes, stream), "cuMemcpyHtoDAsync");
     }
 
     /** Async copy device to host; {@code dst} must be pinned (a {@link PinnedBuffer}). */
     public void copy(DeviceBuffer src, PinnedBuffer dst, long bytes) {
         checkCopy(src.bytes(), dst.bytes(), bytes, src);
         ready();
-        check(cuMemcpyDtoHAsync(dst.pointer(), src.pointer(), bytes, stream), "cuMemcpyDtoHAsync");
+        submitted(cuMemcpyDtoHAsync(dst.pointer(), src.pointer(), bytes, stream), "cuMemcpyDtoHAsync");
     }
 
     /** Async copy of a range, host to device; {@code src} must be pinned. */
     public void copy(PinnedBuffer src, long srcOffset, DeviceBuffer dst, long dstOffset, long bytes) {
         checkRange(src.bytes(), srcOffset, dst.bytes(), dstOffset, bytes, dst);
         ready();
-        check(cuMemcpyHtoDAsync(dst.pointer().withByteOffset(dstOffset), src.pointer().withByteOffset(srcOffset),
+        submitted(cuMemcpyHtoDAsync(dst.pointer().withByteOffset(dstOffset), src.pointer().withByteOffset(srcOffset),
                 bytes, stream), "cuMemcpyHtoDAsync");
     }
 
@@ -95,7 +95,7 @@ public final class CudaStream extends GpuStream {
     public void copy(DeviceBuffer src, long srcOffset, PinnedBuffer dst, long dstOffset, long bytes) {
         checkRange(src.bytes(), srcOffset, dst.bytes(), dstOffset, bytes, src);
         ready();
-        check(cuMemcpyDtoHAsync(dst.pointer().withByteOffset(dstOffset), src.pointer().withByteOffset(srcOffset),
+        submitted(cuMemcpyDtoHAsync(dst.pointer().withByteOffset(dstOffset), src.pointer().withByteOffset(srcOffset),
                 bytes, stream), "cuMemcpyDtoHAsync");
     }
 
@@ -116,7 +116,7 @@ public final class CudaStream extends GpuStream {
         }
         checkSameDevice(dst);
         ready();
-        check(cuMemsetD32Async(dst.pointer(), value, count, stream), "cuMemsetD32Async");
+        submitted(cuMemsetD32Async(dst.pointer(), value, count, stream), "cuMemsetD32Async");
     }
 
     @Override
@@ -246,6 +246,12 @@ public final class CudaStream extends GpuStream {
             throw new GpuFaultException("stream " + this + " faulted earlier: " + f);
         }
         device.makeCurrent();
+    }
+
+    /** Checks a submission's result, then counts it (after the driver call: see GpuStream.submissionCount). */
+    private void submitted(int result, String call) {
+        check(result, call);
+        noteSubmission();
     }
 
     private void check(int result, String call) {

@@ -186,6 +186,7 @@ public final class SimulatedStream extends GpuStream {
             throw new GpuFaultException("launch on " + name + " refused: the stream faulted earlier: " + f);
         }
         enqueue(c);
+        noteSubmission(); // after the enqueue: see GpuStream.submissionCount
     }
 
     private void enqueue(Command c) {

@@ -33,6 +33,7 @@ public final class GpuBench {
             case "cpu" -> cpu();
             case "throughput" -> throughput(arg(args, 1, 10_000), arg(args, 2, 100));
             case "scale" -> scale(arg(args, 1, 100_000));
+            case "scale-shared" -> scaleShared(arg(args, 1, 100_000));
             case "diag" -> diag(arg(args, 1, 10), args.length > 2 ? args[2] : "spin");
             default -> {
                 System.err.println("usage: GpuBench cpu | throughput [threads] [awaits] | scale [inFlight]");
@@ -308,6 +309,48 @@ public final class GpuBench {
                 System.out.printf("threads=%d awaits=%d: %.2f s, %,.0f/s, %s%n", threads, awaits, secs,
                         threads * awaits / secs, d.reactor().stats());
             }
+        }
+    }
+
+    /**
+     * Target 4 with coalescing: {@code inFlight} virtual threads all await the work already on 8
+     * streams (a 3 s kernel each), so every one of them is parked at once; waiters behind the same
+     * work share a slot and a device write.
+     */
+    static void scaleShared(int inFlight) throws Exception {
+        var mem = ManagementFactory.getMemoryMXBean();
+        try (CudaDevice d = CudaDevice.open(0, ReactorConfig.builder().coalesce(true).build());
+                Kernels k = d.loadKernels()) {
+            List<CudaStream> s = streams(d);
+            warm(d, k, s);
+            for (CudaStream st : s) {
+                k.launchSpin(st, 3_000_000_000L);
+            }
+            long t0 = System.nanoTime();
+            java.util.concurrent.atomic.AtomicInteger parked = new java.util.concurrent.atomic.AtomicInteger();
+            long[] heap = {0};
+            long[] parkedAtPeak = {0};
+            Thread watcher = Thread.ofPlatform().start(() -> {
+                while (System.nanoTime() - t0 < 2_500_000_000L) {
+                    ReactorStats st = d.reactor().stats();
+                    if (st.coalesced() + st.registrations() >= inFlight) {
+                        break;
+                    }
+                    Thread.onSpinWait();
+                }
+                ReactorStats st = d.reactor().stats();
+                parkedAtPeak[0] = st.coalesced() + st.registrations() + st.fallbacks();
+                System.gc();
+                heap[0] = mem.getHeapMemoryUsage().getUsed();
+            });
+            runAll(inFlight, true, i -> s.get(i % STREAMS).event().await());
+            watcher.join();
+            ReactorStats stats = d.reactor().stats();
+            System.out.println("| in flight | registered before the kernels ended | slots armed | coalesced | heap after GC | max heap | all done in | fallbacks |");
+            System.out.println("|---|---|---|---|---|---|---|---|");
+            System.out.printf("| %,d | %,d | %,d | %,d | %.0f MiB | %.0f MiB | %.1f s | %d |%n", inFlight, parkedAtPeak[0],
+                    stats.registrations(), stats.coalesced(), heap[0] / 1048576.0,
+                    Runtime.getRuntime().maxMemory() / 1048576.0, (System.nanoTime() - t0) / 1e9, stats.fallbacks());
         }
     }
 }
