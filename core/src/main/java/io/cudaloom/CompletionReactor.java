@@ -288,7 +288,7 @@ public final class CompletionReactor implements AutoCloseable {
                 }
             }
             // The count is read before the flag write is enqueued: everything counted is ahead of it.
-            WaitGroup fresh = new WaitGroup(stream, stream.submissionCount());
+            WaitGroup fresh = new WaitGroup(stream.submissionCount());
             fresh.join(member);
             if (LAST_GROUP.compareAndSet(stream, group, fresh)) {
                 armGroup(stream, fresh);

@@ -34,15 +34,13 @@ final class WaitGroup implements Completion {
         }
     }
 
-    final GpuStream stream;
-    /** Submissions of {@link #stream} counted before this group's flag write was enqueued. */
+    /** Submissions of the group's stream counted before this group's flag write was enqueued. */
     final long covered;
     @SuppressWarnings("unused") // through HEAD
     private volatile @Nullable Member head;
     private volatile @Nullable RuntimeException failure;
 
-    WaitGroup(GpuStream stream, long covered) {
-        this.stream = stream;
+    WaitGroup(long covered) {
         this.covered = covered;
     }
 
