@@ -16,7 +16,6 @@ import jcuda.Pointer;
 import jcuda.driver.CUcontext;
 import jcuda.driver.CUdevice;
 import jcuda.driver.CUdeviceptr;
-import jcuda.driver.JCudaDriver;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -42,7 +41,6 @@ import org.jspecify.annotations.Nullable;
  * Open a new CudaDevice to continue.
  */
 public final class CudaDevice extends GpuDevice {
-    private static final Set<CudaDevice> OPEN = ConcurrentHashMap.newKeySet();
 
     private final Set<CudaStream> streams = ConcurrentHashMap.newKeySet();
     private final int ordinal;
@@ -108,7 +106,6 @@ public final class CudaDevice extends GpuDevice {
             d.releaseContext();
             throw e;
         }
-        OPEN.add(d);
         return d;
     }
 
@@ -205,7 +202,6 @@ public final class CudaDevice extends GpuDevice {
         }
         super.close(); // reactor: waiters woken, scanner stopped
         closed = true;
-        OPEN.remove(this);
         for (CudaStream s : streams) {
             s.close(); // idle streams are destroyed now, busy ones with the context
         }
@@ -289,15 +285,6 @@ public final class CudaDevice extends GpuDevice {
     private void releaseContext() {
         contextGone = true;
         cuDevicePrimaryCtxRelease(device);
-    }
-
-    static boolean driverLoaded() {
-        try {
-            JCudaDriver.class.getName();
-            return true;
-        } catch (Throwable t) {
-            return false;
-        }
     }
 
     @Override
