@@ -19,7 +19,7 @@ import jcuda.driver.JCudaDriver;
  * Prints a Markdown table of p50/p90/p99 latency (launch to waiter running again) and the process
  * CPU time per wait. Each method runs twice (rounds A and B) to show the noise.
  *
- * <p>Usage: {@code WaitLatencyBench [iterations=3000] [warmup=500]} (needs a CUDA device).
+ * <p>Usage: {@code WaitLatencyBench [iterations=3000] [warmup=2000]} (needs a CUDA device).
  */
 public final class WaitLatencyBench {
     interface Waiter {
@@ -30,7 +30,7 @@ public final class WaitLatencyBench {
 
     public static void main(String[] args) throws Exception {
         int iterations = args.length > 0 ? Integer.parseInt(args[0]) : 3000;
-        int warmup = args.length > 1 ? Integer.parseInt(args[1]) : 500;
+        int warmup = args.length > 1 ? Integer.parseInt(args[1]) : 2000;
         // Optional third argument: a CSV file that receives every empty-kernel sample of round A
         // (method,microseconds), for the latency-distribution plot (docs/plot_latency.py).
         java.io.PrintWriter csv = args.length > 2 ? new java.io.PrintWriter(args[2], "UTF-8") : null;
