@@ -32,7 +32,8 @@ class BrokenVariantsCaughtTest {
     static final List<String> BROKEN = List.of(
             "io.cudaloom.stress.jcstress.BrokenArmedCountTest",
             "io.cudaloom.BrokenLateDeliveryAbaTest",
-            "io.cudaloom.BrokenAwaitAbaTest");
+            "io.cudaloom.BrokenAwaitAbaTest",
+            "io.cudaloom.BrokenWaitGroupJoinTest");
 
     @Test
     @Timeout(value = 8, unit = TimeUnit.MINUTES)

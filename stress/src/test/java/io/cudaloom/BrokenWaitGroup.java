@@ -1,0 +1,117 @@
+package io.cudaloom;
+
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * BROKEN COPY of {@link WaitGroup} for BrokenWaitGroupJoinTest; the one change is marked
+ * "THE BREAKAGE" in complete(). Original documentation follows.
+ *
+ * <p>Waiters that share one completion slot (opt-in, {@link ReactorConfig.Builder#coalesce}): every
+ * waiter on a stream that needs no work submitted after this group's flag write joins the group
+ * instead of arming a slot and enqueueing a write of its own. 100,000 threads waiting behind one
+ * kernel on 8 streams then cost 8 slots and 8 device writes, not 100,000.
+ *
+ * <p>Correctness rests on the stream's submission count ({@link GpuStream#submissionCount()}): a
+ * group covers every submission counted before its flag write was enqueued ({@link #covered}); a
+ * waiter that needs the submissions counted up to {@code required} may join only if
+ * {@code covered >= required}. A submission is counted after its driver call returned, so anything
+ * counted when the group read the count was already in the stream ahead of the group's write.
+ *
+ * <p>Hand-off: members are pushed on a lock-free stack ({@link #join}); delivery
+ * ({@link #complete}) stores the failure, then swaps the stack for the {@link #DELIVERED}
+ * sentinel with a volatile get-and-set, so a join either lands before the swap (and is delivered)
+ * or sees the sentinel (and reads the failure, written before the swap). Each member is
+ * delivered or withdrawn exactly once by a compare-and-set on its own state.
+ */
+final class BrokenWaitGroup implements Completion {
+    private static final VarHandle HEAD;
+    private static final Member DELIVERED = new Member(null, 0L);
+
+    static {
+        try {
+            HEAD = MethodHandles.lookup().findVarHandle(BrokenWaitGroup.class, "head", Member.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    /** Submissions of the group's stream counted before this group's flag write was enqueued. */
+    final long covered;
+    @SuppressWarnings("unused") // through HEAD
+    private volatile @Nullable Member head;
+    private volatile @Nullable RuntimeException failure;
+
+    BrokenWaitGroup(long covered) {
+        this.covered = covered;
+    }
+
+    /**
+     * Adds {@code m}; false if the group was already delivered (then {@link #deliveredFailure()}
+     * says how: null means the covered work is done).
+     */
+    boolean join(Member m) {
+        for (;;) {
+            Member h = (Member) HEAD.getVolatile(this);
+            if (h == DELIVERED) {
+                return false;
+            }
+            m.next = h;
+            if (HEAD.compareAndSet(this, h, m)) {
+                return true;
+            }
+        }
+    }
+
+    @Nullable RuntimeException deliveredFailure() {
+        return failure;
+    }
+
+    @Override
+    public void complete(long ticket, @Nullable RuntimeException failure) {
+        this.failure = failure; // before the swap: a join that sees DELIVERED reads it
+        // THE BREAKAGE: read the stack, then install the sentinel, as two steps. A join whose CAS
+        // lands between them is neither delivered nor refused: its waiter would park forever.
+        Member first = (Member) HEAD.getVolatile(this);
+        HEAD.setVolatile(this, DELIVERED);
+        for (Member m = first; m != null; m = m.next) {
+            m.deliver(failure);
+        }
+    }
+
+    /** One waiter's membership: its own ticket, delivered or withdrawn once. */
+    static final class Member implements Withdrawable {
+        private static final VarHandle STATE;
+
+        static {
+            try {
+                STATE = MethodHandles.lookup().findVarHandle(Member.class, "state", int.class);
+            } catch (ReflectiveOperationException e) {
+                throw new ExceptionInInitializerError(e);
+            }
+        }
+
+        private final @Nullable Completion target;
+        final long ticket;
+        @Nullable Member next; // written before the publishing CAS in join; read after the swap
+        @SuppressWarnings("unused") // through STATE: 0 waiting, 1 delivered, 2 withdrawn
+        private volatile int state;
+
+        Member(@Nullable Completion target, long ticket) {
+            this.target = target;
+            this.ticket = ticket;
+        }
+
+        void deliver(@Nullable RuntimeException failure) {
+            if (target != null && STATE.compareAndSet(this, 0, 1)) {
+                target.complete(ticket, failure);
+            }
+        }
+
+        @Override
+        public boolean withdraw(Waiter waiter) {
+            return STATE.compareAndSet(this, 0, 2);
+        }
+    }
+}
