@@ -3,16 +3,30 @@ package io.cudaloom;
 import io.cudaloom.protocol.OffHeapFlagArray;
 
 /**
- * A test device whose flag writes land the moment they are enqueued and whose streams always
- * report BUSY: every await takes the full registration path with no device-side work or
- * allocation, which isolates the reactor's own cost (used by the allocation test).
+ * A test device whose streams always report BUSY, so every await takes the full registration
+ * path. By default flag writes land the moment they are enqueued, with no device-side work or
+ * allocation, which isolates the reactor's own cost (the allocation test). {@link #refusing()}
+ * makes one that refuses every flag write, and host callbacks until {@link #acceptHostCallbacks}
+ * is set (then runs them at once).
  */
 final class InstantDevice extends GpuDevice {
-    private InstantDevice() {}
+    private final boolean refuseFlagWrites;
+    volatile boolean acceptHostCallbacks = true;
+
+    private InstantDevice(boolean refuseFlagWrites) {
+        this.refuseFlagWrites = refuseFlagWrites;
+    }
 
     static InstantDevice create(ReactorConfig config) {
-        InstantDevice d = new InstantDevice();
+        InstantDevice d = new InstantDevice(false);
         d.startReactor(config);
+        return d;
+    }
+
+    static InstantDevice refusing() {
+        InstantDevice d = new InstantDevice(true);
+        d.acceptHostCallbacks = false;
+        d.startReactor(ReactorConfig.defaults());
         return d;
     }
 
@@ -28,7 +42,7 @@ final class InstantDevice extends GpuDevice {
 
     @Override
     public GpuStream newStream() {
-        return new InstantStream(this);
+        return new InstantStream(this, refuseFlagWrites);
     }
 
     @Override
@@ -37,10 +51,12 @@ final class InstantDevice extends GpuDevice {
     }
 
     static final class InstantStream extends GpuStream {
+        private final boolean refuseFlagWrites;
         private volatile boolean closed;
 
-        InstantStream(GpuDevice device) {
+        InstantStream(InstantDevice device, boolean refuseFlagWrites) {
             super(device);
+            this.refuseFlagWrites = refuseFlagWrites;
         }
 
         @Override
@@ -65,12 +81,18 @@ final class InstantDevice extends GpuDevice {
 
         @Override
         protected boolean enqueueFlagWrite(FlagMemory memory, int slot) {
+            if (refuseFlagWrites) {
+                return false;
+            }
             memory.flags().setRelease(slot, 1);
             return true;
         }
 
         @Override
         protected boolean enqueueHostCallback(Runnable callback) {
+            if (!((InstantDevice) device()).acceptHostCallbacks) {
+                return false;
+            }
             callback.run();
             return true;
         }

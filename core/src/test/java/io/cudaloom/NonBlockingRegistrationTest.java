@@ -1,9 +1,10 @@
 package io.cudaloom;
 
+import static io.cudaloom.ReactorTestSupport.assertNothingLeaked;
+import static io.cudaloom.ReactorTestSupport.gate;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.*;
 
-import io.cudaloom.protocol.OffHeapFlagArray;
 import io.cudaloom.sim.SimulatedDevice;
 import io.cudaloom.sim.SimulatedStream;
 import java.time.Duration;
@@ -19,8 +20,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import static io.cudaloom.ReactorTestSupport.assertNothingLeaked;
-import static io.cudaloom.ReactorTestSupport.gate;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
@@ -90,7 +89,7 @@ class NonBlockingRegistrationTest {
 
     @Test
     void aFallbackIsCountedOnlyOnceItsHostCallbackWasEnqueued() {
-        RefusingDevice device = track(RefusingDevice.create());
+        InstantDevice device = track(InstantDevice.refusing());
         GpuStream stream = device.newStream();
         GpuEvent event = stream.event();
         IllegalStateException awaited = assertThrows(IllegalStateException.class, stream::await);
@@ -306,84 +305,5 @@ class NonBlockingRegistrationTest {
         assertEquals(1, healthyErrors.get(), "the healthy stream's registration was closed once");
         healthyGate.countDown();
         await().atMost(LONG).until(() -> device.reactor().isMemoryReleased());
-    }
-
-    /**
-     * A device whose streams are always busy and refuse every flag write, and host callbacks
-     * until {@link #acceptHostCallbacks} is set (then run them at once).
-     */
-    static final class RefusingDevice extends GpuDevice {
-        volatile boolean acceptHostCallbacks;
-
-        static RefusingDevice create() {
-            RefusingDevice d = new RefusingDevice();
-            d.startReactor(ReactorConfig.defaults());
-            return d;
-        }
-
-        @Override
-        public String name() {
-            return "refusing test device";
-        }
-
-        @Override
-        public boolean isSimulated() {
-            return true;
-        }
-
-        @Override
-        public GpuStream newStream() {
-            return new GpuStream(this) {
-                @Override
-                public boolean isClosed() {
-                    return false;
-                }
-
-                @Override
-                public void close() {}
-
-                @Override
-                protected StreamState queryState() {
-                    return StreamState.BUSY;
-                }
-
-                @Override
-                protected String faultDescription() {
-                    return "no fault";
-                }
-
-                @Override
-                protected boolean enqueueFlagWrite(FlagMemory memory, int slot) {
-                    return false;
-                }
-
-                @Override
-                protected boolean enqueueHostCallback(Runnable callback) {
-                    if (!acceptHostCallbacks) {
-                        return false;
-                    }
-                    callback.run();
-                    return true;
-                }
-
-                @Override
-                protected void synchronize() {}
-
-                @Override
-                protected boolean flagWritesSettled() {
-                    return true;
-                }
-
-                @Override
-                public String toString() {
-                    return "refusing-stream";
-                }
-            };
-        }
-
-        @Override
-        protected FlagMemory allocateFlags(int count) {
-            return new FlagMemory(OffHeapFlagArray.allocate(count), 0L, () -> {});
-        }
     }
 }

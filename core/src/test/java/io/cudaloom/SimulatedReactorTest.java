@@ -1,5 +1,7 @@
 package io.cudaloom;
 
+import static io.cudaloom.ReactorTestSupport.assertNothingLeaked;
+import static io.cudaloom.ReactorTestSupport.gate;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.*;
 
@@ -16,8 +18,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import static io.cudaloom.ReactorTestSupport.assertNothingLeaked;
-import static io.cudaloom.ReactorTestSupport.gate;
 
 /** The reactor and GpuEvent.await() end to end on the simulated device. */
 class SimulatedReactorTest {

@@ -18,7 +18,9 @@ import java.util.concurrent.atomic.AtomicReference;
  * <pre>
  *   GpuBench cpu                     # 1,000 waiters on 5 ms kernels; idle scanner; one 100 ms waiter
  *   GpuBench throughput [threads] [awaits]   # default 10,000 x 100 awaits of 10 us kernels, 8 streams
- *   GpuBench scale [inFlight]        # default 100,000 awaits parked at once (run with -Xmx512m)
+ *   GpuBench scale [inFlight]        # default 100,000 awaits, each behind its own kernel (run with -Xmx512m)
+ *   GpuBench scale-shared [inFlight] # the same number awaiting the work already queued, coalesced
+ *   GpuBench diag [awaits] [spin|empty]  # growing thread counts; prints the reactor state on a stall
  * </pre>
  */
 public final class GpuBench {
@@ -36,7 +38,8 @@ public final class GpuBench {
             case "scale-shared" -> scaleShared(arg(args, 1, 100_000));
             case "diag" -> diag(arg(args, 1, 10), args.length > 2 ? args[2] : "spin");
             default -> {
-                System.err.println("usage: GpuBench cpu | throughput [threads] [awaits] | scale [inFlight]");
+                System.err.println("usage: GpuBench cpu | throughput [threads] [awaits] | scale [inFlight]"
+                        + " | scale-shared [inFlight] | diag [awaits] [spin|empty]");
                 System.exit(2);
             }
         }
