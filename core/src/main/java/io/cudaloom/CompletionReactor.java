@@ -114,6 +114,8 @@ public final class CompletionReactor implements AutoCloseable {
     private final RetiredBatch<Completion> failBatch;
     /** Slots taken out of service: faulted (until their stream settles) or held by close. */
     private final List<Integer> quarantine = new ArrayList<>();
+    /** Free slots taken out of circulation by close(), so no registrant can claim them any more. */
+    private int heldFree;
     private volatile int quarantinedCount;
     private final Set<GpuStream> probeStreams = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
     private final IntConsumer collectProbeStream;
@@ -827,8 +829,6 @@ public final class CompletionReactor implements AutoCloseable {
         flagMemory.release().run();
         return true;
     }
-
-    private int heldFree;
 
     @Override
     public String toString() {
