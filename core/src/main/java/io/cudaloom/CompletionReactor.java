@@ -56,6 +56,10 @@ import org.jspecify.annotations.Nullable;
  */
 public final class CompletionReactor implements AutoCloseable {
     private static final AtomicInteger IDS = new AtomicInteger();
+    /** How long a waiter whose payload the scanner already took spins for that delivery. */
+    private static final long IMMINENT_DELIVERY_SPIN_NANOS = 100_000L;
+    /** The longest interval between a parked waiter's re-checks of its delivery. */
+    static final long MAX_PARK_RECHECK_NANOS = 1_000_000_000L;
     private static final java.lang.invoke.VarHandle LAST_GROUP;
 
     static {
@@ -103,6 +107,7 @@ public final class CompletionReactor implements AutoCloseable {
     private final LongAdder faults = new LongAdder();
     private final LongAdder scannerUnparks = new LongAdder();
     private final LongAdder coalesced = new LongAdder();
+    private final LongAdder lateWakeups = new LongAdder();
     // Written by the consumer only; volatile so stats() sees recent values.
     private volatile long scannerParks;
     private volatile long scannerTimedParks;
@@ -112,6 +117,7 @@ public final class CompletionReactor implements AutoCloseable {
     // ---- consumer-owned state (scanner thread; after it stops, the closing or reclaimer thread) --
     private final RetiredBatch<Completion> batch;
     private final RetiredBatch<Completion> failBatch;
+    private final Rewaker rewaker = new Rewaker(this);
     /** Slots taken out of service: faulted (until their stream settles) or held by close. */
     private final List<Integer> quarantine = new ArrayList<>();
     /** Free slots taken out of circulation by close(), so no registrant can claim them any more. */
@@ -210,7 +216,9 @@ public final class CompletionReactor implements AutoCloseable {
                 scanPasses,
                 faultProbes,
                 quarantinedCount,
-                coalesced.sum());
+                coalesced.sum(),
+                lateWakeups.sum(),
+                rewaker.rewoken());
     }
 
     // ---- await --------------------------------------------------------------------------------
@@ -486,29 +494,46 @@ public final class CompletionReactor implements AutoCloseable {
      * slot). The flag read may be stale (our slot already retired, recycled and re-armed by someone
      * else): then the withdrawal fails, because the payload is no longer ours, and the delivery we
      * were owed is waited for as usual. See SlotTable ordering 8.
+     *
+     * <p>A failed withdrawal means the scanner has taken our payload and is delivering it now (the
+     * rest of its pass, microseconds). We keep spinning for that delivery instead of parking into
+     * the middle of its unpark: a park racing an unpark is where a wake-up was seen to get lost
+     * (see {@link #parkUntilDelivered}).
      */
     private boolean spinOnOwnFlag(Waiter waiter, long ticket) {
         long end = System.nanoTime() + config.waiterSpinNanos();
+        boolean taken = false;
         while (!waiter.isDelivered(ticket)) {
-            if (table.flagSet(ticket)) {
+            if (!taken && table.flagSet(ticket)) {
                 if (table.cancel(ticket, waiter)) {
                     inlineCompletions.increment();
                     completions.increment();
                     return true;
                 }
-                return false;
+                taken = true;
+                end = System.nanoTime() + IMMINENT_DELIVERY_SPIN_NANOS;
             }
             if (System.nanoTime() - end >= 0) {
                 return false;
             }
             Thread.onSpinWait();
         }
-        return false;
+        return false; // delivered: parkUntilDelivered returns at once
     }
 
-    private boolean parkUntilDelivered(Waiter waiter, long ticket, @Nullable Withdrawable registration,
+    /**
+     * Parks until the registration is delivered (or withdrawn on timeout/interrupt). An unpark is
+     * the only expected wake-up, but the wait does not depend on it alone: an untimed wait parks
+     * for at most {@code parkRecheck}, doubling up to {@link #MAX_PARK_RECHECK_NANOS}, and looks
+     * again. On JDK 25.0.3 a virtual thread was observed to stay parked although the unpark that
+     * followed its delivery had returned before it parked (docs/LOST-WAKEUP.md); the re-check
+     * bounds such a loss to one interval, and {@code lateWakeups} counts every delivery that only
+     * the re-check found.
+     */
+    boolean parkUntilDelivered(Waiter waiter, long ticket, @Nullable Withdrawable registration,
             boolean interruptible, boolean timed, long deadline) throws InterruptedException {
         boolean interrupted = false;
+        long recheck = config.parkRecheckNanos();
         while (!waiter.isDelivered(ticket)) {
             if (timed) {
                 long remaining = deadline - System.nanoTime();
@@ -522,8 +547,15 @@ public final class CompletionReactor implements AutoCloseable {
                     continue;
                 }
                 LockSupport.parkNanos(this, remaining);
-            } else {
+            } else if (recheck == 0) {
                 LockSupport.park(this); // spurious returns are re-checked by the loop condition
+            } else {
+                long parkedAt = System.nanoTime();
+                LockSupport.parkNanos(this, recheck);
+                if (System.nanoTime() - parkedAt >= recheck && waiter.isDelivered(ticket)) {
+                    lateWakeups.increment(); // delivered, but no unpark woke us
+                }
+                recheck = Math.min(recheck << 1, MAX_PARK_RECHECK_NANOS);
             }
             if (Thread.interrupted()) {
                 if (interruptible && !interrupted && withdraw(waiter, ticket, registration)) {
@@ -609,13 +641,22 @@ public final class CompletionReactor implements AutoCloseable {
             if (!batch.isEmpty()) {
                 deliver(batch, null);
                 lastProgress = System.nanoTime();
+                rewaker.sweep(lastProgress);
                 continue;
+            }
+            if (!rewaker.isEmpty()) {
+                rewaker.sweep(System.nanoTime());
             }
             if (table.isIdle() && fallbackOutstanding.get() == 0) {
                 // Park gate: the armed count, not this pass's bits. A registration that raced
                 // ahead of this check left its unpark as our permit, so park returns at once.
+                // With deliveries still to be checked for lost wake-ups, park only until then.
                 scannerParks++;
-                LockSupport.park(this);
+                if (rewaker.isEmpty()) {
+                    LockSupport.park(this);
+                } else {
+                    LockSupport.parkNanos(this, Rewaker.AFTER_NANOS);
+                }
                 lastProgress = lastProbe = System.nanoTime();
                 continue;
             }
@@ -639,10 +680,14 @@ public final class CompletionReactor implements AutoCloseable {
     }
 
     private void deliver(RetiredBatch<Completion> retired, @Nullable RuntimeException failure) {
+        long now = System.nanoTime();
         for (int i = 0; i < retired.size(); i++) {
             Completion c = retired.payload(i);
             if (c != null) {
                 completeGuarded(c, retired.ticket(i), failure);
+                if (c instanceof Waiter w && Thread.currentThread() == scanner) {
+                    rewaker.remember(w, retired.ticket(i), now); // see Rewaker: no wake-up is lost
+                }
             }
         }
         retired.clear();

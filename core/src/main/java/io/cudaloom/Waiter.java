@@ -55,6 +55,12 @@ final class Waiter implements Completion {
         DELIVERED.set(this, NONE);
     }
 
+    /** For tests: a delivery whose wake-up is lost (stored, but the thread is not unparked). */
+    void deliverWithoutWakeup(long ticket) {
+        failure = null;
+        DELIVERED.setRelease(this, ticket);
+    }
+
     boolean isDelivered(long ticket) {
         return (long) DELIVERED.getAcquire(this) == ticket;
     }

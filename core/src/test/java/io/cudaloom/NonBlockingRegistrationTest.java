@@ -258,7 +258,7 @@ class NonBlockingRegistrationTest {
                     thrown.set(e);
                 }
             });
-            await().dontCatchUncaughtExceptions().atMost(LONG).until(() -> waiter.getState() == Thread.State.WAITING);
+            await().dontCatchUncaughtExceptions().atMost(LONG).until(() -> ReactorTestSupport.parked(waiter));
             faultGate2.countDown();
             assertTrue(waiter.join(LONG));
             assertInstanceOf(GpuFaultException.class, thrown.get());

@@ -13,6 +13,12 @@ final class ReactorTestSupport {
 
     private ReactorTestSupport() {}
 
+    /** Parked, untimed or timed (a parked waiter re-checks its delivery on a timer). */
+    static boolean parked(Thread t) {
+        Thread.State s = t.getState();
+        return s == Thread.State.WAITING || s == Thread.State.TIMED_WAITING;
+    }
+
     /** A kernel that holds the stream until the returned latch opens. */
     static CountDownLatch gate(SimulatedStream stream) {
         CountDownLatch gate = new CountDownLatch(1);

@@ -92,7 +92,7 @@ class SimulatedReactorTest {
             stream.event().awaitUninterruptibly();
             returned.incrementAndGet();
         });
-        await().atMost(LONG).until(() -> device.reactor().stats().armedNow() == 1 && waiter.getState() == Thread.State.WAITING);
+        await().atMost(LONG).until(() -> device.reactor().stats().armedNow() == 1 && ReactorTestSupport.parked(waiter));
         for (int i = 0; i < 1_000; i++) {
             java.util.concurrent.locks.LockSupport.unpark(waiter);
         }
@@ -153,7 +153,7 @@ class SimulatedReactorTest {
                 thrown.set(e);
             }
         });
-        await().atMost(LONG).until(() -> device.reactor().stats().armedNow() == 1 && waiter.getState() == Thread.State.WAITING);
+        await().atMost(LONG).until(() -> device.reactor().stats().armedNow() == 1 && ReactorTestSupport.parked(waiter));
         waiter.interrupt();
         waiter.join();
         assertInstanceOf(InterruptedException.class, thrown.get());
@@ -185,7 +185,7 @@ class SimulatedReactorTest {
             stream.event().awaitUninterruptibly();
             stillInterrupted.set(Thread.currentThread().isInterrupted());
         });
-        await().atMost(LONG).until(() -> waiter.getState() == Thread.State.WAITING);
+        await().atMost(LONG).until(() -> ReactorTestSupport.parked(waiter));
         waiter.interrupt();
         await().during(Duration.ofMillis(100)).atMost(LONG).until(waiter::isAlive);
         gate.countDown();

@@ -219,7 +219,7 @@ class KotlinCallersTest {
                     }
                 }
                 val future: CompletableFuture<Void?> = event.toCompletableFuture()
-                Awaitility.await().atMost(Duration.ofSeconds(10)).until { waiter.state == Thread.State.WAITING }
+                Awaitility.await().atMost(Duration.ofSeconds(10)).until { waiter.state == Thread.State.WAITING || waiter.state == Thread.State.TIMED_WAITING }
                 gate.countDown()                                    // now the fault happens
 
                 assertTrue(waiter.join(Duration.ofSeconds(30)))
@@ -257,7 +257,7 @@ class KotlinCallersTest {
                 }
             }
             val future = event.toCompletableFuture()
-            Awaitility.await().atMost(Duration.ofSeconds(10)).until { waiter.state == Thread.State.WAITING }
+            Awaitility.await().atMost(Duration.ofSeconds(10)).until { waiter.state == Thread.State.WAITING || waiter.state == Thread.State.TIMED_WAITING }
 
             device.close()                                          // the work is still running
 
