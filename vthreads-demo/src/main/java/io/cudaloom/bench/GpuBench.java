@@ -20,7 +20,7 @@ import java.util.concurrent.atomic.AtomicReference;
  *   GpuBench throughput [threads] [awaits]   # default 10,000 x 100 awaits of 10 us kernels, 8 streams
  *   GpuBench scale [inFlight]        # default 100,000 awaits, each behind its own kernel (run with -Xmx512m)
  *   GpuBench scale-shared [inFlight] # the same number awaiting the work already queued, coalesced
- *   GpuBench diag [awaits] [spin|empty]  # growing thread counts; prints the reactor state on a stall
+ *   GpuBench diag [threads] [awaits] [await|coalesce|no-recheck|launch-only]  # one run; prints where workers are on a stall
  * </pre>
  */
 public final class GpuBench {
@@ -36,10 +36,10 @@ public final class GpuBench {
             case "throughput" -> throughput(arg(args, 1, 10_000), arg(args, 2, 100));
             case "scale" -> scale(arg(args, 1, 100_000));
             case "scale-shared" -> scaleShared(arg(args, 1, 100_000));
-            case "diag" -> diag(arg(args, 1, 10), args.length > 2 ? args[2] : "spin");
+            case "diag" -> diag(arg(args, 1, 1000), arg(args, 2, 100), args.length > 3 ? args[3] : "await");
             default -> {
                 System.err.println("usage: GpuBench cpu | throughput [threads] [awaits] | scale [inFlight]"
-                        + " | scale-shared [inFlight] | diag [awaits] [spin|empty]");
+                        + " | scale-shared [inFlight] | diag [threads] [awaits] [await|coalesce|no-recheck|launch-only]");
                 System.exit(2);
             }
         }
@@ -168,24 +168,24 @@ public final class GpuBench {
         long kernel = 10_000L;
         long total = (long) threads * awaits;
         System.out.printf("10 us kernels over %d streams; %,d launches per measurement%n%n", STREAMS, total);
-        System.out.println("| method | round | launches | seconds | completions/s |");
-        System.out.println("|---|---|---|---|---|");
+        System.out.println("| method | round | launches | seconds | completions/s | cores busy |");
+        System.out.println("|---|---|---|---|---|---|");
         for (int round = 1; round <= 2; round++) {
             try (CudaDevice d = CudaDevice.open(0); Kernels k = d.loadKernels()) {
                 List<CudaStream> s = streams(d);
                 warm(d, k, s);
-                long t0 = System.nanoTime();
+                long cpu0 = OS.getProcessCpuTime(), t0 = System.nanoTime();
                 for (long i = 0; i < total; i++) {
                     k.launchSpin(s.get((int) (i % STREAMS)), kernel);
                 }
                 d.synchronize();
-                tput("GPU's own rate: one thread launches back to back, one synchronize", round, total, t0);
+                tput("GPU's own rate: one thread launches back to back, one synchronize", round, total, t0, cpu0);
             }
             try (CudaDevice d = CudaDevice.open(0, ReactorConfig.builder().capacity(Math.max(4096, threads)).build());
                     Kernels k = d.loadKernels()) {
                 List<CudaStream> s = streams(d);
                 warm(d, k, s);
-                long t0 = System.nanoTime();
+                long cpu0 = OS.getProcessCpuTime(), t0 = System.nanoTime();
                 runAll(threads, true, i -> {
                     CudaStream st = s.get(i % STREAMS);
                     for (int r = 0; r < awaits; r++) {
@@ -193,19 +193,19 @@ public final class GpuBench {
                         st.await();
                     }
                 });
-                tput(String.format("%,d virtual threads x %d, `await()`", threads, awaits), round, total, t0);
+                tput(String.format("%,d virtual threads x %d, `await()`", threads, awaits), round, total, t0, cpu0);
                 ReactorStats stats = d.reactor().stats();
                 System.out.println("|  | stats | " + stats.registrations() + " registrations, "
                         + stats.inlineCompletions() + " inline, " + stats.immediate() + " already done, "
-                        + stats.fallbacks() + " fallbacks |  |  |");
+                        + stats.fallbacks() + " fallbacks, " + stats.lateWakeups() + " late wake-ups |  |  |  |");
             }
             try (CudaDevice d = CudaDevice.open(0, ReactorConfig.builder()
                     .strategy(io.cudaloom.CompletionStrategy.SYNCHRONIZE).build()); Kernels k = d.loadKernels()) {
                 List<CudaStream> s = streams(d);
                 warm(d, k, s);
                 int pool = 64;
-                int each = (int) Math.min(Integer.MAX_VALUE, Math.max(1, total / pool / 8)); // an eighth: it is slow
-                long t0 = System.nanoTime();
+                int each = (int) Math.min(Integer.MAX_VALUE, Math.max(1, total / pool));
+                long cpu0 = OS.getProcessCpuTime(), t0 = System.nanoTime();
                 runAll(pool, false, i -> {
                     CudaStream st = s.get(i % STREAMS);
                     for (int r = 0; r < each; r++) {
@@ -213,14 +213,15 @@ public final class GpuBench {
                         st.await();
                     }
                 });
-                tput("64 platform threads, `cuStreamSynchronize`", round, (long) pool * each, t0);
+                tput("64 platform threads, `cuStreamSynchronize`", round, (long) pool * each, t0, cpu0);
             }
         }
     }
 
-    private static void tput(String what, int round, long n, long t0) {
-        double s = (System.nanoTime() - t0) / 1e9;
-        System.out.printf("| %s | %d | %,d | %.2f | %,.0f |%n", what, round, n, s, n / s);
+    private static void tput(String what, int round, long n, long t0, long cpu0) {
+        long wall = System.nanoTime() - t0, cpu = OS.getProcessCpuTime() - cpu0;
+        double s = wall / 1e9;
+        System.out.printf("| %s | %d | %,d | %.2f | %,.0f | %.2f |%n", what, round, n, s, n / s, (double) cpu / wall);
     }
 
     // ---- target 4: scale ----------------------------------------------------------------------
@@ -264,54 +265,84 @@ public final class GpuBench {
         }
     }
 
-    /** Diagnostic: growing numbers of virtual threads, each awaiting `awaits` kernels; a watchdog
-     *  prints the reactor's state when a run stalls. */
-    static void diag(int awaits, String kind) throws Exception {
-        for (int threads : new int[] {16, 100, 1000, 4000, 10000}) {
-            try (CudaDevice d = CudaDevice.open(0, ReactorConfig.builder().capacity(Math.max(4096, threads)).build());
-                    Kernels k = d.loadKernels()) {
-                List<CudaStream> s = streams(d);
-                warm(d, k, s);
-                java.util.concurrent.atomic.AtomicLong done = new java.util.concurrent.atomic.AtomicLong();
-                long t0 = System.nanoTime();
-                Thread runner = Thread.ofPlatform().start(() -> {
-                    try {
-                        runAll(threads, true, i -> {
-                            CudaStream st = s.get(i % STREAMS);
-                            for (int r = 0; r < awaits; r++) {
-                                if (kind.equals("spin")) {
-                                    k.launchSpin(st, 10_000L);
-                                } else {
-                                    k.launchEmpty(st);
-                                }
-                                st.await();
-                                done.incrementAndGet();
-                            }
-                        });
-                    } catch (Exception e) {
-                        e.printStackTrace();
-                    }
-                });
-                runner.join(6000);
-                if (runner.isAlive()) {
-                    System.out.printf("STALL threads=%d done=%d/%d after 6 s: %s%n", threads, done.get(),
-                            (long) threads * awaits, d.reactor().stats());
-                    Thread sc = d.reactor().scannerThread();
-                    System.out.println("scanner " + sc.getState() + " " + java.util.Arrays.toString(sc.getStackTrace()));
-                    for (CudaStream st : s) {
-                        d.makeCurrent();
-                        System.out.println("stream query: " + jcuda.driver.CUresult.stringFor(
-                                jcuda.driver.JCudaDriver.cuStreamQuery(st.handle())));
-                    }
-                    runner.join(4000);
-                    System.out.printf("after 10 s: done=%d %s%n", done.get(), d.reactor().stats());
-                    System.out.flush();
-                    Runtime.getRuntime().halt(3);
+    /**
+     * Diagnostic for target 3: one configuration per process (run it under {@code timeout}).
+     * {@code threads} workers x {@code awaits} steps of a 10 us kernel on 8 streams; {@code kind}:
+     * {@code await} (virtual threads, launch then await), {@code coalesce} (the same, coalescing on),
+     * {@code no-recheck} (the same, parked waiters trust their unpark alone) or {@code launch-only} (platform threads launching back to back, one synchronize at the end).
+     * After 12 s it prints progress, the reactor's state and where a sample of the workers are
+     * (thread state and top frames), then halts.
+     */
+    static void diag(int threads, int awaits, String kind) throws Exception {
+        ReactorConfig.Builder cfg = ReactorConfig.builder().capacity(Math.max(4096, threads + 1024));
+        if (kind.equals("coalesce")) {
+            cfg.coalesce(true);
+        } else if (kind.equals("no-recheck")) {
+            cfg.parkRecheck(Duration.ZERO); // trust every unpark: shows what a lost wake-up does
+        }
+        try (CudaDevice d = CudaDevice.open(0, cfg.build()); Kernels k = d.loadKernels()) {
+            List<CudaStream> s = streams(d);
+            warm(d, k, s);
+            java.util.concurrent.atomic.AtomicLong done = new java.util.concurrent.atomic.AtomicLong();
+            List<Thread> workers = java.util.Collections.synchronizedList(new ArrayList<>());
+            long t0 = System.nanoTime();
+            Thread watchdog = Thread.ofPlatform().daemon().start(() -> {
+                try {
+                    Thread.sleep(12_000);
+                } catch (InterruptedException e) {
+                    return;
                 }
-                double secs = (System.nanoTime() - t0) / 1e9;
-                System.out.printf("threads=%d awaits=%d: %.2f s, %,.0f/s, %s%n", threads, awaits, secs,
-                        threads * awaits / secs, d.reactor().stats());
-            }
+                System.out.printf("STALL %s threads=%d: done %,d of %,d after 12 s; %s%n", kind, threads, done.get(),
+                        (long) threads * awaits, d.reactor().stats());
+                java.util.Map<String, Integer> where = new java.util.TreeMap<>();
+                List<Thread> sample;
+                synchronized (workers) {
+                    sample = new ArrayList<>(workers.subList(0, Math.min(2000, workers.size())));
+                }
+                for (Thread t : sample) {
+                    StackTraceElement[] st = t.getStackTrace();
+                    StringBuilder b = new StringBuilder(t.getState().toString());
+                    for (int i = 0; i < Math.min(4, st.length); i++) {
+                        b.append(" < ").append(st[i].getClassName().replaceAll(".*\\.", "")).append('.')
+                                .append(st[i].getMethodName());
+                    }
+                    where.merge(b.toString(), 1, Integer::sum);
+                }
+                where.forEach((w, n) -> System.out.printf("  %5d  %s%n", n, w));
+                // A lost wake-up (docs/LOST-WAKEUP.md) shows as workers that finish once unparked by hand.
+                for (Thread t : sample) {
+                    if (t.isAlive()) {
+                        java.util.concurrent.locks.LockSupport.unpark(t);
+                    }
+                }
+                try {
+                    Thread.sleep(1000);
+                } catch (InterruptedException e) {
+                    return;
+                }
+                System.out.println(" after a manual unpark of the stuck ones: done " + done.get());
+                Thread sc = d.reactor().scannerThread();
+                System.out.println("  scanner " + sc.getState() + " " + java.util.Arrays.toString(sc.getStackTrace()));
+                System.out.flush();
+                Runtime.getRuntime().halt(3);
+            });
+            boolean virtual = !kind.equals("launch-only");
+            runAll(threads, virtual, i -> {
+                workers.add(Thread.currentThread());
+                CudaStream st = s.get(i % STREAMS);
+                for (int r = 0; r < awaits; r++) {
+                    k.launchSpin(st, 10_000L);
+                    if (virtual) {
+                        st.await();
+                    }
+                    done.incrementAndGet();
+                }
+            });
+            d.synchronize();
+            watchdog.interrupt();
+            double secs = (System.nanoTime() - t0) / 1e9;
+            System.out.printf("| %s | %,d | %d | %.2f s | %,.0f/s | %s |%n", kind, threads, awaits, secs,
+                    threads * (double) awaits / secs, d.reactor().stats());
         }
     }
 

@@ -38,7 +38,9 @@ public final class WaitLatencyBench {
             csv.println("method,us");
         }
         List<Method> methods = List.of(
-                new Method("await(), virtual thread, reactor defaults", ReactorConfig.defaults(), true, false),
+                new Method("await(), virtual thread, reactor defaults (waiter spin 50 us)", ReactorConfig.defaults(), true, false),
+                new Method("await(), virtual thread, waiter spin 20 us (the earlier default)",
+                        ReactorConfig.builder().waiterSpin(Duration.ofNanos(20_000)).build(), true, false),
                 new Method("await(), virtual thread, no waiter spin (scanner wakes it)",
                         ReactorConfig.builder().waiterSpin(Duration.ZERO).build(), true, false),
                 new Method("await(), no waiter spin, scanner spins 1 ms before backing off",
