@@ -522,13 +522,12 @@ public final class CompletionReactor implements AutoCloseable {
     }
 
     /**
-     * Parks until the registration is delivered (or withdrawn on timeout/interrupt). An unpark is
-     * the only expected wake-up, but the wait does not depend on it alone: an untimed wait parks
-     * for at most {@code parkRecheck}, doubling up to {@link #MAX_PARK_RECHECK_NANOS}, and looks
-     * again. On JDK 25.0.3 a virtual thread was observed to stay parked although the unpark that
-     * followed its delivery had returned before it parked (docs/LOST-WAKEUP.md); the re-check
-     * bounds such a loss to one interval, and {@code lateWakeups} counts every delivery that only
-     * the re-check found.
+     * Parks until the registration is delivered (or withdrawn on timeout/interrupt). The wake-up
+     * is the completer's unpark. On JDK 25.0.3 such an unpark was seen to be lost when it raced the
+     * waiter's entry into park (docs/LOST-WAKEUP.md); the scanner gives it again for the waiters it
+     * delivers to ({@link Rewaker}), and with {@code parkRecheck} set an untimed wait parks for at
+     * most that long, doubling up to {@link #MAX_PARK_RECHECK_NANOS}, and looks again
+     * ({@code lateWakeups} counts what such a look found).
      */
     boolean parkUntilDelivered(Waiter waiter, long ticket, @Nullable Withdrawable registration,
             boolean interruptible, boolean timed, long deadline) throws InterruptedException {
