@@ -679,13 +679,20 @@ public final class CompletionReactor implements AutoCloseable {
     }
 
     private void deliver(RetiredBatch<Completion> retired, @Nullable RuntimeException failure) {
+        // On the scanner, every waiter woken is remembered so that a lost wake-up is given again.
+        boolean watch = Thread.currentThread() == scanner;
         long now = System.nanoTime();
         for (int i = 0; i < retired.size(); i++) {
             Completion c = retired.payload(i);
-            if (c != null) {
+            if (c == null) {
+                continue;
+            }
+            if (watch && c instanceof WaitGroup group) {
+                group.complete(failure, rewaker, now); // members are waiters: nothing throws
+            } else {
                 completeGuarded(c, retired.ticket(i), failure);
-                if (c instanceof Waiter w && Thread.currentThread() == scanner) {
-                    rewaker.remember(w, retired.ticket(i), now); // see Rewaker: no wake-up is lost
+                if (watch && c instanceof Waiter w) {
+                    rewaker.remember(w, retired.ticket(i), now);
                 }
             }
         }

@@ -101,8 +101,8 @@ public final class ReactorConfig {
         /**
          * Off by default (0: a parked waiter parks untimed). When set, a parked waiter re-checks
          * its delivery after this long, then at doubling intervals up to 1 s; this also covers
-         * deliveries the scanner's re-wake does not see (coalesced groups, host-callback
-         * fallbacks). {@link ReactorStats#lateWakeups()} counts the deliveries a re-check found.
+         * deliveries the scanner's re-wake does not see (host-callback fallbacks, close).
+         * {@link ReactorStats#lateWakeups()} counts the deliveries a re-check found.
          * Off by default because on JDK 25.0.3 timed parks of virtual threads lose wake-ups far
          * more often than untimed ones, each costing the interval (docs/LOST-WAKEUP.md).
          */

@@ -47,6 +47,11 @@ final class Rewaker {
         return head == tail;
     }
 
+    /** Deliveries remembered and not yet checked. */
+    int pending() {
+        return head - tail;
+    }
+
     /** Checks every entry at least {@link #AFTER_NANOS} old. */
     void sweep(long now) {
         while (head != tail) {

@@ -67,9 +67,19 @@ final class WaitGroup implements Completion {
 
     @Override
     public void complete(long ticket, @Nullable RuntimeException failure) {
+        complete(failure, null, 0L);
+    }
+
+    /**
+     * Delivers every member; on the scanner, {@code rewaker} remembers each waiter delivered, so a
+     * lost wake-up of a member is given again like any other (see {@link Rewaker}).
+     */
+    void complete(@Nullable RuntimeException failure, @Nullable Rewaker rewaker, long now) {
         this.failure = failure; // before the swap: a join that sees DELIVERED reads it
         for (Member m = (Member) HEAD.getAndSet(this, DELIVERED); m != null; m = m.next) {
-            m.deliver(failure);
+            if (m.deliver(failure) && rewaker != null && m.target instanceof Waiter w) {
+                rewaker.remember(w, m.ticket, now);
+            }
         }
     }
 
@@ -96,10 +106,13 @@ final class WaitGroup implements Completion {
             this.ticket = ticket;
         }
 
-        void deliver(@Nullable RuntimeException failure) {
+        /** Delivers unless withdrawn; true if this call delivered. */
+        boolean deliver(@Nullable RuntimeException failure) {
             if (target != null && STATE.compareAndSet(this, 0, 1)) {
                 target.complete(ticket, failure);
+                return true;
             }
+            return false;
         }
 
         @Override

@@ -73,4 +73,19 @@ class RewakerTest {
         assertTrue(t.join(Duration.ofSeconds(10)), "checked when evicted, and woken");
         assertEquals(1, rewaker.rewoken());
     }
+
+    @Test
+    void membersOfACoalescedGroupDeliveredOnTheScannerAreRemembered() throws Exception {
+        AtomicReference<Waiter> record = new AtomicReference<>();
+        Thread t = parkedWaiter(11L, record);
+        WaitGroup group = new WaitGroup(0L);
+        WaitGroup.Member joined = new WaitGroup.Member(record.get(), 11L);
+        WaitGroup.Member withdrawn = new WaitGroup.Member(record.get(), 12L);
+        assertTrue(group.join(joined));
+        assertTrue(group.join(withdrawn));
+        assertTrue(withdrawn.withdraw(record.get()));
+        group.complete(null, rewaker, System.nanoTime());
+        assertEquals(1, rewaker.pending(), "the delivered member, not the withdrawn one");
+        assertTrue(t.join(Duration.ofSeconds(10)), "delivered and woken");
+    }
 }
