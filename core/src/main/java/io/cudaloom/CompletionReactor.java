@@ -59,7 +59,7 @@ public final class CompletionReactor implements AutoCloseable {
     /** How long a waiter whose payload the scanner already took spins for that delivery. */
     private static final long IMMINENT_DELIVERY_SPIN_NANOS = 100_000L;
     /** The longest interval between a parked waiter's re-checks of its delivery. */
-    static final long MAX_PARK_RECHECK_NANOS = 1_000_000_000L;
+    private static final long MAX_PARK_RECHECK_NANOS = 1_000_000_000L;
     private static final java.lang.invoke.VarHandle LAST_GROUP;
 
     static {

@@ -9,10 +9,9 @@ import java.util.Objects;
  * <p>Defaults: 4,096 slots; the waiter spins on its own flag for up to 50 us before parking
  * (only while few waiters are armed); a parked waiter parks untimed (the scanner re-wakes any
  * waiter it delivered to that stays parked, see docs/LOST-WAKEUP.md; {@code parkRecheck} adds a
- * timed re-check); the scanner spins 250 us after its
- * last wake-up or retirement, then parks for 1/8 of the time it has waited so far (between 20 us
- * and 1 ms); streams of slots that stay armed are probed for device faults at most once per
- * millisecond.
+ * timed re-check); the scanner spins 250 us after its last wake-up or retirement, then parks for
+ * 1/8 of the time it has waited so far (between 20 us and 1 ms); streams of slots that stay armed
+ * are probed for device faults at most once per millisecond.
  */
 public final class ReactorConfig {
     /** The largest capacity accepted: 16 Mi slots (64 MiB of pinned flags). */

@@ -70,7 +70,7 @@ class LostWakeupRecheckTest {
 
     private static void awaitParkedInTheReactor(Thread waiter, SimulatedDevice device) {
         org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(10)).until(() ->
-                ReactorTestSupport.parked(waiter) && LockSupport.getBlocker(waiter) == device.reactor());
+                ReactorTestSupport.parkedOn(waiter, device.reactor()));
     }
 
     /** A reset record that belongs to (and unparks) a thread that has finished. */

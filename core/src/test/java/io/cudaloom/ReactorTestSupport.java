@@ -19,6 +19,11 @@ final class ReactorTestSupport {
         return s == Thread.State.WAITING || s == Thread.State.TIMED_WAITING;
     }
 
+    /** Parked in a park whose blocker is {@code blocker} (e.g. the reactor's own park). */
+    static boolean parkedOn(Thread t, Object blocker) {
+        return parked(t) && java.util.concurrent.locks.LockSupport.getBlocker(t) == blocker;
+    }
+
     /** A kernel that holds the stream until the returned latch opens. */
     static CountDownLatch gate(SimulatedStream stream) {
         CountDownLatch gate = new CountDownLatch(1);

@@ -26,7 +26,7 @@ class RewakerTest {
             }
         });
         await().atMost(Duration.ofSeconds(10)).until(() -> record.get() != null
-                && t.getState() == Thread.State.WAITING && LockSupport.getBlocker(t) == reactor);
+                && ReactorTestSupport.parkedOn(t, reactor));
         return t;
     }
 

@@ -269,7 +269,9 @@ public final class GpuBench {
      * Diagnostic for target 3: one configuration per process (run it under {@code timeout}).
      * {@code threads} workers x {@code awaits} steps of a 10 us kernel on 8 streams; {@code kind}:
      * {@code await} (virtual threads, launch then await), {@code coalesce} (the same, coalescing on),
-     * {@code no-recheck} (the same, parked waiters trust their unpark alone) or {@code launch-only} (platform threads launching back to back, one synchronize at the end).
+     * {@code no-recheck} (the same with {@code parkRecheck} 0, which is now the default, so it
+     * equals {@code await}; kept for the runs in docs/LOST-WAKEUP.md that used it) or
+     * {@code launch-only} (platform threads launching back to back, one synchronize at the end).
      * After 12 s it prints progress, the reactor's state and where a sample of the workers are
      * (thread state and top frames), then halts.
      */
