@@ -56,10 +56,6 @@ import org.jspecify.annotations.Nullable;
  */
 public final class CompletionReactor implements AutoCloseable {
     private static final AtomicInteger IDS = new AtomicInteger();
-    /** How long a waiter whose payload the scanner already took spins for that delivery. */
-    private static final long IMMINENT_DELIVERY_SPIN_NANOS = 100_000L;
-    /** The longest interval between a parked waiter's re-checks of its delivery. */
-    private static final long MAX_PARK_RECHECK_NANOS = 1_000_000_000L;
     private static final java.lang.invoke.VarHandle LAST_GROUP;
 
     static {
@@ -107,7 +103,6 @@ public final class CompletionReactor implements AutoCloseable {
     private final LongAdder faults = new LongAdder();
     private final LongAdder scannerUnparks = new LongAdder();
     private final LongAdder coalesced = new LongAdder();
-    private final LongAdder lateWakeups = new LongAdder();
     // Written by the consumer only; volatile so stats() sees recent values.
     private volatile long scannerParks;
     private volatile long scannerTimedParks;
@@ -117,7 +112,6 @@ public final class CompletionReactor implements AutoCloseable {
     // ---- consumer-owned state (scanner thread; after it stops, the closing or reclaimer thread) --
     private final RetiredBatch<Completion> batch;
     private final RetiredBatch<Completion> failBatch;
-    private final Rewaker rewaker = new Rewaker(this);
     /** Slots taken out of service: faulted (until their stream settles) or held by close. */
     private final List<Integer> quarantine = new ArrayList<>();
     /** Free slots taken out of circulation by close(), so no registrant can claim them any more. */
@@ -216,9 +210,7 @@ public final class CompletionReactor implements AutoCloseable {
                 scanPasses,
                 faultProbes,
                 quarantinedCount,
-                coalesced.sum(),
-                lateWakeups.sum(),
-                rewaker.rewoken());
+                coalesced.sum());
     }
 
     // ---- await --------------------------------------------------------------------------------
@@ -495,23 +487,20 @@ public final class CompletionReactor implements AutoCloseable {
      * else): then the withdrawal fails, because the payload is no longer ours, and the delivery we
      * were owed is waited for as usual. See SlotTable ordering 8.
      *
-     * <p>A failed withdrawal means the scanner has taken our payload and is delivering it now (the
-     * rest of its pass, microseconds). We keep spinning for that delivery instead of parking into
-     * the middle of its unpark: a park racing an unpark is where a wake-up was seen to get lost
-     * (see {@link #parkUntilDelivered}).
+     * <p>A failed withdrawal means the scanner has taken our payload and is delivering it now; the
+     * waiter then parks, and the scanner's unpark (made after its volatile store of the ticket,
+     * SlotTable ordering 9) wakes it.
      */
     private boolean spinOnOwnFlag(Waiter waiter, long ticket) {
         long end = System.nanoTime() + config.waiterSpinNanos();
-        boolean taken = false;
         while (!waiter.isDelivered(ticket)) {
-            if (!taken && table.flagSet(ticket)) {
+            if (table.flagSet(ticket)) {
                 if (table.cancel(ticket, waiter)) {
                     inlineCompletions.increment();
                     completions.increment();
                     return true;
                 }
-                taken = true;
-                end = System.nanoTime() + IMMINENT_DELIVERY_SPIN_NANOS;
+                return false; // the scanner took the payload: its delivery and unpark follow
             }
             if (System.nanoTime() - end >= 0) {
                 return false;
@@ -523,16 +512,13 @@ public final class CompletionReactor implements AutoCloseable {
 
     /**
      * Parks until the registration is delivered (or withdrawn on timeout/interrupt). The wake-up
-     * is the completer's unpark. On JDK 25.0.3 such an unpark was seen to be lost when it raced the
-     * waiter's entry into park (docs/LOST-WAKEUP.md); the scanner gives it again for the waiters it
-     * delivers to ({@link Rewaker}), and with {@code parkRecheck} set an untimed wait parks for at
-     * most that long, doubling up to {@link #MAX_PARK_RECHECK_NANOS}, and looks again
-     * ({@code lateWakeups} counts what such a look found).
+     * is the completer's unpark, made after its volatile store of the ticket (SlotTable ordering
+     * 9), so a park that consumed an earlier, stale permit re-checks, sees the ticket or parks
+     * again with that unpark still to come. Spurious returns are re-checked by the loop.
      */
     boolean parkUntilDelivered(Waiter waiter, long ticket, @Nullable Withdrawable registration,
             boolean interruptible, boolean timed, long deadline) throws InterruptedException {
         boolean interrupted = false;
-        long recheck = config.parkRecheckNanos();
         while (!waiter.isDelivered(ticket)) {
             if (timed) {
                 long remaining = deadline - System.nanoTime();
@@ -546,15 +532,8 @@ public final class CompletionReactor implements AutoCloseable {
                     continue;
                 }
                 LockSupport.parkNanos(this, remaining);
-            } else if (recheck == 0) {
-                LockSupport.park(this); // spurious returns are re-checked by the loop condition
             } else {
-                long parkedAt = System.nanoTime();
-                LockSupport.parkNanos(this, recheck);
-                if (System.nanoTime() - parkedAt >= recheck && waiter.isDelivered(ticket)) {
-                    lateWakeups.increment(); // delivered, but no unpark woke us
-                }
-                recheck = Math.min(recheck << 1, MAX_PARK_RECHECK_NANOS);
+                LockSupport.park(this);
             }
             if (Thread.interrupted()) {
                 if (interruptible && !interrupted && withdraw(waiter, ticket, registration)) {
@@ -640,22 +619,15 @@ public final class CompletionReactor implements AutoCloseable {
             if (!batch.isEmpty()) {
                 deliver(batch, null);
                 lastProgress = System.nanoTime();
-                rewaker.sweep(lastProgress);
                 continue;
-            }
-            if (!rewaker.isEmpty()) {
-                rewaker.sweep(System.nanoTime());
             }
             if (table.isIdle() && fallbackOutstanding.get() == 0) {
                 // Park gate: the armed count, not this pass's bits. A registration that raced
-                // ahead of this check left its unpark as our permit, so park returns at once.
-                // With deliveries still to be checked for lost wake-ups, park only until then.
+                // ahead of this check made its volatile read-modify-write of the count, then its
+                // unpark (SlotTable orderings 3 and 9): that unpark is our permit, so park
+                // returns at once.
                 scannerParks++;
-                if (rewaker.isEmpty()) {
-                    LockSupport.park(this);
-                } else {
-                    LockSupport.parkNanos(this, Rewaker.AFTER_NANOS);
-                }
+                LockSupport.park(this);
                 lastProgress = lastProbe = System.nanoTime();
                 continue;
             }
@@ -679,21 +651,10 @@ public final class CompletionReactor implements AutoCloseable {
     }
 
     private void deliver(RetiredBatch<Completion> retired, @Nullable RuntimeException failure) {
-        // On the scanner, every waiter woken is remembered so that a lost wake-up is given again.
-        boolean watch = Thread.currentThread() == scanner;
-        long now = System.nanoTime();
         for (int i = 0; i < retired.size(); i++) {
             Completion c = retired.payload(i);
-            if (c == null) {
-                continue;
-            }
-            if (watch && c instanceof WaitGroup group) {
-                group.complete(failure, rewaker, now); // members are waiters: nothing throws
-            } else {
+            if (c != null) {
                 completeGuarded(c, retired.ticket(i), failure);
-                if (watch && c instanceof Waiter w) {
-                    rewaker.remember(w, retired.ticket(i), now);
-                }
             }
         }
         retired.clear();

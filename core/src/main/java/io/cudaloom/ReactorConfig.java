@@ -7,9 +7,7 @@ import java.util.Objects;
  * Settings of a {@link CompletionReactor}. Immutable; build with {@link #builder()}.
  *
  * <p>Defaults: 4,096 slots; the waiter spins on its own flag for up to 50 us before parking
- * (only while few waiters are armed); a parked waiter parks untimed (the scanner re-wakes any
- * waiter it delivered to that stays parked, see docs/LOST-WAKEUP.md; {@code parkRecheck} adds a
- * timed re-check); the scanner spins 250 us after its last wake-up or retirement, then parks for
+ * (only while few waiters are armed), then parks untimed until its completer unparks it; the scanner spins 250 us after its last wake-up or retirement, then parks for
  * 1/8 of the time it has waited so far (between 20 us and 1 ms); streams of slots that stay armed
  * are probed for device faults at most once per millisecond.
  */
@@ -27,7 +25,6 @@ public final class ReactorConfig {
     private final long faultProbeIntervalNanos;
     private final CompletionStrategy strategy;
     private final boolean coalesce;
-    private final long parkRecheckNanos;
 
     private ReactorConfig(Builder b) {
         this.capacity = b.capacity;
@@ -39,7 +36,6 @@ public final class ReactorConfig {
         this.faultProbeIntervalNanos = b.faultProbeInterval.toNanos();
         this.strategy = b.strategy;
         this.coalesce = b.coalesce;
-        this.parkRecheckNanos = b.parkRecheck.toNanos();
     }
 
     public static ReactorConfig defaults() {
@@ -58,8 +54,7 @@ public final class ReactorConfig {
                 .scannerPark(Duration.ofNanos(scannerMinParkNanos), Duration.ofNanos(scannerMaxParkNanos))
                 .faultProbeInterval(Duration.ofNanos(faultProbeIntervalNanos))
                 .strategy(strategy)
-                .coalesce(coalesce)
-                .parkRecheck(Duration.ofNanos(parkRecheckNanos));
+                .coalesce(coalesce);
     }
 
     public int capacity() { return capacity; }
@@ -71,7 +66,6 @@ public final class ReactorConfig {
     public long faultProbeIntervalNanos() { return faultProbeIntervalNanos; }
     public CompletionStrategy strategy() { return strategy; }
     public boolean coalesce() { return coalesce; }
-    public long parkRecheckNanos() { return parkRecheckNanos; }
 
     @Override
     public String toString() {
@@ -79,7 +73,7 @@ public final class ReactorConfig {
                 + ", waiterSpin=" + waiterSpinNanos + "ns (while armed <= " + waiterSpinMaxArmed + ")"
                 + ", scannerSpin=" + scannerSpinNanos + "ns, scannerPark=" + scannerMinParkNanos
                 + ".." + scannerMaxParkNanos + "ns, faultProbeInterval=" + faultProbeIntervalNanos + "ns"
-                + ", parkRecheck=" + parkRecheckNanos + "ns" + (coalesce ? ", coalesce" : "") + "]";
+                + (coalesce ? ", coalesce" : "") + "]";
     }
 
     /** Builder; each setter rejects bad values at once with a message naming the setting. */
@@ -93,22 +87,8 @@ public final class ReactorConfig {
         private Duration faultProbeInterval = Duration.ofMillis(1);
         private CompletionStrategy strategy = CompletionStrategy.REACTOR;
         private boolean coalesce;
-        private Duration parkRecheck = Duration.ZERO;
 
         private Builder() {}
-
-        /**
-         * Off by default (0: a parked waiter parks untimed). When set, a parked waiter re-checks
-         * its delivery after this long, then at doubling intervals up to 1 s; this also covers
-         * deliveries the scanner's re-wake does not see (host-callback fallbacks, close).
-         * {@link ReactorStats#lateWakeups()} counts the deliveries a re-check found.
-         * Off by default because on JDK 25.0.3 timed parks of virtual threads lose wake-ups far
-         * more often than untimed ones, each costing the interval (docs/LOST-WAKEUP.md).
-         */
-        public Builder parkRecheck(Duration first) {
-            this.parkRecheck = checked("parkRecheck", first, true);
-            return this;
-        }
 
         /**
          * Let blocking waiters on one stream share a completion slot and device write when none of

@@ -22,11 +22,6 @@ package io.cudaloom;
  * @param faultProbes fault-probe rounds (stream queries made by the scanner)
  * @param quarantined slots held back because a device write into them might still land
  * @param coalesced awaits that joined another waiter's slot instead of arming their own
- * @param lateWakeups deliveries a parked waiter found at its timed re-check rather than by being
- *     unparked: lost wake-ups, and wake-ups later than the interval (a starved carrier pool); see
- *     {@link ReactorConfig.Builder#parkRecheck}
- * @param rewakes waiters the scanner found still parked with their delivery 200 us after it and
- *     unparked again (lost wake-ups; see docs/LOST-WAKEUP.md)
  */
 public record ReactorStats(
         int capacity,
@@ -45,6 +40,4 @@ public record ReactorStats(
         long scanPasses,
         long faultProbes,
         int quarantined,
-        long coalesced,
-        long lateWakeups,
-        long rewakes) {}
+        long coalesced) {}

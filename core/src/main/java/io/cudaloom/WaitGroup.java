@@ -65,21 +65,15 @@ final class WaitGroup implements Completion {
         return failure;
     }
 
+    /**
+     * Delivers every member. Each member's target is woken by its own {@link Completion#complete}
+     * (a waiter's volatile ticket store, then its unpark: SlotTable ordering 9).
+     */
     @Override
     public void complete(long ticket, @Nullable RuntimeException failure) {
-        complete(failure, null, 0L);
-    }
-
-    /**
-     * Delivers every member; on the scanner, {@code rewaker} remembers each waiter delivered, so a
-     * lost wake-up of a member is given again like any other (see {@link Rewaker}).
-     */
-    void complete(@Nullable RuntimeException failure, @Nullable Rewaker rewaker, long now) {
         this.failure = failure; // before the swap: a join that sees DELIVERED reads it
         for (Member m = (Member) HEAD.getAndSet(this, DELIVERED); m != null; m = m.next) {
-            if (m.deliver(failure) && rewaker != null && m.target instanceof Waiter w) {
-                rewaker.remember(w, m.ticket, now);
-            }
+            m.deliver(failure);
         }
     }
 

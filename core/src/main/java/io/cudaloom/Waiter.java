@@ -11,10 +11,22 @@ import org.jspecify.annotations.Nullable;
  * before its registration is either delivered or withdrawn (see
  * {@link CompletionReactor#await}), so a record never has two registrations outstanding.
  *
- * <p>Hand-off: {@link #complete} stores the failure, then release-stores the delivered ticket, then
- * unparks; the waiter acquire-loads the ticket ({@link #isDelivered}) before it reads the failure.
- * The ticket comparison is the ABA guard: a delivery for any other registration (an earlier one of
- * this thread that was abandoned) never satisfies the current one.
+ * <p>Hand-off ({@link io.cudaloom.protocol.SlotTable} ordering 9, "volatile write before unpark"):
+ * {@link #complete} stores the failure (plain), then stores the delivered ticket with a
+ * <em>volatile</em> write, then unparks; the waiter reads the ticket with a volatile load
+ * ({@link #isDelivered}) before it reads the failure. The volatile write publishes the failure to
+ * whoever reads the ticket; it must be volatile, not a release store, because {@code unpark} of a
+ * virtual thread that already holds a permit performs only a volatile <em>read</em> of the permit
+ * ({@code VirtualThread.getAndSetParkPermit}). A release store followed by that read may be
+ * reordered (store-load, allowed even on x86); the waiter can then consume its stale permit, miss
+ * the ticket and park again with nobody left to unpark it. A volatile store followed by a volatile
+ * load is never reordered, so either the unparker sees the permit already consumed (and sets it
+ * again, which wakes the second park), or the waiter's ticket load, which comes after its
+ * permit-consuming read-modify-write, sees the ticket. Guarded by the jcstress
+ * {@code WaiterHandoffTest} and its broken twin.
+ *
+ * <p>The ticket comparison is the ABA guard: a delivery for any other registration (an earlier
+ * one of this thread that was abandoned) never satisfies the current one.
  */
 final class Waiter implements Completion {
     private static final VarHandle DELIVERED;
@@ -29,10 +41,18 @@ final class Waiter implements Completion {
         }
     }
 
-    final Thread thread = Thread.currentThread();
-    @SuppressWarnings("unused") // accessed through DELIVERED
+    final Thread thread;
     private volatile long delivered = NONE;
     private @Nullable RuntimeException failure;
+
+    Waiter() {
+        this(Thread.currentThread());
+    }
+
+    /** A record for {@code thread}; the reactor uses {@link #current()}, the stress tests these. */
+    Waiter(Thread thread) {
+        this.thread = thread;
+    }
 
     static Waiter current() {
         return CURRENT.get();
@@ -40,29 +60,31 @@ final class Waiter implements Completion {
 
     @Override
     public void complete(long ticket, @Nullable RuntimeException failure) {
-        this.failure = failure;
-        DELIVERED.setRelease(this, ticket);
+        publish(ticket, failure);
         LockSupport.unpark(thread);
     }
 
     /**
-     * Forget the previous registration before a new one is published (its publish, a volatile
-     * read-modify-write, orders these plain stores before any delivery). Needed because tickets of
-     * different reactors can be equal.
+     * The store half of {@link #complete}: failure, then the ticket with a volatile write, which
+     * must come before the unpark (see the class comment).
+     */
+    void publish(long ticket, @Nullable RuntimeException failure) {
+        this.failure = failure;
+        delivered = ticket; // volatile: ordered before the unpark's read of the permit
+    }
+
+    /**
+     * Forget the previous registration before a new one is published. Plain stores are enough:
+     * the publish that follows (a volatile read-modify-write) orders them before any delivery, and
+     * no unpark depends on them. Needed because tickets of different reactors can be equal.
      */
     void reset() {
         failure = null;
         DELIVERED.set(this, NONE);
     }
 
-    /** For tests: a delivery whose wake-up is lost (stored, but the thread is not unparked). */
-    void deliverWithoutWakeup(long ticket) {
-        failure = null;
-        DELIVERED.setRelease(this, ticket);
-    }
-
     boolean isDelivered(long ticket) {
-        return (long) DELIVERED.getAcquire(this) == ticket;
+        return delivered == ticket;
     }
 
     /** The failure delivered with {@code ticket}; read only after {@link #isDelivered} was true. */

@@ -41,12 +41,13 @@ import org.jspecify.annotations.Nullable;
  *   <li><b>Idle-to-active.</b> {@link #publish} returns whether its increment took {@code nArmed}
  *       from 0 to 1: only then may the scanner be parked (it parks only after reading 0), so only
  *       then must the caller unpark it. An unpark that races ahead of the park is kept as the
- *       thread's park permit, so no wake-up is lost.
+ *       thread's park permit, so no wake-up is lost; the increment is a volatile read-modify-write
+ *       made before that unpark, as ordering 9 requires.
  *   <li><b>Flag reset before device write.</b> {@link #resetFlag} is a release store made before
  *       the caller enqueues the device write, so a stale 0 can never land after the device's 1.
  *   <li><b>Flag then payload.</b> {@link #scanOnce} acquire-loads the flag before it retires:
  *       whatever the device (or modelled device) wrote before its flag write is visible to the
- *       consumer, and through the payload's own release/acquire hand-off to the woken thread.
+ *       consumer, and through the payload's own hand-off (ordering 9) to the woken thread.
  *   <li><b>Cancel vs. retire.</b> The payload cell is taken by the consumer with an atomic
  *       get-and-set and cleared by {@link #cancel} with a compare-and-set, so exactly one of them
  *       wins: a cancelled payload is never delivered, a delivered one was never cancelled.
@@ -63,6 +64,24 @@ import org.jspecify.annotations.Nullable;
  *       flag may be stale (the slot already retired, recycled and re-published by someone else),
  *       and clearing the bit then would destroy the other registration. It {@link #cancel cancels}
  *       its payload instead, which is safe by payload identity.
+ *   <li><b>Volatile write before unpark</b> (the rule for every payload, and for everyone in the
+ *       project who stores something and then unparks a thread). Whatever a woken thread must see
+ *       is written with a volatile write or an atomic read-modify-write <em>before</em>
+ *       {@code LockSupport.unpark}; a release store (or a plain one) is not enough.
+ *       {@code LockSupport} orders park/unpark only with volatile accesses, and {@code unpark} of a
+ *       virtual thread that already holds a permit does no write at all: it reads the permit
+ *       (a volatile load) and returns ({@code VirtualThread.getAndSetParkPermit}, JDK 21-25). A
+ *       release store followed by a volatile load of another variable may be reordered (store-load,
+ *       x86 too, through the store buffer), so the thread can consume its stale permit, read the
+ *       old value and park again while the unparker believes it is done: a lost wake-up. With a
+ *       volatile write the two form a Dekker pair: either the unparker's read sees the permit
+ *       already consumed (and its read-modify-write sets it again, waking the second park), or
+ *       the thread's read after its permit-consuming read-modify-write sees the write. Applied in
+ *       {@code Waiter.complete} (the ticket), {@code WaitGroup} (the member stack swap, then each
+ *       member's own {@code Waiter.complete}), {@code FallbackRegistration} (get-and-set of its
+ *       target, then {@code Waiter.complete}), close (the volatile stop flag, then unpark of the
+ *       scanner) and {@link #publish} (ordering 3). Checked by the jcstress
+ *       {@code WaiterHandoffTest}; its twin with the release store is caught.
  * </ol>
  *
  * @param <P> what a slot wakes (a waiting thread's record, a callback)

@@ -33,7 +33,8 @@ class BrokenVariantsCaughtTest {
             "io.cudaloom.stress.jcstress.BrokenArmedCountTest",
             "io.cudaloom.BrokenLateDeliveryAbaTest",
             "io.cudaloom.BrokenAwaitAbaTest",
-            "io.cudaloom.BrokenWaitGroupJoinTest");
+            "io.cudaloom.BrokenWaitGroupJoinTest",
+            "io.cudaloom.BrokenWaiterHandoffTest");
 
     @Test
     @Timeout(value = 8, unit = TimeUnit.MINUTES)

@@ -7,7 +7,6 @@ import io.cudaloom.cuda.CudaStream;
 import io.cudaloom.cuda.Kernels;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicReference;
@@ -20,7 +19,7 @@ import java.util.concurrent.atomic.AtomicReference;
  *   GpuBench throughput [threads] [awaits]   # default 10,000 x 100 awaits of 10 us kernels, 8 streams
  *   GpuBench scale [inFlight]        # default 100,000 awaits, each behind its own kernel (run with -Xmx512m)
  *   GpuBench scale-shared [inFlight] # the same number awaiting the work already queued, coalesced
- *   GpuBench diag [threads] [awaits] [await|coalesce|no-recheck|launch-only]  # one run; prints where workers are on a stall
+ *   GpuBench diag [threads] [awaits] [await|coalesce|launch-only]  # one run; prints where workers are on a stall
  * </pre>
  */
 public final class GpuBench {
@@ -39,7 +38,7 @@ public final class GpuBench {
             case "diag" -> diag(arg(args, 1, 1000), arg(args, 2, 100), args.length > 3 ? args[3] : "await");
             default -> {
                 System.err.println("usage: GpuBench cpu | throughput [threads] [awaits] | scale [inFlight]"
-                        + " | scale-shared [inFlight] | diag [threads] [awaits] [await|coalesce|no-recheck|launch-only]");
+                        + " | scale-shared [inFlight] | diag [threads] [awaits] [await|coalesce|launch-only]");
                 System.exit(2);
             }
         }
@@ -197,7 +196,7 @@ public final class GpuBench {
                 ReactorStats stats = d.reactor().stats();
                 System.out.println("|  | stats | " + stats.registrations() + " registrations, "
                         + stats.inlineCompletions() + " inline, " + stats.immediate() + " already done, "
-                        + stats.fallbacks() + " fallbacks, " + stats.lateWakeups() + " late wake-ups |  |  |  |");
+                        + stats.fallbacks() + " fallbacks |  |  |  |");
             }
             try (CudaDevice d = CudaDevice.open(0, ReactorConfig.builder()
                     .strategy(io.cudaloom.CompletionStrategy.SYNCHRONIZE).build()); Kernels k = d.loadKernels()) {
@@ -268,10 +267,8 @@ public final class GpuBench {
     /**
      * Diagnostic for target 3: one configuration per process (run it under {@code timeout}).
      * {@code threads} workers x {@code awaits} steps of a 10 us kernel on 8 streams; {@code kind}:
-     * {@code await} (virtual threads, launch then await), {@code coalesce} (the same, coalescing on),
-     * {@code no-recheck} (the same with {@code parkRecheck} 0, which is now the default, so it
-     * equals {@code await}; kept for the runs in docs/LOST-WAKEUP.md that used it) or
-     * {@code launch-only} (platform threads launching back to back, one synchronize at the end).
+     * {@code await} (virtual threads, launch then await), {@code coalesce} (the same, coalescing on)
+     * or {@code launch-only} (platform threads launching back to back, one synchronize at the end).
      * After 12 s it prints progress, the reactor's state and where a sample of the workers are
      * (thread state and top frames), then halts.
      */
@@ -279,8 +276,6 @@ public final class GpuBench {
         ReactorConfig.Builder cfg = ReactorConfig.builder().capacity(Math.max(4096, threads + 1024));
         if (kind.equals("coalesce")) {
             cfg.coalesce(true);
-        } else if (kind.equals("no-recheck")) {
-            cfg.parkRecheck(Duration.ZERO); // trust every unpark: shows what a lost wake-up does
         }
         try (CudaDevice d = CudaDevice.open(0, cfg.build()); Kernels k = d.loadKernels()) {
             List<CudaStream> s = streams(d);
@@ -311,7 +306,7 @@ public final class GpuBench {
                     where.merge(b.toString(), 1, Integer::sum);
                 }
                 where.forEach((w, n) -> System.out.printf("  %5d  %s%n", n, w));
-                // A lost wake-up (docs/LOST-WAKEUP.md) shows as workers that finish once unparked by hand.
+                // A lost wake-up (docs/LOST-WAKEUP.md) would show as workers that finish once unparked by hand.
                 for (Thread t : sample) {
                     if (t.isAlive()) {
                         java.util.concurrent.locks.LockSupport.unpark(t);
