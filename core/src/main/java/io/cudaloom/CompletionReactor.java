@@ -56,6 +56,8 @@ import org.jspecify.annotations.Nullable;
  */
 public final class CompletionReactor implements AutoCloseable {
     private static final AtomicInteger IDS = new AtomicInteger();
+    /** The longest timed park of an otherwise idle scanner that still holds quarantined slots. */
+    private static final long MAX_QUARANTINE_PARK_NANOS = 100_000_000L;
     private static final java.lang.invoke.VarHandle LAST_GROUP;
 
     static {
@@ -117,6 +119,8 @@ public final class CompletionReactor implements AutoCloseable {
     /** Free slots taken out of circulation by close(), so no registrant can claim them any more. */
     private int heldFree;
     private volatile int quarantinedCount;
+    /** The idle scanner's next timed park while {@link #quarantine} is not empty. */
+    private long quarantineParkNanos;
     private final Set<GpuStream> probeStreams = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
     private final IntConsumer collectProbeStream;
 
@@ -135,6 +139,7 @@ public final class CompletionReactor implements AutoCloseable {
         this.batch = new RetiredBatch<>(capacity);
         this.failBatch = new RetiredBatch<>(capacity);
         this.collectProbeStream = slot -> probeStreams.add(streamOf(slot));
+        this.quarantineParkNanos = firstQuarantineParkNanos();
         int id = IDS.incrementAndGet();
         ThreadFactory callbacks = Thread.ofVirtual().name("cuda-loom-callback-" + id + "-", 0).factory();
         this.callbackExecutor = task -> callbacks.newThread(task).start();
@@ -226,9 +231,6 @@ public final class CompletionReactor implements AutoCloseable {
             throw new IllegalStateException("stream " + stream + " is closed");
         }
         long deadline = timed ? System.nanoTime() + nanos : 0L;
-        if (config.strategy() == CompletionStrategy.SYNCHRONIZE) {
-            return awaitBySynchronize(stream, interruptible, timed, deadline);
-        }
         StreamState state = stream.queryState();
         if (state == StreamState.IDLE) {
             immediate.increment();
@@ -572,42 +574,6 @@ public final class CompletionReactor implements AutoCloseable {
         }
     }
 
-    private boolean awaitBySynchronize(GpuStream stream, boolean interruptible, boolean timed, long deadline)
-            throws InterruptedException {
-        if (!timed) {
-            stream.synchronize(); // the baseline: blocks this thread (and a virtual thread's carrier)
-            completions.increment();
-            return true;
-        }
-        // A timed synchronize does not exist in the driver: poll the stream until the deadline,
-        // spinning for the first 50 us (as the driver's own synchronize does), then backing off
-        // with parks of 1/8 of the time waited (at most 1 ms) so a long wait does not hold a core.
-        long start = System.nanoTime();
-        while (true) {
-            StreamState state = stream.queryState();
-            if (state == StreamState.IDLE) {
-                completions.increment();
-                return true;
-            }
-            if (state == StreamState.FAULTED) {
-                faults.increment();
-                throw faultOf(stream);
-            }
-            if (System.nanoTime() - deadline >= 0) {
-                return false;
-            }
-            if (interruptible && Thread.interrupted()) {
-                throw new InterruptedException();
-            }
-            long waited = System.nanoTime() - start;
-            if (waited < 50_000) {
-                Thread.onSpinWait();
-            } else {
-                LockSupport.parkNanos(this, Math.min(1_000_000L, Math.min(waited >>> 3, deadline - System.nanoTime())));
-            }
-        }
-    }
-
     // ---- scanner ------------------------------------------------------------------------------
 
     private void scanLoop() {
@@ -626,8 +592,21 @@ public final class CompletionReactor implements AutoCloseable {
                 // ahead of this check made its volatile read-modify-write of the count, then its
                 // unpark (SlotTable orderings 3 and 9): that unpark is our permit, so park
                 // returns at once.
-                scannerParks++;
-                LockSupport.park(this);
+                if (quarantine.isEmpty()) {
+                    scannerParks++;
+                    LockSupport.park(this);
+                    quarantineParkNanos = firstQuarantineParkNanos();
+                } else {
+                    // Nothing armed, but slots of a faulted stream wait for its writes to settle:
+                    // nobody else would bring them back, so look again on a timer that doubles
+                    // up to MAX_QUARANTINE_PARK_NANOS (a registration still wakes us at once).
+                    recycleSettledQuarantine();
+                    if (!quarantine.isEmpty()) {
+                        scannerTimedParks++;
+                        LockSupport.parkNanos(this, quarantineParkNanos);
+                        quarantineParkNanos = Math.min(quarantineParkNanos << 1, MAX_QUARANTINE_PARK_NANOS);
+                    }
+                }
                 lastProgress = lastProbe = System.nanoTime();
                 continue;
             }
@@ -727,6 +706,10 @@ public final class CompletionReactor implements AutoCloseable {
      * The stream of a slot the consumer saw armed or holds in quarantine: written by its registrant
      * before the publish whose bit the consumer observed, so never null here.
      */
+    private long firstQuarantineParkNanos() {
+        return Math.max(100_000L, config.faultProbeIntervalNanos());
+    }
+
     private GpuStream streamOf(int slot) {
         GpuStream stream = slotStream[slot];
         if (stream == null) {

@@ -14,10 +14,5 @@ public enum CompletionStrategy {
      * A host callback enqueued on the stream ({@code cuLaunchHostFunc}) unparks the waiter. This is
      * also the reactor's automatic fallback when no slot is free or the flag write is refused.
      */
-    HOST_CALLBACK,
-    /**
-     * The waiting thread blocks in the driver ({@code cuStreamSynchronize}): the baseline. On a
-     * virtual thread this pins its carrier for the whole wait; use it only to compare.
-     */
-    SYNCHRONIZE
+    HOST_CALLBACK
 }

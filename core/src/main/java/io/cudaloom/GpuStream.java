@@ -96,14 +96,6 @@ public abstract class GpuStream implements AutoCloseable {
     protected abstract boolean enqueueHostCallback(Runnable callback);
 
     /**
-     * Block the calling thread until the stream's work is done (for CUDA:
-     * {@code cuStreamSynchronize}): the {@link CompletionStrategy#SYNCHRONIZE} baseline.
-     *
-     * @throws GpuFaultException if the stream faulted
-     */
-    protected abstract void synchronize();
-
-    /**
      * True when no flag write enqueued on this stream can land any more: every one has executed
      * or was discarded (a fault, for CUDA only once the dead context has been torn down). Until
      * then the reactor keeps the flag memory and any slot quarantined on this stream.

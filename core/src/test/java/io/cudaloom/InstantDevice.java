@@ -7,26 +7,36 @@ import io.cudaloom.protocol.OffHeapFlagArray;
  * path. By default flag writes land the moment they are enqueued, with no device-side work or
  * allocation, which isolates the reactor's own cost (the allocation test). {@link #refusing()}
  * makes one that refuses every flag write, and host callbacks until {@link #acceptHostCallbacks}
- * is set (then runs them at once).
+ * is set (then runs them at once). {@link #holding} makes one whose flag writes never land, with
+ * each stream's fault and settlement set by the test ({@link InstantStream#faulted},
+ * {@link InstantStream#settled}).
  */
 final class InstantDevice extends GpuDevice {
     private final boolean refuseFlagWrites;
+    private final boolean holdFlagWrites;
     volatile boolean acceptHostCallbacks = true;
 
-    private InstantDevice(boolean refuseFlagWrites) {
+    private InstantDevice(boolean refuseFlagWrites, boolean holdFlagWrites) {
         this.refuseFlagWrites = refuseFlagWrites;
+        this.holdFlagWrites = holdFlagWrites;
     }
 
     static InstantDevice create(ReactorConfig config) {
-        InstantDevice d = new InstantDevice(false);
+        InstantDevice d = new InstantDevice(false, false);
         d.startReactor(config);
         return d;
     }
 
     static InstantDevice refusing() {
-        InstantDevice d = new InstantDevice(true);
+        InstantDevice d = new InstantDevice(true, false);
         d.acceptHostCallbacks = false;
         d.startReactor(ReactorConfig.defaults());
+        return d;
+    }
+
+    static InstantDevice holding(ReactorConfig config) {
+        InstantDevice d = new InstantDevice(false, true);
+        d.startReactor(config);
         return d;
     }
 
@@ -41,8 +51,8 @@ final class InstantDevice extends GpuDevice {
     }
 
     @Override
-    public GpuStream newStream() {
-        return new InstantStream(this, refuseFlagWrites);
+    public InstantStream newStream() {
+        return new InstantStream(this, refuseFlagWrites, holdFlagWrites);
     }
 
     @Override
@@ -52,11 +62,17 @@ final class InstantDevice extends GpuDevice {
 
     static final class InstantStream extends GpuStream {
         private final boolean refuseFlagWrites;
+        private final boolean holdFlagWrites;
         private volatile boolean closed;
+        /** Reported by queryState: the stream has faulted. */
+        volatile boolean faulted;
+        /** Reported by flagWritesSettled: no write enqueued on this stream can land any more. */
+        volatile boolean settled = true;
 
-        InstantStream(InstantDevice device, boolean refuseFlagWrites) {
+        InstantStream(InstantDevice device, boolean refuseFlagWrites, boolean holdFlagWrites) {
             super(device);
             this.refuseFlagWrites = refuseFlagWrites;
+            this.holdFlagWrites = holdFlagWrites;
         }
 
         @Override
@@ -71,12 +87,12 @@ final class InstantDevice extends GpuDevice {
 
         @Override
         protected StreamState queryState() {
-            return StreamState.BUSY;
+            return faulted ? StreamState.FAULTED : StreamState.BUSY;
         }
 
         @Override
         protected String faultDescription() {
-            return "no fault";
+            return faulted ? "INJECTED_TEST_FAULT" : "no fault";
         }
 
         @Override
@@ -84,7 +100,9 @@ final class InstantDevice extends GpuDevice {
             if (refuseFlagWrites) {
                 return false;
             }
-            memory.flags().setRelease(slot, 1);
+            if (!holdFlagWrites) {
+                memory.flags().setRelease(slot, 1);
+            }
             return true;
         }
 
@@ -98,11 +116,8 @@ final class InstantDevice extends GpuDevice {
         }
 
         @Override
-        protected void synchronize() {}
-
-        @Override
         protected boolean flagWritesSettled() {
-            return true;
+            return settled;
         }
     }
 }

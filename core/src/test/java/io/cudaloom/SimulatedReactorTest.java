@@ -443,16 +443,4 @@ class SimulatedReactorTest {
         assertEquals(16_000, done.get(), "a waiter hangs: " + device.reactor().stats());
         assertNothingLeaked(device);
     }
-
-    @Test
-    void timedAwaitUnderTheSynchronizeStrategyTimesOutThenCompletes() throws Exception {
-        SimulatedDevice device = device(ReactorConfig.builder().strategy(CompletionStrategy.SYNCHRONIZE).build());
-        SimulatedStream stream = device.newStream();
-        CountDownLatch gate = gate(stream);
-        long start = System.nanoTime();
-        assertFalse(stream.event().await(Duration.ofMillis(30)), "busy stream: times out");
-        assertTrue(System.nanoTime() - start >= 30_000_000L, "not before the deadline");
-        gate.countDown();
-        assertTrue(stream.event().await(Duration.ofSeconds(30)));
-    }
 }

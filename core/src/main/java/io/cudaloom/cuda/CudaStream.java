@@ -215,8 +215,15 @@ public final class CudaStream extends GpuStream {
         return true;
     }
 
-    @Override
-    protected void synchronize() {
+    /**
+     * Blocks the calling thread in {@code cuStreamSynchronize} until the stream's work is done: the
+     * classic way to wait, for baselines and interop. It cannot be interrupted and is not woken by
+     * {@code close()}; on a virtual thread it pins the carrier for the whole wait. Use
+     * {@link #await()} to wait without holding a thread.
+     *
+     * @throws GpuFaultException if the stream's context has faulted
+     */
+    public void synchronize() {
         ready();
         check(cuStreamSynchronize(stream), "cuStreamSynchronize");
     }

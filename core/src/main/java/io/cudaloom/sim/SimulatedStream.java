@@ -9,9 +9,7 @@ import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.LockSupport;
-import java.util.concurrent.locks.ReentrantLock;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -29,9 +27,6 @@ public final class SimulatedStream extends GpuStream {
     private final LinkedBlockingQueue<Command> queue = new LinkedBlockingQueue<>();
     private final AtomicLong submitted = new AtomicLong();
     private final AtomicLong finished = new AtomicLong();
-    private final ReentrantLock syncLock = new ReentrantLock();
-    private final Condition progress = syncLock.newCondition();
-    private final java.util.concurrent.atomic.AtomicInteger syncWaiters = new java.util.concurrent.atomic.AtomicInteger();
     private final Thread worker;
     private volatile @Nullable String fault;
     private volatile boolean closed;
@@ -147,25 +142,6 @@ public final class SimulatedStream extends GpuStream {
     }
 
     @Override
-    protected void synchronize() {
-        long target = submitted.get();
-        syncWaiters.incrementAndGet();
-        syncLock.lock();
-        try {
-            while (finished.get() < target && fault == null) {
-                progress.awaitUninterruptibly();
-            }
-        } finally {
-            syncLock.unlock();
-            syncWaiters.decrementAndGet();
-        }
-        String f = fault;
-        if (f != null) {
-            throw new GpuFaultException("synchronize on " + name + " failed: " + f);
-        }
-    }
-
-    @Override
     protected boolean flagWritesSettled() {
         return finished.get() == submitted.get();
     }
@@ -216,14 +192,6 @@ public final class SimulatedStream extends GpuStream {
                 }
             }
             finished.incrementAndGet(); // executed or discarded after a fault
-            if (syncWaiters.get() > 0) { // Dekker with synchronize(): it counts itself, then checks
-                syncLock.lock();
-                try {
-                    progress.signalAll();
-                } finally {
-                    syncLock.unlock();
-                }
-            }
         }
     }
 

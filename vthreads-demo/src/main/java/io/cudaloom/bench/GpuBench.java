@@ -104,8 +104,7 @@ public final class GpuBench {
                 row("1,000 virtual threads x 3 awaits of 5 ms kernels, 8 streams, `await()`", cpu0, t0,
                         scannerCpu(d) - scanner0);
             }
-            try (CudaDevice d = CudaDevice.open(0, ReactorConfig.builder()
-                    .strategy(io.cudaloom.CompletionStrategy.SYNCHRONIZE).build()); Kernels k = d.loadKernels()) {
+            try (CudaDevice d = CudaDevice.open(0); Kernels k = d.loadKernels()) {
                 List<CudaStream> s = streams(d);
                 warm(d, k, s);
                 long cpu0 = OS.getProcessCpuTime(), t0 = System.nanoTime();
@@ -113,7 +112,7 @@ public final class GpuBench {
                     CudaStream st = s.get(i % STREAMS);
                     for (int r = 0; r < 3; r++) {
                         k.launchSpin(st, 5_000_000L);
-                        st.await(); // cuStreamSynchronize on this platform thread
+                        st.synchronize(); // cuStreamSynchronize on this platform thread
                     }
                 });
                 row("1,000 platform threads x 3 of the same, `cuStreamSynchronize`", cpu0, t0, 0);
@@ -198,8 +197,7 @@ public final class GpuBench {
                         + stats.inlineCompletions() + " inline, " + stats.immediate() + " already done, "
                         + stats.fallbacks() + " fallbacks |  |  |  |");
             }
-            try (CudaDevice d = CudaDevice.open(0, ReactorConfig.builder()
-                    .strategy(io.cudaloom.CompletionStrategy.SYNCHRONIZE).build()); Kernels k = d.loadKernels()) {
+            try (CudaDevice d = CudaDevice.open(0); Kernels k = d.loadKernels()) {
                 List<CudaStream> s = streams(d);
                 warm(d, k, s);
                 int pool = 64;
@@ -209,7 +207,7 @@ public final class GpuBench {
                     CudaStream st = s.get(i % STREAMS);
                     for (int r = 0; r < each; r++) {
                         k.launchSpin(st, kernel);
-                        st.await();
+                        st.synchronize();
                     }
                 });
                 tput("64 platform threads, `cuStreamSynchronize`", round, (long) pool * each, t0, cpu0);

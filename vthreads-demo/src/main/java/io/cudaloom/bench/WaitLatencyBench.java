@@ -26,7 +26,10 @@ public final class WaitLatencyBench {
         void waitFor(CudaStream s) throws Exception;
     }
 
-    record Method(String name, ReactorConfig config, boolean virtualThread, boolean rawQuerySpin) {}
+    /** How the benchmark thread waits. */
+    enum Wait { AWAIT, SYNCHRONIZE, QUERY_SPIN }
+
+    record Method(String name, ReactorConfig config, boolean virtualThread, Wait waitBy) {}
 
     public static void main(String[] args) throws Exception {
         int iterations = args.length > 0 ? Integer.parseInt(args[0]) : 3000;
@@ -38,20 +41,19 @@ public final class WaitLatencyBench {
             csv.println("method,us");
         }
         List<Method> methods = List.of(
-                new Method("await(), virtual thread, reactor defaults (waiter spin 50 us)", ReactorConfig.defaults(), true, false),
+                new Method("await(), virtual thread, reactor defaults (waiter spin 50 us)", ReactorConfig.defaults(), true, Wait.AWAIT),
                 new Method("await(), virtual thread, waiter spin 20 us (the earlier default)",
-                        ReactorConfig.builder().waiterSpin(Duration.ofNanos(20_000)).build(), true, false),
+                        ReactorConfig.builder().waiterSpin(Duration.ofNanos(20_000)).build(), true, Wait.AWAIT),
                 new Method("await(), virtual thread, no waiter spin (scanner wakes it)",
-                        ReactorConfig.builder().waiterSpin(Duration.ZERO).build(), true, false),
+                        ReactorConfig.builder().waiterSpin(Duration.ZERO).build(), true, Wait.AWAIT),
                 new Method("await(), no waiter spin, scanner spins 1 ms before backing off",
-                        ReactorConfig.builder().waiterSpin(Duration.ZERO).scannerSpin(Duration.ofMillis(1)).build(), true, false),
+                        ReactorConfig.builder().waiterSpin(Duration.ZERO).scannerSpin(Duration.ofMillis(1)).build(), true, Wait.AWAIT),
                 new Method("await(), no waiter spin, scanner parks at once (20 us..1 ms back-off)",
-                        ReactorConfig.builder().waiterSpin(Duration.ZERO).scannerSpin(Duration.ZERO).build(), true, false),
-                new Method("cuStreamSynchronize, platform thread",
-                        ReactorConfig.builder().strategy(CompletionStrategy.SYNCHRONIZE).build(), false, false),
-                new Method("spin on cuStreamQuery, platform thread", ReactorConfig.defaults(), false, true),
+                        ReactorConfig.builder().waiterSpin(Duration.ZERO).scannerSpin(Duration.ZERO).build(), true, Wait.AWAIT),
+                new Method("cuStreamSynchronize, platform thread", ReactorConfig.defaults(), false, Wait.SYNCHRONIZE),
+                new Method("spin on cuStreamQuery, platform thread", ReactorConfig.defaults(), false, Wait.QUERY_SPIN),
                 new Method("cuLaunchHostFunc + unpark, virtual thread",
-                        ReactorConfig.builder().strategy(CompletionStrategy.HOST_CALLBACK).build(), true, false));
+                        ReactorConfig.builder().strategy(CompletionStrategy.HOST_CALLBACK).build(), true, Wait.AWAIT));
         long[] kernels = {0, 20_000, 200_000};
         System.out.printf("# Wait latency, one waiter (%d iterations, %d warm-up; microseconds)%n%n", iterations, warmup);
         System.out.println("| kernel | wait method | round | p50 | p90 | p99 | CPU per wait |");
@@ -94,7 +96,7 @@ public final class WaitLatencyBench {
                         } else {
                             k.launchSpin(stream, kernelNanos);
                         }
-                        if (m.rawQuerySpin()) {
+                        if (m.waitBy() == Wait.QUERY_SPIN) {
                             device.makeCurrent();
                             int r;
                             while ((r = JCudaDriver.cuStreamQuery(stream.handle())) == CUresult.CUDA_ERROR_NOT_READY) {
@@ -103,6 +105,8 @@ public final class WaitLatencyBench {
                             if (r != CUresult.CUDA_SUCCESS) {
                                 throw new IllegalStateException("cuStreamQuery: " + CUresult.stringFor(r));
                             }
+                        } else if (m.waitBy() == Wait.SYNCHRONIZE) {
+                            stream.synchronize();
                         } else {
                             stream.await();
                         }
