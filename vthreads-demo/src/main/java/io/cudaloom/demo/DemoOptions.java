@@ -5,7 +5,7 @@ import java.util.Locale;
 
 /**
  * The demo's command line. {@link #parse} rejects anything it does not understand with a
- * {@link UsageException}, which {@link DemoMain} turns into the usage text and exit code 2.
+ * {@link UsageException}, which {@link DemoMain} turns into a one-line error and exit code 2.
  *
  * @param mode what to run
  * @param threads virtual threads of the await demo
