@@ -3,14 +3,17 @@ package io.cudaloom.demo;
 import io.cudaloom.GpuDevice;
 import io.cudaloom.ReactorConfig;
 import io.cudaloom.sim.SimulatedDevice;
+import java.io.IOException;
 import java.io.PrintStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
 
 /**
  * The demo a new user runs first. See {@link DemoOptions#USAGE}; with Maven:
- * {@code mvn -q -pl vthreads-demo -am package -DskipTests -Pdemo -Ddemo.args="--threads 10000"}.
+ * {@code mvn -q -pl vthreads-demo -am package -Dmaven.test.skip=true -Pdemo -Ddemo.args="--threads 10000"}.
  */
 public final class DemoMain {
     /** Concurrency levels of --load. */
@@ -20,21 +23,44 @@ public final class DemoMain {
 
     private DemoMain() {}
 
+    /**
+     * System property naming a file that receives the exit code as text ({@code -Pdemo} sets it, so
+     * that Maven exits with the demo's code). It holds {@value #STOPPED} while the demo runs, which
+     * stays if the JVM is stopped by a signal (Ctrl-C ends {@code --serve} that way).
+     */
+    static final String EXIT_CODE_FILE_PROPERTY = "cudaloom.demo.exitCodeFile";
+    static final String STOPPED = "stopped";
+
     public static void main(String[] args) {
+        String exitCodeFile = System.getProperty(EXIT_CODE_FILE_PROPERTY, "");
+        writeExitCode(exitCodeFile, STOPPED);
         int code = run(args, System.out, System.err);
         System.out.flush();
+        writeExitCode(exitCodeFile, Integer.toString(code));
         System.exit(code);
     }
 
-    /** Runs the demo; returns the exit code (0 ok, 1 failed, 2 usage). Table on out, the rest on err. */
+    private static void writeExitCode(String file, String text) {
+        if (file.isEmpty()) {
+            return;
+        }
+        try {
+            Files.writeString(Path.of(file), text + "\n");
+        } catch (IOException e) {
+            System.err.println("warning: cannot write the exit code to " + file + ": " + e);
+        }
+    }
+
+    /**
+     * Runs the demo; returns the exit code (0 ok, 1 failed, 2 usage). Table on out, the rest on err;
+     * an error is one line on err.
+     */
     public static int run(String[] args, PrintStream out, PrintStream err) {
         DemoOptions options;
         try {
             options = DemoOptions.parse(args);
         } catch (DemoOptions.UsageException e) {
-            err.println("error: " + e.getMessage());
-            err.println();
-            err.print(DemoOptions.USAGE);
+            err.println("error: " + e.getMessage() + " (--help lists the options)");
             return 2;
         }
         if (options.mode() == DemoOptions.Mode.HELP) {
@@ -64,6 +90,10 @@ public final class DemoMain {
             };
         } catch (UnsupportedOperationException e) {
             err.println("error: " + e.getMessage());
+            return 1;
+        } catch (DemoServer.PortInUseException e) {
+            err.println("error: port " + e.port() + " on " + DemoServer.HOST + " is already in use;"
+                    + " choose another with --port P (--port 0 takes any free port)");
             return 1;
         } catch (InterruptedException e) {
             err.println("interrupted");

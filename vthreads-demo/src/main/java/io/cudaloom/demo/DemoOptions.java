@@ -5,7 +5,7 @@ import java.util.Locale;
 
 /**
  * The demo's command line. {@link #parse} rejects anything it does not understand with a
- * {@link UsageException}, which {@link DemoMain} turns into the usage text and exit code 2.
+ * {@link UsageException}, which {@link DemoMain} turns into a one-line error and exit code 2.
  *
  * @param mode what to run
  * @param threads virtual threads of the await demo
@@ -50,6 +50,7 @@ public record DemoOptions(
               --seconds S       time limit per concurrency level of --load (default 10, 1..600)
               --help            this text
 
+            A value follows its option after a space or an equals sign: --threads 100, --threads=100.
             Exit codes: 0 ok, 1 a check failed or the device could not be opened, 2 bad usage.
             """;
 
@@ -67,6 +68,10 @@ public record DemoOptions(
         return mode == Mode.SERVE ? 8080 : 0;
     }
 
+    /**
+     * Parses the command line. A value follows its option either as the next argument
+     * ({@code --threads 100}) or after an equals sign ({@code --threads=100}).
+     */
     public static DemoOptions parse(String... args) throws UsageException {
         DemoOptions d = defaults();
         Mode mode = null;
@@ -75,32 +80,34 @@ public record DemoOptions(
         String device = d.device;
         Duration kernel = d.kernelTime, timeLimit = d.timeLimit;
         boolean loadOnlyFlag = false;
-        for (int i = 0; i < args.length; i++) {
-            String a = args[i];
+        Cursor c = new Cursor(args);
+        while (c.next()) {
+            String a = c.option;
             switch (a) {
-                case "--help", "-h" -> mode = setMode(mode, Mode.HELP, a);
-                case "--serve" -> mode = setMode(mode, Mode.SERVE, a);
-                case "--load" -> mode = setMode(mode, Mode.LOAD, a);
-                case "--threads" -> threads = intValue(args, ++i, a, 1, 1_000_000);
-                case "--iterations" -> iterations = intValue(args, ++i, a, 1, 1_000_000);
-                case "--streams" -> streams = intValue(args, ++i, a, 1, 1024);
-                case "--kernel-us" -> kernel = Duration.ofNanos(1000L * intValue(args, ++i, a, 0, 1_000_000));
-                case "--port" -> port = intValue(args, ++i, a, 0, 65_535);
+                case "--help", "-h" -> mode = setMode(mode, Mode.HELP, c.flag());
+                case "--serve" -> mode = setMode(mode, Mode.SERVE, c.flag());
+                case "--load" -> mode = setMode(mode, Mode.LOAD, c.flag());
+                case "--threads" -> threads = c.intValue(1, 1_000_000);
+                case "--iterations" -> iterations = c.intValue(1, 1_000_000);
+                case "--streams" -> streams = c.intValue(1, 1024);
+                case "--kernel-us" -> kernel = Duration.ofNanos(1000L * c.intValue(0, 1_000_000));
+                case "--port" -> port = c.intValue(0, 65_535);
                 case "--requests" -> {
-                    requests = intValue(args, ++i, a, 1, 10_000_000);
+                    requests = c.intValue(1, 10_000_000);
                     loadOnlyFlag = true;
                 }
                 case "--seconds" -> {
-                    timeLimit = Duration.ofSeconds(intValue(args, ++i, a, 1, 600));
+                    timeLimit = Duration.ofSeconds(c.intValue(1, 600));
                     loadOnlyFlag = true;
                 }
                 case "--device" -> {
-                    device = value(args, ++i, a).toLowerCase(Locale.ROOT);
+                    String given = c.value();
+                    device = given.toLowerCase(Locale.ROOT);
                     if (!device.equals("auto") && !device.equals("sim") && !device.equals("cuda")) {
-                        throw new UsageException("--device must be auto, sim or cuda, was '" + args[i] + "'");
+                        throw new UsageException("--device must be auto, sim or cuda, was '" + given + "'");
                     }
                 }
-                default -> throw new UsageException(a.isEmpty() ? "empty argument" : "unknown option '" + a + "'");
+                default -> throw new UsageException(c.arg.isEmpty() ? "empty argument" : "unknown option '" + a + "'");
             }
         }
         mode = mode == null ? Mode.RUN : mode;
@@ -120,25 +127,76 @@ public record DemoOptions(
         return current == Mode.HELP ? current : wanted;
     }
 
-    private static String value(String[] args, int i, String flag) throws UsageException {
-        if (i >= args.length || args[i].startsWith("--")) {
-            throw new UsageException(flag + " needs a value");
-        }
-        return args[i];
-    }
+    /**
+     * Walks the arguments: {@link #option} is the current option's name ({@code --threads} for both
+     * {@code --threads 5} and {@code --threads=5}); {@link #value} takes its value.
+     */
+    private static final class Cursor {
+        private final String[] args;
+        private int i = -1;
+        /** The current argument as given. */
+        String arg = "";
+        /** Its option name: the argument up to the first '=' of a {@code --name=value} form. */
+        String option = "";
+        /** The text after '=' in the {@code --name=value} form, else null. */
+        private String inline;
 
-    private static int intValue(String[] args, int i, String flag, int min, int max) throws UsageException {
-        String v = value(args, i, flag).replace("_", "").replace(",", "");
-        int n;
-        try {
-            n = Integer.parseInt(v);
-        } catch (NumberFormatException e) {
-            throw new UsageException(flag + " needs a whole number, was '" + args[i] + "'");
+        Cursor(String[] args) {
+            this.args = args;
         }
-        if (n < min || n > max) {
-            throw new UsageException(flag + " must be between " + min + " and " + max + ", was " + n);
+
+        boolean next() {
+            if (++i >= args.length) {
+                return false;
+            }
+            arg = args[i];
+            int eq = arg.indexOf('=');
+            if (arg.startsWith("--") && eq > 2) {
+                option = arg.substring(0, eq);
+                inline = arg.substring(eq + 1);
+            } else {
+                option = arg;
+                inline = null;
+            }
+            return true;
         }
-        return n;
+
+        /** The current option, which takes no value. */
+        String flag() throws UsageException {
+            if (inline != null) {
+                throw new UsageException(option + " takes no value, was '" + arg + "'");
+            }
+            return option;
+        }
+
+        /** The value of the current option: after its '=' or the next argument (then consumed). */
+        String value() throws UsageException {
+            if (inline != null) {
+                if (inline.isEmpty()) {
+                    throw new UsageException(option + " needs a value");
+                }
+                return inline;
+            }
+            if (i + 1 >= args.length || args[i + 1].startsWith("--")) {
+                throw new UsageException(option + " needs a value");
+            }
+            return args[++i];
+        }
+
+        int intValue(int min, int max) throws UsageException {
+            String given = value();
+            String v = given.replace("_", "").replace(",", "");
+            int n;
+            try {
+                n = Integer.parseInt(v);
+            } catch (NumberFormatException e) {
+                throw new UsageException(option + " needs a whole number, was '" + given + "'");
+            }
+            if (n < min || n > max) {
+                throw new UsageException(option + " must be between " + min + " and " + max + ", was " + n);
+            }
+            return n;
+        }
     }
 
     /** A bad command line: the message says what was wrong. */

@@ -1,5 +1,7 @@
 package io.cudaloom.demo;
 
+import java.io.IOException;
+import java.net.BindException;
 import java.net.URI;
 import org.eclipse.jetty.ee10.servlet.ServletContextHandler;
 import org.eclipse.jetty.ee10.servlet.ServletHolder;
@@ -29,7 +31,11 @@ public final class DemoServer implements AutoCloseable {
         this.connector = connector;
     }
 
-    /** Starts the server on {@code port} (0: any free port) and returns once it accepts requests. */
+    /**
+     * Starts the server on {@code port} (0: any free port) and returns once it accepts requests.
+     *
+     * @throws PortInUseException if something else already listens on {@code port}
+     */
     public static DemoServer start(DemoWorkload workload, int port) throws Exception {
         VirtualThreadPool threads = new VirtualThreadPool();
         threads.setName("demo-http");
@@ -56,9 +62,41 @@ public final class DemoServer implements AutoCloseable {
             server.start();
         } catch (Exception e) {
             server.stop();
+            if (causedByBindException(e)) {
+                throw new PortInUseException(port, e);
+            }
             throw e;
         }
         return new DemoServer(server, connector);
+    }
+
+    private static boolean causedByBindException(Throwable t) {
+        for (Throwable c = t; c != null; c = c.getCause()) {
+            if (c instanceof BindException) {
+                return true;
+            }
+            for (Throwable s : c.getSuppressed()) {
+                if (causedByBindException(s)) {
+                    return true;
+                }
+            }
+        }
+        return false;
+    }
+
+    /** The port asked for is taken (e.g. another server already listens on it). */
+    public static final class PortInUseException extends IOException {
+        private static final long serialVersionUID = 1L;
+        private final int port;
+
+        PortInUseException(int port, Throwable cause) {
+            super("port " + port + " on " + HOST + " is already in use", cause);
+            this.port = port;
+        }
+
+        public int port() {
+            return port;
+        }
     }
 
     public int port() {

@@ -4,11 +4,19 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayOutputStream;
+import java.io.IOException;
 import java.io.PrintStream;
+import java.net.InetAddress;
+import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /** The demo's command line end to end: exit codes, usage, and the printed table. */
 class DemoMainTest {
@@ -24,12 +32,55 @@ class DemoMainTest {
     }
 
     @Test
-    void invalidFlagPrintsUsageOnStderrAndExitsWith2() {
+    void invalidFlagIsOneLineOnStderrAndExitsWith2() {
         Outcome o = run("--threads", "many");
         assertEquals(2, o.code());
-        assertTrue(o.err().startsWith("error: --threads needs a whole number, was 'many'"), o.err());
-        assertTrue(o.err().contains("usage: DemoMain [options]"), o.err());
+        assertEquals("error: --threads needs a whole number, was 'many' (--help lists the options)"
+                + System.lineSeparator(), o.err());
         assertEquals("", o.out(), "nothing on stdout for a usage error");
+    }
+
+    @Test
+    void equalsFormWorksEndToEnd() {
+        Outcome o = run("--device=sim", "--threads=10", "--iterations=1", "--kernel-us=0");
+        assertEquals(0, o.code(), o.out() + o.err());
+        assertTrue(o.out().contains("10 virtual threads x 1 iterations"), o.out());
+    }
+
+    @Test
+    void serveOnABusyPortNamesThePortAndHowToChooseAnother() throws IOException {
+        try (ServerSocket busy = new ServerSocket(0, 50, InetAddress.getByName(DemoServer.HOST))) {
+            int port = busy.getLocalPort();
+            for (String mode : new String[] {"--serve", "--load"}) {
+                Outcome o = run(mode, "--port=" + port, "--device", "sim");
+                assertEquals(1, o.code(), mode + ": " + o.err());
+                List<String> lines = o.err().lines().toList();
+                assertEquals("error: port " + port + " on 127.0.0.1 is already in use; choose another with"
+                        + " --port P (--port 0 takes any free port)", lines.get(lines.size() - 1), o.err());
+                assertTrue(lines.size() <= 2, "at most the device line before the error: " + o.err());
+                assertEquals("", o.out(), mode);
+            }
+        }
+    }
+
+    @Test
+    void mainExitsWithTheCodeAndWritesItForMaven(@TempDir Path dir) throws Exception {
+        // A child JVM, because main calls System.exit: -Pdemo relies on both the exit code file
+        // (Maven exits with its code) and the program's own exit status.
+        Path codeFile = dir.resolve("demo-exit-code");
+        Path errFile = dir.resolve("stderr");
+        Process p = new ProcessBuilder(ProcessHandle.current().info().command().orElseThrow(),
+                "-cp", System.getProperty("java.class.path"),
+                "-D" + DemoMain.EXIT_CODE_FILE_PROPERTY + "=" + codeFile,
+                DemoMain.class.getName(), "--threads", "x")
+                .redirectError(errFile.toFile())
+                .redirectOutput(ProcessBuilder.Redirect.DISCARD)
+                .start();
+        assertTrue(p.waitFor(60, TimeUnit.SECONDS), "the demo JVM did not end");
+        assertEquals(2, p.exitValue());
+        assertEquals("2", Files.readString(codeFile).strip());
+        assertEquals(List.of("error: --threads needs a whole number, was 'x' (--help lists the options)"),
+                Files.readAllLines(errFile));
     }
 
     @Test

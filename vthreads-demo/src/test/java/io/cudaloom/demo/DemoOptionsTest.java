@@ -51,6 +51,25 @@ class DemoOptionsTest {
         assertEquals(Mode.HELP, DemoOptions.parse("-h").mode());
     }
 
+    @Test
+    void parsesTheEqualsForm() throws UsageException {
+        DemoOptions o = DemoOptions.parse("--threads=1_000", "--iterations=3", "--device=SIM",
+                "--streams=4", "--kernel-us=0");
+        assertEquals(DemoOptions.parse("--threads", "1_000", "--iterations", "3", "--device", "SIM",
+                "--streams", "4", "--kernel-us", "0"), o);
+        assertEquals(1_000, o.threads());
+        assertEquals("sim", o.device());
+
+        assertEquals(9090, DemoOptions.parse("--serve", "--port=9090").effectivePort());
+        DemoOptions load = DemoOptions.parse("--load", "--requests=500", "--seconds", "3");
+        assertEquals(500, load.requests());
+        assertEquals(Duration.ofSeconds(3), load.timeLimit());
+        // both forms in one line
+        DemoOptions mixed = DemoOptions.parse("--threads", "7", "--iterations=2");
+        assertEquals(7, mixed.threads());
+        assertEquals(2, mixed.iterations());
+    }
+
     @ParameterizedTest(name = "[{index}] {0}")
     @CsvSource(delimiter = '|', value = {
         "--bogus                          | unknown option '--bogus'",
@@ -69,6 +88,15 @@ class DemoOptionsTest {
         "--serve --load                   | --load cannot be combined with --serve",
         "--load --seconds 0               | --seconds must be between 1 and 600",
         "threads 5                        | unknown option 'threads'",
+        "--threads=                       | --threads needs a value",
+        "--threads=ten                    | --threads needs a whole number, was 'ten'",
+        "--threads=0                      | --threads must be between 1 and 1000000, was 0",
+        "--device=tpu                     | --device must be auto, sim or cuda, was 'tpu'",
+        "--device=sim=cuda                | --device must be auto, sim or cuda, was 'sim=cuda'",
+        "--bogus=1                        | unknown option '--bogus'",
+        "--serve=yes                      | --serve takes no value, was '--serve=yes'",
+        "--help=1                         | --help takes no value, was '--help=1'",
+        "--port=8080                      | --port needs --serve or --load",
     })
     void rejectsBadCommandLines(String line, String message) {
         UsageException e = assertThrows(UsageException.class, () -> DemoOptions.parse(line.trim().split("\\s+")));
