@@ -396,9 +396,9 @@ class CudaReactorGpuTest {
         return at >= 0 ? s.substring(at + 1) : s;
     }
 
-    /** The A/B strategies (host callback, synchronize) also complete with correct data. */
+    /** Every completion strategy completes with correct data. */
     @Test
-    void hostCallbackAndSynchronizeStrategies() throws Exception {
+    void everyStrategyCompletesWithCorrectData() throws Exception {
         for (CompletionStrategy strategy : CompletionStrategy.values()) {
             try (CudaDevice device = GpuTestSupport.openOrSkip(ReactorConfig.builder().strategy(strategy).build());
                     Kernels k = device.loadKernels();
