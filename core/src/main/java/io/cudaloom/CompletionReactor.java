@@ -1,23 +1,18 @@
 package io.cudaloom;
 
-import io.cudaloom.protocol.RetiredBatch;
 import io.cudaloom.protocol.SlotTable;
+import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
-import java.util.ArrayList;
-import java.util.IdentityHashMap;
-import java.util.List;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ThreadFactory;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
-import java.util.function.IntConsumer;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -37,7 +32,7 @@ import org.jspecify.annotations.Nullable;
  * withdraws its registration the way a timed-out await does: the payload (or fallback target) is
  * taken back with a compare-and-set that races the consumer's get-and-set, so it is either
  * delivered or withdrawn, never both; the slot stays armed until the device's write lands.
- * Completions never throw into the thread that runs them ({@link #completeGuarded}).
+ * Completions never throw into the thread that runs them ({@link Scanner#completeGuarded}).
  *
  * <h2>Scanner</h2>
  * Scans the armed slots with plain acquire loads (no driver call on this path) and completes every
@@ -56,14 +51,17 @@ import org.jspecify.annotations.Nullable;
  */
 public final class CompletionReactor implements AutoCloseable {
     private static final AtomicInteger IDS = new AtomicInteger();
-    /** The longest timed park of an otherwise idle scanner that still holds quarantined slots. */
-    private static final long MAX_QUARANTINE_PARK_NANOS = 100_000_000L;
-    private static final java.lang.invoke.VarHandle LAST_GROUP;
+    private static final VarHandle LAST_GROUP;
+    private static final VarHandle STATE;
+    /** Lifecycle: open; closed to new work (close() ran, or the scanner died of an Error); memory freed. */
+    private static final int OPEN = 0;
+    private static final int CLOSED = 1;
+    private static final int RELEASED = 2;
 
     static {
         try {
-            LAST_GROUP = java.lang.invoke.MethodHandles.lookup()
-                    .findVarHandle(GpuStream.class, "lastGroup", WaitGroup.class);
+            LAST_GROUP = MethodHandles.lookup().findVarHandle(GpuStream.class, "lastGroup", WaitGroup.class);
+            STATE = MethodHandles.lookup().findVarHandle(CompletionReactor.class, "state", int.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -80,16 +78,19 @@ public final class CompletionReactor implements AutoCloseable {
      * Null only for a slot never armed, which the consumer never visits ({@link #streamOf}).
      */
     private final @Nullable GpuStream[] slotStream;
-    private final Thread scanner;
+    private final Scanner scanner;
+    private final Thread scannerThread;
     private final Executor callbackExecutor;
 
-    /** Set first by close(); registrants re-check it after publishing (see {@link #arm}). */
-    private volatile boolean closed;
-    private final AtomicBoolean closing = new AtomicBoolean();
-    private volatile boolean stopScanner;
-    private volatile boolean memoryReleased;
-    /** Set by close() when called on the scanner thread; read by that thread only. */
-    private boolean closedOnScanner;
+    /**
+     * {@link #OPEN}, {@link #CLOSED} or {@link #RELEASED}; leaves OPEN by one compare-and-set, so
+     * exactly one closer finishes the shutdown. Registrants re-check it after publishing (see
+     * {@link #arm}); the scanner loop runs while it is OPEN.
+     */
+    @SuppressWarnings("unused") // through STATE
+    private volatile int state;
+    /** The Error that stopped the scanner, if that is what closed the reactor; written before STATE. */
+    private volatile @Nullable Throwable stopCause;
 
     private final Set<FallbackRegistration> fallbacks = ConcurrentHashMap.newKeySet();
     /** Outstanding fallbacks; its 0-to-1 transition wakes the scanner, which probes their streams. */
@@ -105,24 +106,6 @@ public final class CompletionReactor implements AutoCloseable {
     private final LongAdder faults = new LongAdder();
     private final LongAdder scannerUnparks = new LongAdder();
     private final LongAdder coalesced = new LongAdder();
-    // Written by the consumer only; volatile so stats() sees recent values.
-    private volatile long scannerParks;
-    private volatile long scannerTimedParks;
-    private volatile long scanPasses;
-    private volatile long faultProbes;
-
-    // ---- consumer-owned state (scanner thread; after it stops, the closing or reclaimer thread) --
-    private final RetiredBatch<Completion> batch;
-    private final RetiredBatch<Completion> failBatch;
-    /** Slots taken out of service: faulted (until their stream settles) or held by close. */
-    private final List<Integer> quarantine = new ArrayList<>();
-    /** Free slots taken out of circulation by close(), so no registrant can claim them any more. */
-    private int heldFree;
-    private volatile int quarantinedCount;
-    /** The idle scanner's next timed park while {@link #quarantine} is not empty. */
-    private long quarantineParkNanos;
-    private final Set<GpuStream> probeStreams = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
-    private final IntConsumer collectProbeStream;
 
     CompletionReactor(GpuDevice device, ReactorConfig config) {
         this.device = Objects.requireNonNull(device, "device");
@@ -136,18 +119,25 @@ public final class CompletionReactor implements AutoCloseable {
         }
         this.table = new SlotTable<>(capacity, flagMemory.flags());
         this.slotStream = new GpuStream[capacity];
-        this.batch = new RetiredBatch<>(capacity);
-        this.failBatch = new RetiredBatch<>(capacity);
-        this.collectProbeStream = slot -> probeStreams.add(streamOf(slot));
-        this.quarantineParkNanos = firstQuarantineParkNanos();
+        this.scanner = new Scanner(this, table, config);
         int id = IDS.incrementAndGet();
-        ThreadFactory callbacks = Thread.ofVirtual().name("cuda-loom-callback-" + id + "-", 0).factory();
-        this.callbackExecutor = task -> callbacks.newThread(task).start();
-        this.scanner = Thread.ofPlatform()
-                .name("cuda-loom-scanner-" + id + " (" + device.name() + ")")
-                .daemon(true)
-                .unstarted(this::scanLoop);
-        scanner.start();
+        // The reactor's threads serve every user of the device: like the JDK's poller threads they
+        // inherit no inheritable thread-locals and no context class loader from whoever opened it.
+        ThreadFactory callbacks = Thread.ofVirtual().name("cuda-loom-callback-" + id + "-", 0)
+                .inheritInheritableThreadLocals(false).factory();
+        this.callbackExecutor = task -> {
+            Thread t = callbacks.newThread(task);
+            t.setContextClassLoader(ClassLoader.getSystemClassLoader());
+            t.start();
+        };
+        this.scannerThread = systemThread("cuda-loom-scanner-" + id + " (" + device.name() + ")", scanner);
+        scannerThread.start();
+    }
+
+    private static Thread systemThread(String name, Runnable task) {
+        Thread t = Thread.ofPlatform().name(name).daemon(true).inheritInheritableThreadLocals(false).unstarted(task);
+        t.setContextClassLoader(ClassLoader.getSystemClassLoader());
+        return t;
     }
 
     public GpuDevice device() {
@@ -160,7 +150,7 @@ public final class CompletionReactor implements AutoCloseable {
 
     /** The scanner thread (for diagnostics and tests). */
     public Thread scannerThread() {
-        return scanner;
+        return scannerThread;
     }
 
     /** Runs completion callbacks of {@link GpuEvent#toCompletableFuture()}: a virtual thread each. */
@@ -169,12 +159,12 @@ public final class CompletionReactor implements AutoCloseable {
     }
 
     public boolean isClosed() {
-        return closed;
+        return state != OPEN;
     }
 
     /** True once the flag memory has been freed (after {@link #close()}, when nothing can land). */
     public boolean isMemoryReleased() {
-        return memoryReleased;
+        return state == RELEASED;
     }
 
     /**
@@ -209,13 +199,14 @@ public final class CompletionReactor implements AutoCloseable {
                 fallbackCount.sum(),
                 abandoned.sum(),
                 faults.sum(),
-                scannerParks,
-                scannerTimedParks,
+                scanner.count(Scanner.PARKS),
+                scanner.count(Scanner.TIMED_PARKS),
                 scannerUnparks.sum(),
-                scanPasses,
-                faultProbes,
-                quarantinedCount,
-                coalesced.sum());
+                scanner.count(Scanner.PASSES),
+                scanner.count(Scanner.PROBES),
+                (int) scanner.count(Scanner.QUARANTINED),
+                coalesced.sum(),
+                scanner.count(Scanner.ERRORS));
     }
 
     // ---- await --------------------------------------------------------------------------------
@@ -427,10 +418,10 @@ public final class CompletionReactor implements AutoCloseable {
         if (table.publish(ticket, completion)) {
             wakeScanner();
         }
-        // Dekker with close(): close writes `closed` then reads the bits; we wrote our bit (a
-        // volatile read-modify-write) and now read `closed`. At least one of us sees the other:
+        // Dekker with close(): close writes the state then reads the bits; we wrote our bit (a
+        // volatile read-modify-write) and now read the state. At least one of us sees the other:
         // either close() drains our slot and delivers the closed failure, or we see `closed` here.
-        if (closed && table.cancel(ticket, completion)) {
+        if (isClosed() && table.cancel(ticket, completion)) {
             throw closedFailure();
         }
         return ticket;
@@ -441,7 +432,7 @@ public final class CompletionReactor implements AutoCloseable {
                 this, stream, syntheticTicket(), completion);
         fallbacks.add(fb);
         if (fallbackOutstanding.getAndIncrement() == 0) {
-            LockSupport.unpark(scanner); // so it probes this stream for faults
+            LockSupport.unpark(scannerThread); // so it probes this stream for faults
         }
         boolean enqueued;
         RuntimeException refusal = null;
@@ -466,7 +457,7 @@ public final class CompletionReactor implements AutoCloseable {
             throw e;
         }
         // Same Dekker pairing as in arm(): the set insertion above is a volatile write.
-        if (closed && fb.cancel(completion)) {
+        if (isClosed() && fb.cancel(completion)) {
             throw closedFailure();
         }
         return fb;
@@ -479,7 +470,7 @@ public final class CompletionReactor implements AutoCloseable {
 
     private void wakeScanner() {
         scannerUnparks.increment();
-        LockSupport.unpark(scanner);
+        LockSupport.unpark(scannerThread);
     }
 
     /**
@@ -555,7 +546,7 @@ public final class CompletionReactor implements AutoCloseable {
                 throw new GpuFaultException(message, failure);
             }
             if (failure instanceof ReactorClosedException) {
-                throw new ReactorClosedException(message);
+                throw new ReactorClosedException(message, failure);
             }
             throw new IllegalStateException(message, failure); // e.g. a shared registration refused
         }
@@ -574,143 +565,13 @@ public final class CompletionReactor implements AutoCloseable {
         }
     }
 
-    // ---- scanner ------------------------------------------------------------------------------
-
-    private void scanLoop() {
-        long lastProgress = System.nanoTime();
-        long lastProbe = lastProgress;
-        while (!stopScanner) {
-            table.scanOnce(batch);
-            scanPasses++;
-            if (!batch.isEmpty()) {
-                deliver(batch, null);
-                lastProgress = System.nanoTime();
-                continue;
-            }
-            if (table.isIdle() && fallbackOutstanding.get() == 0) {
-                // Park gate: the armed count, not this pass's bits. A registration that raced
-                // ahead of this check made its volatile read-modify-write of the count, then its
-                // unpark (SlotTable orderings 3 and 9): that unpark is our permit, so park
-                // returns at once.
-                if (quarantine.isEmpty()) {
-                    scannerParks++;
-                    LockSupport.park(this);
-                    quarantineParkNanos = firstQuarantineParkNanos();
-                } else {
-                    // Nothing armed, but slots of a faulted stream wait for its writes to settle:
-                    // nobody else would bring them back, so look again on a timer that doubles
-                    // up to MAX_QUARANTINE_PARK_NANOS (a registration still wakes us at once).
-                    recycleSettledQuarantine();
-                    if (!quarantine.isEmpty()) {
-                        scannerTimedParks++;
-                        LockSupport.parkNanos(this, quarantineParkNanos);
-                        quarantineParkNanos = Math.min(quarantineParkNanos << 1, MAX_QUARANTINE_PARK_NANOS);
-                    }
-                }
-                lastProgress = lastProbe = System.nanoTime();
-                continue;
-            }
-            long now = System.nanoTime();
-            if (now - lastProbe >= config.faultProbeIntervalNanos()) {
-                probeForFaults();
-                lastProbe = now;
-            }
-            long waited = now - lastProgress;
-            if (waited < config.scannerSpinNanos()) {
-                Thread.onSpinWait();
-                continue;
-            }
-            long park = Math.max(config.scannerMinParkNanos(), Math.min(config.scannerMaxParkNanos(), waited >>> 3));
-            scannerTimedParks++;
-            LockSupport.parkNanos(this, park);
-        }
-        if (closedOnScanner) {
-            finishClose(); // close() was called on this thread, by a completion (see close)
-        }
-    }
-
-    private void deliver(RetiredBatch<Completion> retired, @Nullable RuntimeException failure) {
-        for (int i = 0; i < retired.size(); i++) {
-            Completion c = retired.payload(i);
-            if (c != null) {
-                completeGuarded(c, retired.ticket(i), failure);
-            }
-        }
-        retired.clear();
-    }
-
-    /**
-     * Runs a completion, reporting anything it throws (e.g. a caller's executor that rejects the
-     * callback) to the current thread's uncaught-exception handler instead of letting it escape:
-     * completions run on the scanner, which serves every waiter, on the closing thread, which must
-     * go on waking the others, and on a stream's host-callback thread, where an escaping exception
-     * would be taken for a fault of the stream.
-     */
-    static void completeGuarded(Completion c, long ticket, @Nullable RuntimeException failure) {
-        try {
-            c.complete(ticket, failure);
-        } catch (Throwable t) {
-            Thread.UncaughtExceptionHandler h = Thread.currentThread().getUncaughtExceptionHandler();
-            h.uncaughtException(Thread.currentThread(), t);
-        }
-    }
-
-    /** Query the streams of pending slots and fallbacks; fail the waiters of faulted streams. */
-    private void probeForFaults() {
-        faultProbes++;
-        probeStreams.clear();
-        table.forEachArmed(true, collectProbeStream);
-        for (FallbackRegistration fb : fallbacks) {
-            probeStreams.add(fb.stream);
-        }
-        for (GpuStream stream : probeStreams) {
-            if (stream.queryState() == StreamState.FAULTED) {
-                failStream(stream);
-            }
-        }
-        probeStreams.clear();
-        recycleSettledQuarantine();
-    }
-
-    private void failStream(GpuStream stream) {
-        GpuFaultException failure = faultOf(stream);
-        table.forEachArmed(true, slot -> {
-            if (slotStream[slot] == stream && table.failArmed(slot, failBatch)) {
-                quarantine.add(slot); // the dead stream's write must not land in a reused slot
-            }
-        });
-        quarantinedCount = quarantine.size();
-        deliver(failBatch, failure);
-        for (FallbackRegistration fb : fallbacks) {
-            if (fb.stream == stream) {
-                fb.complete(failure);
-            }
-        }
-    }
-
-    private void recycleSettledQuarantine() {
-        if (quarantine.isEmpty() || closed) {
-            return;
-        }
-        quarantine.removeIf(slot -> {
-            if (streamOf(slot).flagWritesSettled()) {
-                table.recycle(slot);
-                return true;
-            }
-            return false;
-        });
-        quarantinedCount = quarantine.size();
-    }
+    // ---- for the scanner ------------------------------------------------------------------------
 
     /**
      * The stream of a slot the consumer saw armed or holds in quarantine: written by its registrant
      * before the publish whose bit the consumer observed, so never null here.
      */
-    private long firstQuarantineParkNanos() {
-        return Math.max(100_000L, config.faultProbeIntervalNanos());
-    }
-
-    private GpuStream streamOf(int slot) {
+    GpuStream streamOf(int slot) {
         GpuStream stream = slotStream[slot];
         if (stream == null) {
             throw new AssertionError("slot " + slot + " is armed or quarantined but was never armed on a stream");
@@ -718,17 +579,49 @@ public final class CompletionReactor implements AutoCloseable {
         return stream;
     }
 
-    private GpuFaultException faultOf(GpuStream stream) {
+    @Nullable GpuStream slotStream(int slot) {
+        return slotStream[slot];
+    }
+
+    boolean fallbacksOutstanding() {
+        return fallbackOutstanding.get() != 0;
+    }
+
+    void forEachFallbackStream(Consumer<GpuStream> action) {
+        for (FallbackRegistration fb : fallbacks) {
+            action.accept(fb.stream);
+        }
+    }
+
+    /** Completes the fallbacks of {@code stream} (all of them if null) with {@code failure}. */
+    void failFallbacks(@Nullable GpuStream stream, RuntimeException failure) {
+        for (FallbackRegistration fb : fallbacks) {
+            if (stream == null || fb.stream == stream) {
+                fb.complete(failure);
+            }
+        }
+    }
+
+    GpuFaultException faultOf(GpuStream stream) {
+        return faultOf(stream, stream.faultDescription());
+    }
+
+    GpuFaultException faultOf(GpuStream stream, String description) {
         return new GpuFaultException("GPU work on " + stream + " of " + device.name()
-                + " can never complete: " + stream.faultDescription());
+                + " can never complete: " + description);
     }
 
     private ReactorClosedException closedFailure() {
+        Throwable cause = stopCause;
+        if (cause != null) {
+            return new ReactorClosedException("the completion reactor of " + device.name()
+                    + " stopped: its scanner failed with " + cause, cause);
+        }
         return new ReactorClosedException("the completion reactor of " + device.name() + " is closed");
     }
 
     private void checkOpen() {
-        if (closed) {
+        if (state != OPEN) {
             throw closedFailure();
         }
     }
@@ -747,25 +640,17 @@ public final class CompletionReactor implements AutoCloseable {
      */
     @Override
     public void close() {
-        if (!closing.compareAndSet(false, true)) {
+        if (!beginClose()) {
             return;
         }
-        closed = true; // first: registrants that publish from now on see it (Dekker, see arm)
-        // The Dekker pairing with arm()/registerFallback() needs this store ordered before the
-        // consumer's later reads of the active bits and the fallback set (reclaimStep). Those are
-        // acquire loads, and a volatile store is ordered only before later volatile loads: the
-        // fence gives the store-load order for them too.
-        VarHandle.fullFence();
-        stopScanner = true;
-        LockSupport.unpark(scanner); // on the scanner itself: a permit, so it does not park again
-        if (Thread.currentThread() == scanner) {
-            closedOnScanner = true; // read by this same thread when it leaves scanLoop
+        if (Thread.currentThread() == scannerThread) {
+            scanner.finishCloseOnExit(); // the scanner finishes it when it leaves its loop
             return;
         }
         boolean interrupted = false;
         while (true) {
             try {
-                scanner.join();
+                scannerThread.join();
                 break;
             } catch (InterruptedException e) {
                 interrupted = true;
@@ -776,57 +661,57 @@ public final class CompletionReactor implements AutoCloseable {
         finishClose();
     }
 
-    /** Shutdown as the consumer: one reclaim step now, the rest (if any) on a reclaimer thread. */
-    private void finishClose() {
-        if (!reclaimStep()) {
-            Thread.ofPlatform().name(scanner.getName().replace("scanner", "reclaimer")).daemon(true).start(() -> {
-                while (!reclaimStep()) {
-                    LockSupport.parkNanos(1_000_000L);
-                }
-            });
+    /**
+     * OPEN to CLOSED, once: true for the caller that did it (who must then see the shutdown
+     * through). Registrants that publish from now on see it (Dekker, see {@link #arm}).
+     */
+    private boolean beginClose() {
+        if (!STATE.compareAndSet(this, OPEN, CLOSED)) {
+            return false;
         }
+        // The Dekker pairing with arm()/registerFallback() needs this write ordered before the
+        // consumer's later reads of the active bits and the fallback set (reclaimStep). Those are
+        // acquire loads, and a volatile write is ordered only before later volatile loads: the
+        // fence gives the store-load order for them too. The unpark follows a volatile write
+        // (SlotTable ordering 9); on the scanner itself it leaves a permit, so it does not park.
+        VarHandle.fullFence();
+        LockSupport.unpark(scannerThread);
+        return true;
     }
 
     /**
-     * One step of shutdown as the consumer: wake whatever is still registered, take every free slot
-     * out of circulation, and free the flag memory once all slots are held here and every stream that
-     * was armed has settled. A registrant between claim and publish holds its slot out of our reach;
-     * it will publish (then see `closed`) or release it, and a later step collects it.
+     * Called on the scanner after an {@link Error} in its loop: closes the reactor with the error
+     * as the cause. True if this closed it (the scanner then finishes the shutdown itself).
      */
+    boolean closeAfterScannerError(Error error) {
+        stopCause = error; // before the state change that publishes it
+        return beginClose();
+    }
+
+    /** Shutdown as the consumer: one reclaim step now, the rest (if any) on a reclaimer thread. */
+    void finishClose() {
+        if (!reclaimStep()) {
+            systemThread(scannerThread.getName().replace("scanner", "reclaimer"), () -> {
+                // Streams settle within milliseconds, unless dead or a backend keeps failing:
+                // then look again less and less often (at most once a second).
+                for (long pause = 1_000_000L; !reclaimStep(); pause = Math.min(pause << 1, 1_000_000_000L)) {
+                    LockSupport.parkNanos(this, pause);
+                }
+            }).start();
+        }
+    }
+
     private boolean reclaimStep() {
-        ReactorClosedException failure = closedFailure();
-        table.forEachArmed(false, slot -> {
-            if (table.failArmed(slot, failBatch)) {
-                quarantine.add(slot);
-            }
-        });
-        deliver(failBatch, failure);
-        for (FallbackRegistration fb : fallbacks) {
-            fb.complete(failure);
-        }
-        int held = quarantine.size();
-        while (table.claim() != SlotTable.NO_SLOT) {
-            held++;
-        }
-        // Claimed free slots are not kept in `quarantine`: they were never armed since their last
-        // retirement, so no write is pending into them.
-        heldFree += held - quarantine.size();
-        quarantinedCount = quarantine.size();
-        if (heldFree + quarantine.size() < table.capacity()) {
+        if (!scanner.reclaimStep(closedFailure())) {
             return false;
         }
-        for (int slot : quarantine) {
-            if (!streamOf(slot).flagWritesSettled()) {
-                return false;
-            }
-        }
-        memoryReleased = true;
+        state = RELEASED;
         flagMemory.release().run();
         return true;
     }
 
     @Override
     public String toString() {
-        return "CompletionReactor[" + device.name() + ", " + config.strategy() + (closed ? ", closed]" : "]");
+        return "CompletionReactor[" + device.name() + ", " + config.strategy() + (isClosed() ? ", closed]" : "]");
     }
 }

@@ -43,14 +43,14 @@ final class FallbackRegistration implements Runnable, Withdrawable {
 
     /**
      * Deliver to the target unless someone else already took it. Never throws: a failing target is
-     * reported to this thread's uncaught-exception handler (see {@link CompletionReactor#completeGuarded}),
+     * reported to this thread's uncaught-exception handler (see {@link Scanner#completeGuarded}),
      * since this runs on the scanner, the closing thread or the stream's host-callback thread.
      */
     void complete(@Nullable RuntimeException failure) {
         Completion c = (Completion) TARGET.getAndSet(this, null);
         if (c != null) {
             reactor.fallbackFinished(this);
-            CompletionReactor.completeGuarded(c, ticket, failure);
+            Scanner.completeGuarded(c, ticket, failure);
         }
     }
 

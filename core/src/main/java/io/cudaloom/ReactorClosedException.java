@@ -10,4 +10,8 @@ public class ReactorClosedException extends IllegalStateException {
     public ReactorClosedException(String message) {
         super(message);
     }
+
+    public ReactorClosedException(String message, Throwable cause) {
+        super(message, cause);
+    }
 }

@@ -22,6 +22,8 @@ package io.cudaloom;
  * @param faultProbes fault-probe rounds (stream queries made by the scanner)
  * @param quarantined slots held back because a device write into them might still land
  * @param coalesced awaits that joined another waiter's slot instead of arming their own
+ * @param scannerErrors exceptions and errors the scanner caught in its loop (a backend hook that
+ *     threw, for example); each was reported to the scanner thread's uncaught-exception handler
  */
 public record ReactorStats(
         int capacity,
@@ -40,4 +42,5 @@ public record ReactorStats(
         long scanPasses,
         long faultProbes,
         int quarantined,
-        long coalesced) {}
+        long coalesced,
+        long scannerErrors) {}

@@ -1,6 +1,7 @@
 package io.cudaloom;
 
 import io.cudaloom.protocol.OffHeapFlagArray;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A test device whose streams always report BUSY, so every await takes the full registration
@@ -68,6 +69,10 @@ final class InstantDevice extends GpuDevice {
         volatile boolean faulted;
         /** Reported by flagWritesSettled: no write enqueued on this stream can land any more. */
         volatile boolean settled = true;
+        /** Thrown by the hook named, when called on the reactor's scanner thread (null: none). */
+        volatile @Nullable Throwable queryFailure;
+        volatile @Nullable Throwable describeFailure;
+        volatile @Nullable Throwable settleFailure;
 
         InstantStream(InstantDevice device, boolean refuseFlagWrites, boolean holdFlagWrites) {
             super(device);
@@ -87,12 +92,23 @@ final class InstantDevice extends GpuDevice {
 
         @Override
         protected StreamState queryState() {
+            throwOnScanner(queryFailure);
             return faulted ? StreamState.FAULTED : StreamState.BUSY;
         }
 
         @Override
         protected String faultDescription() {
+            throwOnScanner(describeFailure);
             return faulted ? "INJECTED_TEST_FAULT" : "no fault";
+        }
+
+        private void throwOnScanner(@Nullable Throwable t) {
+            if (t != null && Thread.currentThread() == device().reactor().scannerThread()) {
+                if (t instanceof Error e) {
+                    throw e;
+                }
+                throw (RuntimeException) t;
+            }
         }
 
         @Override
@@ -117,6 +133,7 @@ final class InstantDevice extends GpuDevice {
 
         @Override
         protected boolean flagWritesSettled() {
+            throwOnScanner(settleFailure);
             return settled;
         }
     }

@@ -1,0 +1,319 @@
+package io.cudaloom;
+
+import io.cudaloom.protocol.BackoffIdleStrategy;
+import io.cudaloom.protocol.RetiredBatch;
+import io.cudaloom.protocol.SlotTable;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Set;
+import java.util.function.IntConsumer;
+import java.util.concurrent.locks.LockSupport;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * The single consumer of a reactor's {@link SlotTable}, run as an agent (in the manner of Agrona's
+ * {@code Agent}): {@link #doWork} is one cycle (scan and deliver; the fault probe and the quarantine
+ * check, each on its own deadline), {@link BackoffIdleStrategy} decides what an idle cycle costs,
+ * and {@link #run} is a loop that cannot die or spin:
+ * <ul>
+ *   <li>an interrupt is cleared and ignored (nothing interrupts the scanner on purpose, and a set
+ *       interrupt status makes every park return at once: a busy loop);
+ *   <li>a {@link RuntimeException} from a cycle (e.g. a backend hook) is counted
+ *       ({@link ReactorStats#scannerErrors()}), reported to the thread's uncaught-exception
+ *       handler, and the loop goes on after a short pause; the probe fails the waiters of a
+ *       stream whose query threw, with a {@link GpuFaultException} naming the exception;
+ *   <li>an {@link Error} is counted and reported, then the reactor is closed with it as the cause:
+ *       every waiter is woken with a {@link ReactorClosedException} that names it, later awaits
+ *       fail the same way, and the scanner stops.
+ * </ul>
+ *
+ * <p>All state here is consumer-owned: read and written by the scanner thread only, or, after it
+ * has stopped (joined, or on its own thread), by whoever finishes the shutdown. Counters are single
+ * writer: written with opaque stores, read by {@link CompletionReactor#stats()} with opaque loads.
+ */
+final class Scanner implements Runnable {
+    /** The longest park while only quarantined slots wait for their stream to settle. */
+    private static final long MAX_QUARANTINE_CHECK_NANOS = 100_000_000L;
+    /** Pause after a failed cycle, so a hook that keeps throwing costs little CPU. */
+    private static final long ERROR_PAUSE_NANOS = 1_000_000L;
+    private static final VarHandle COUNT = MethodHandles.arrayElementVarHandle(long[].class);
+    static final int PASSES = 0;
+    static final int PARKS = 1;
+    static final int TIMED_PARKS = 2;
+    static final int PROBES = 3;
+    static final int ERRORS = 4;
+    static final int QUARANTINED = 5;
+
+    private final CompletionReactor reactor;
+    private final SlotTable<Completion> table;
+    private final ReactorConfig config;
+    private final BackoffIdleStrategy idle;
+    private final long[] counts = new long[6];
+
+    private final RetiredBatch<Completion> batch;
+    private final RetiredBatch<Completion> failBatch;
+    /** Slots taken out of service: faulted (until their stream settles) or held by close. */
+    private final List<Integer> quarantine = new ArrayList<>();
+    /** Free slots taken out of circulation by the shutdown, so no registrant can claim them. */
+    private int heldFree;
+    private final Set<GpuStream> probeStreams = Collections.newSetFromMap(new IdentityHashMap<>());
+    private final IntConsumer collectProbeStream;
+    private long nextProbeAt;
+    private long nextQuarantineCheckAt;
+    private long quarantineCheckNanos;
+    /** Set by close() called on the scanner thread itself; read by that thread when it leaves run. */
+    private boolean finishCloseOnExit;
+
+    Scanner(CompletionReactor reactor, SlotTable<Completion> table, ReactorConfig config) {
+        this.reactor = reactor;
+        this.table = table;
+        this.config = config;
+        this.idle = new BackoffIdleStrategy(config.scannerSpinNanos(), config.scannerMinParkNanos(),
+                config.scannerMaxParkNanos(), BackoffIdleStrategy.LOCK_SUPPORT, reactor);
+        this.batch = new RetiredBatch<>(table.capacity());
+        this.failBatch = new RetiredBatch<>(table.capacity());
+        this.collectProbeStream = slot -> probeStreams.add(reactor.streamOf(slot));
+        this.quarantineCheckNanos = firstQuarantineCheckNanos();
+    }
+
+    long count(int which) {
+        return (long) COUNT.getOpaque(counts, which);
+    }
+
+    private void increment(int which) {
+        COUNT.setOpaque(counts, which, counts[which] + 1);
+    }
+
+    private void setQuarantined() {
+        COUNT.setOpaque(counts, QUARANTINED, (long) quarantine.size());
+    }
+
+    // ---- the loop -----------------------------------------------------------------------------
+
+    @Override
+    public void run() {
+        long now = System.nanoTime();
+        nextProbeAt = now + config.faultProbeIntervalNanos();
+        idle.reset(now);
+        while (!reactor.isClosed()) {
+            Thread.interrupted(); // cleared and ignored: see the class comment
+            try {
+                if (doWork() > 0) {
+                    continue;
+                }
+                idleStep();
+            } catch (RuntimeException e) {
+                failed(e);
+                LockSupport.parkNanos(reactor, ERROR_PAUSE_NANOS);
+            } catch (Error e) {
+                failed(e);
+                if (reactor.closeAfterScannerError(e)) {
+                    finishCloseOnExit = true;
+                }
+                break;
+            }
+        }
+        if (finishCloseOnExit) {
+            reactor.finishClose(); // close() ran on this thread (a completion), or an Error stopped us
+        }
+    }
+
+    /** One cycle; returns how many registrations it retired. */
+    int doWork() {
+        table.scanOnce(batch);
+        increment(PASSES);
+        int retired = batch.size();
+        if (retired > 0) {
+            deliver(batch, null);
+        }
+        long now = System.nanoTime();
+        if (retired > 0) {
+            idle.reset(now);
+        }
+        if (now - nextProbeAt >= 0) {
+            nextProbeAt = now + config.faultProbeIntervalNanos();
+            if (!table.isIdle() || reactor.fallbacksOutstanding()) {
+                probeForFaults();
+            }
+        }
+        if (!quarantine.isEmpty() && now - nextQuarantineCheckAt >= 0) {
+            recycleSettledQuarantine();
+            quarantineCheckNanos = Math.min(quarantineCheckNanos << 1, MAX_QUARANTINE_CHECK_NANOS);
+            nextQuarantineCheckAt = now + quarantineCheckNanos;
+        }
+        return retired;
+    }
+
+    private void idleStep() {
+        // Park gate: the armed count, not this pass's bits. A registration that raced ahead of
+        // this check made its volatile read-modify-write of the count, then its unpark (SlotTable
+        // orderings 3 and 9): that unpark is our permit, so an untimed park returns at once.
+        boolean armed = !table.isIdle() || reactor.fallbacksOutstanding();
+        long deadline = quarantine.isEmpty() ? BackoffIdleStrategy.NO_DEADLINE : nextQuarantineCheckAt;
+        switch (idle.idle(armed, System.nanoTime(), deadline)) {
+            case PARK -> increment(PARKS);
+            case TIMED_PARK -> increment(TIMED_PARKS);
+            case SPUN -> { }
+        }
+    }
+
+    private void failed(Throwable t) {
+        increment(ERRORS);
+        try {
+            Thread self = Thread.currentThread();
+            self.getUncaughtExceptionHandler().uncaughtException(self, t);
+        } catch (Throwable ignored) {
+            // a failing handler must not take the scanner down with it
+        }
+    }
+
+    /** close() was called on this thread (by a completion run here): finish it after the loop. */
+    void finishCloseOnExit() {
+        finishCloseOnExit = true;
+    }
+
+    // ---- delivery -----------------------------------------------------------------------------
+
+    private void deliver(RetiredBatch<Completion> retired, @Nullable RuntimeException failure) {
+        for (int i = 0; i < retired.size(); i++) {
+            Completion c = retired.payload(i);
+            if (c != null) {
+                completeGuarded(c, retired.ticket(i), failure);
+            }
+        }
+        retired.clear();
+    }
+
+    /**
+     * Runs a completion, reporting anything it throws (e.g. a caller's executor that rejects the
+     * callback) to the current thread's uncaught-exception handler instead of letting it escape:
+     * completions run on the scanner, which serves every waiter, on the closing thread, which must
+     * go on waking the others, and on a stream's host-callback thread, where an escaping exception
+     * would be taken for a fault of the stream.
+     */
+    static void completeGuarded(Completion c, long ticket, @Nullable RuntimeException failure) {
+        try {
+            c.complete(ticket, failure);
+        } catch (Throwable t) {
+            Thread.UncaughtExceptionHandler h = Thread.currentThread().getUncaughtExceptionHandler();
+            h.uncaughtException(Thread.currentThread(), t);
+        }
+    }
+
+    // ---- fault probe and quarantine -----------------------------------------------------------
+
+    /** Query the streams of pending slots and fallbacks; fail the waiters of faulted streams. */
+    private void probeForFaults() {
+        increment(PROBES);
+        probeStreams.clear();
+        table.forEachArmed(true, collectProbeStream);
+        reactor.forEachFallbackStream(probeStreams::add);
+        for (GpuStream stream : probeStreams) {
+            StreamState state;
+            try {
+                state = stream.queryState();
+            } catch (RuntimeException e) {
+                failed(e);
+                failStream(stream, new GpuFaultException("the backend could not query " + stream + " of "
+                        + reactor.device().name() + ", so its work is taken as failed: " + e, e));
+                continue;
+            }
+            if (state == StreamState.FAULTED) {
+                failStream(stream, reactor.faultOf(stream, describeFault(stream)));
+            }
+        }
+        probeStreams.clear();
+    }
+
+    private String describeFault(GpuStream stream) {
+        try {
+            return stream.faultDescription();
+        } catch (RuntimeException e) {
+            failed(e);
+            return "(the backend failed to describe the fault: " + e + ")";
+        }
+    }
+
+    private void failStream(GpuStream stream, GpuFaultException failure) {
+        table.forEachArmed(true, slot -> {
+            if (reactor.slotStream(slot) == stream && table.failArmed(slot, failBatch)) {
+                quarantine.add(slot); // the dead stream's write must not land in a reused slot
+            }
+        });
+        if (!quarantine.isEmpty() && nextQuarantineCheckAt == 0L) {
+            nextQuarantineCheckAt = System.nanoTime() + quarantineCheckNanos;
+        }
+        setQuarantined();
+        deliver(failBatch, failure);
+        reactor.failFallbacks(stream, failure);
+    }
+
+    private void recycleSettledQuarantine() {
+        quarantine.removeIf(slot -> {
+            if (settled(reactor.streamOf(slot))) {
+                table.recycle(slot);
+                return true;
+            }
+            return false;
+        });
+        setQuarantined();
+        if (quarantine.isEmpty()) {
+            quarantineCheckNanos = firstQuarantineCheckNanos();
+            nextQuarantineCheckAt = 0L;
+        }
+    }
+
+    /** Whether no write into the stream's slots can land any more; a throwing backend says "not yet". */
+    private boolean settled(GpuStream stream) {
+        try {
+            return stream.flagWritesSettled();
+        } catch (RuntimeException e) {
+            failed(e);
+            return false;
+        }
+    }
+
+    private long firstQuarantineCheckNanos() {
+        return Math.max(100_000L, config.faultProbeIntervalNanos());
+    }
+
+    // ---- shutdown (as the consumer, after the scanner loop has stopped) -----------------------
+
+    /**
+     * One step of shutdown: wake whatever is still registered, take every free slot out of
+     * circulation, and say whether the flag memory may be freed: all slots are held here and every
+     * stream that was armed has settled. A registrant between claim and publish holds its slot out
+     * of our reach; it will publish (then see the reactor closed) or release it, and a later step
+     * collects it.
+     */
+    boolean reclaimStep(ReactorClosedException failure) {
+        table.forEachArmed(false, slot -> {
+            if (table.failArmed(slot, failBatch)) {
+                quarantine.add(slot);
+            }
+        });
+        deliver(failBatch, failure);
+        reactor.failFallbacks(null, failure);
+        int held = quarantine.size();
+        while (table.claim() != SlotTable.NO_SLOT) {
+            held++;
+        }
+        // Claimed free slots are not kept in `quarantine`: they were never armed since their last
+        // retirement, so no write is pending into them.
+        heldFree += held - quarantine.size();
+        setQuarantined();
+        if (heldFree + quarantine.size() < table.capacity()) {
+            return false;
+        }
+        for (int slot : quarantine) {
+            if (!settled(reactor.streamOf(slot))) {
+                return false;
+            }
+        }
+        return true;
+    }
+}
