@@ -21,15 +21,15 @@ final class FallbackRegistration implements Runnable, Withdrawable {
         }
     }
 
-    final CompletionReactor reactor;
+    private final Registrar registrar;
     final GpuStream stream;
     /** Negative, unique per reactor, never {@link Waiter#NONE}: distinct from every slot ticket. */
     final long ticket;
     @SuppressWarnings("unused") // accessed through TARGET
     private volatile @Nullable Completion target;
 
-    FallbackRegistration(CompletionReactor reactor, GpuStream stream, long ticket, Completion target) {
-        this.reactor = reactor;
+    FallbackRegistration(Registrar registrar, GpuStream stream, long ticket, Completion target) {
+        this.registrar = registrar;
         this.stream = stream;
         this.ticket = ticket;
         this.target = target;
@@ -49,7 +49,7 @@ final class FallbackRegistration implements Runnable, Withdrawable {
     void complete(@Nullable RuntimeException failure) {
         Completion c = (Completion) TARGET.getAndSet(this, null);
         if (c != null) {
-            reactor.fallbackFinished(this);
+            registrar.fallbackFinished(this);
             Scanner.completeGuarded(c, ticket, failure);
         }
     }
@@ -62,7 +62,7 @@ final class FallbackRegistration implements Runnable, Withdrawable {
     /** Withdraw the target; true if it will never be delivered. */
     boolean cancel(Completion expected) {
         if (TARGET.compareAndSet(this, expected, null)) {
-            reactor.fallbackFinished(this);
+            registrar.fallbackFinished(this);
             return true;
         }
         return false;

@@ -131,7 +131,7 @@ public final class GpuEvent {
             future.complete(null);
             return future;
         }
-        CompletionReactor.Registration registration;
+        Registration registration;
         try {
             registration = reactor.register(stream, (failure) -> executor.execute(() -> {
                 if (failure == null) {
@@ -145,7 +145,7 @@ public final class GpuEvent {
             future.completeExceptionally(closed); // register threw: its callback will never run
             return future;
         }
-        if (registration != CompletionReactor.Registration.DELIVERED) {
+        if (registration != Registration.DELIVERED) {
             // Runs once the future completes, whoever completes it. After our own delivery the
             // payload is already taken, so the withdrawal fails and counts nothing; after a cancel
             // (or any other completion by the caller) it succeeds unless delivery won the race.

@@ -13,8 +13,23 @@ public abstract class GpuStream implements AutoCloseable {
     private final GpuDevice device;
     /** Work submitted so far, counted after each submission's driver call returned. */
     private final java.util.concurrent.atomic.AtomicLong submissions = new java.util.concurrent.atomic.AtomicLong();
-    /** The newest wait group armed on this stream (coalescing only); racy by design, any recent one will do. */
-    volatile @org.jspecify.annotations.Nullable WaitGroup lastGroup;
+    /**
+     * The newest wait group registered on this stream (coalescing only, {@link CoalescedWait}):
+     * read with a volatile load, replaced by compare-and-set through {@link #LAST_GROUP}. Racy by
+     * design: any recent group will do, since a waiter joins only one that covers its work.
+     */
+    @SuppressWarnings("unused") // through LAST_GROUP
+    private volatile @org.jspecify.annotations.Nullable WaitGroup lastGroup;
+    static final java.lang.invoke.VarHandle LAST_GROUP;
+
+    static {
+        try {
+            LAST_GROUP = java.lang.invoke.MethodHandles.lookup()
+                    .findVarHandle(GpuStream.class, "lastGroup", WaitGroup.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
 
     protected GpuStream(GpuDevice device) {
         this.device = Objects.requireNonNull(device, "device");

@@ -49,6 +49,7 @@ final class Scanner implements Runnable {
     static final int QUARANTINED = 5;
 
     private final CompletionReactor reactor;
+    private final Registrar registrar;
     private final SlotTable<Completion> table;
     private final ReactorConfig config;
     private final BackoffIdleStrategy idle;
@@ -68,15 +69,16 @@ final class Scanner implements Runnable {
     /** Set by close() called on the scanner thread itself; read by that thread when it leaves run. */
     private boolean finishCloseOnExit;
 
-    Scanner(CompletionReactor reactor, SlotTable<Completion> table, ReactorConfig config) {
+    Scanner(CompletionReactor reactor, Registrar registrar, SlotTable<Completion> table, ReactorConfig config) {
         this.reactor = reactor;
+        this.registrar = registrar;
         this.table = table;
         this.config = config;
         this.idle = new BackoffIdleStrategy(config.scannerSpinNanos(), config.scannerMinParkNanos(),
                 config.scannerMaxParkNanos(), BackoffIdleStrategy.LOCK_SUPPORT, reactor);
         this.batch = new RetiredBatch<>(table.capacity());
         this.failBatch = new RetiredBatch<>(table.capacity());
-        this.collectProbeStream = slot -> probeStreams.add(reactor.streamOf(slot));
+        this.collectProbeStream = slot -> probeStreams.add(registrar.streamOf(slot));
         this.quarantineCheckNanos = firstQuarantineCheckNanos();
     }
 
@@ -136,7 +138,7 @@ final class Scanner implements Runnable {
         }
         if (now - nextProbeAt >= 0) {
             nextProbeAt = now + config.faultProbeIntervalNanos();
-            if (!table.isIdle() || reactor.fallbacksOutstanding()) {
+            if (!table.isIdle() || registrar.fallbacksOutstanding()) {
                 probeForFaults();
             }
         }
@@ -152,7 +154,7 @@ final class Scanner implements Runnable {
         // Park gate: the armed count, not this pass's bits. A registration that raced ahead of
         // this check made its volatile read-modify-write of the count, then its unpark (SlotTable
         // orderings 3 and 9): that unpark is our permit, so an untimed park returns at once.
-        boolean armed = !table.isIdle() || reactor.fallbacksOutstanding();
+        boolean armed = !table.isIdle() || registrar.fallbacksOutstanding();
         long deadline = quarantine.isEmpty() ? BackoffIdleStrategy.NO_DEADLINE : nextQuarantineCheckAt;
         switch (idle.idle(armed, System.nanoTime(), deadline)) {
             case PARK -> increment(PARKS);
@@ -211,7 +213,7 @@ final class Scanner implements Runnable {
         increment(PROBES);
         probeStreams.clear();
         table.forEachArmed(true, collectProbeStream);
-        reactor.forEachFallbackStream(probeStreams::add);
+        registrar.forEachFallbackStream(probeStreams::add);
         for (GpuStream stream : probeStreams) {
             StreamState state;
             try {
@@ -240,7 +242,7 @@ final class Scanner implements Runnable {
 
     private void failStream(GpuStream stream, GpuFaultException failure) {
         table.forEachArmed(true, slot -> {
-            if (reactor.slotStream(slot) == stream && table.failArmed(slot, failBatch)) {
+            if (registrar.slotStream(slot) == stream && table.failArmed(slot, failBatch)) {
                 quarantine.add(slot); // the dead stream's write must not land in a reused slot
             }
         });
@@ -249,12 +251,12 @@ final class Scanner implements Runnable {
         }
         setQuarantined();
         deliver(failBatch, failure);
-        reactor.failFallbacks(stream, failure);
+        registrar.failFallbacks(stream, failure);
     }
 
     private void recycleSettledQuarantine() {
         quarantine.removeIf(slot -> {
-            if (settled(reactor.streamOf(slot))) {
+            if (settled(registrar.streamOf(slot))) {
                 table.recycle(slot);
                 return true;
             }
@@ -297,7 +299,7 @@ final class Scanner implements Runnable {
             }
         });
         deliver(failBatch, failure);
-        reactor.failFallbacks(null, failure);
+        registrar.failFallbacks(null, failure);
         int held = quarantine.size();
         while (table.claim() != SlotTable.NO_SLOT) {
             held++;
@@ -310,7 +312,7 @@ final class Scanner implements Runnable {
             return false;
         }
         for (int slot : quarantine) {
-            if (!settled(reactor.streamOf(slot))) {
+            if (!settled(registrar.streamOf(slot))) {
                 return false;
             }
         }

@@ -1,0 +1,160 @@
+package io.cudaloom;
+
+import io.cudaloom.protocol.SlotTable;
+import java.util.Objects;
+import java.util.concurrent.locks.LockSupport;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * The blocking wait behind every {@link GpuEvent} await: one entry with mode flags ({@link #await},
+ * as AQS's {@code acquire}), the checks before registering done once
+ * ({@link CompletionReactor#precheck}), then register, optionally spin on the waiter's own flag,
+ * and park until the waiter's own ticket is delivered or the registration is withdrawn (timeout,
+ * interrupt).
+ *
+ * <p>Spin budget: at most {@link ReactorConfig#waiterSpinNanos()}, and only while fewer than
+ * {@link ReactorConfig#waiterSpinMaxArmed()} slots are armed, because a short kernel then
+ * completes at spin latency, and a busy reactor's carriers are better used by other threads.
+ */
+final class BlockingWait {
+    private final CompletionReactor reactor;
+    private final SlotTable<Completion> table;
+    private final Registrar registrar;
+    private final ReactorConfig config;
+    private final ReactorCounters counters;
+    private final @Nullable CoalescedWait coalesced;
+
+    BlockingWait(CompletionReactor reactor, SlotTable<Completion> table, Registrar registrar, ReactorConfig config,
+            ReactorCounters counters) {
+        this.reactor = reactor;
+        this.table = table;
+        this.registrar = registrar;
+        this.config = config;
+        this.counters = counters;
+        this.coalesced = config.coalesce() && registrar.usesSlots()
+                ? new CoalescedWait(reactor, registrar, counters, this) : null;
+    }
+
+    /** Returns false only when timed and the time ran out. */
+    boolean await(GpuStream stream, long required, boolean interruptible, boolean timed, long nanos)
+            throws InterruptedException {
+        if (interruptible && Thread.interrupted()) {
+            throw new InterruptedException();
+        }
+        if (reactor.precheck(stream) == StreamState.IDLE) {
+            return true;
+        }
+        if (timed && nanos <= 0) {
+            return false;
+        }
+        long deadline = timed ? System.nanoTime() + nanos : 0L;
+        Waiter waiter = Waiter.current();
+        waiter.reset();
+        if (coalesced != null) {
+            return coalesced.await(stream, required, waiter, interruptible, timed, deadline);
+        }
+        boolean spin = config.waiterSpinNanos() > 0 && table.armedCount() < config.waiterSpinMaxArmed();
+        long ticket = registrar.tryArm(stream, waiter);
+        FallbackRegistration fallback = null;
+        if (ticket == SlotTable.NO_SLOT) {
+            fallback = registrar.registerFallback(stream, waiter);
+            ticket = fallback.ticket;
+        } else if (spin && spinOnOwnFlag(waiter, ticket)) {
+            return true;
+        }
+        return parkUntilDelivered(waiter, ticket, fallback, interruptible, timed, deadline);
+    }
+
+    /**
+     * Bounded spin on the waiter's own flag; true if the work completed and the waiter withdrew its
+     * payload (so this thread is not unparked later; the scanner still retires and recycles the
+     * slot). The flag read may be stale (our slot already retired, recycled and re-armed by someone
+     * else): then the withdrawal fails, because the payload is no longer ours, and the delivery we
+     * were owed is waited for as usual. See SlotTable ordering 8.
+     *
+     * <p>A failed withdrawal means the scanner has taken our payload and is delivering it now; the
+     * waiter then parks, and the scanner's unpark (made after its volatile store of the ticket,
+     * SlotTable ordering 9) wakes it.
+     */
+    private boolean spinOnOwnFlag(Waiter waiter, long ticket) {
+        long end = System.nanoTime() + config.waiterSpinNanos();
+        while (!waiter.isDelivered(ticket)) {
+            if (table.flagSet(ticket)) {
+                if (table.cancel(ticket, waiter)) {
+                    counters.inlineCompletions.increment();
+                    counters.completions.increment();
+                    return true;
+                }
+                return false; // the scanner took the payload: its delivery and unpark follow
+            }
+            if (System.nanoTime() - end >= 0) {
+                return false;
+            }
+            Thread.onSpinWait();
+        }
+        return false; // delivered: parkUntilDelivered returns at once
+    }
+
+    /**
+     * Parks until the registration is delivered (or withdrawn on timeout/interrupt). The wake-up
+     * is the completer's unpark, made after its volatile store of the ticket (SlotTable ordering
+     * 9), so a park that consumed an earlier, stale permit re-checks, sees the ticket or parks
+     * again with that unpark still to come. Spurious returns are re-checked by the loop. The park's
+     * blocker is the reactor.
+     *
+     * @param registration what to withdraw on timeout or interrupt: a fallback or a group
+     *     membership; null for the waiter's own slot
+     */
+    boolean parkUntilDelivered(Waiter waiter, long ticket, @Nullable Withdrawable registration,
+            boolean interruptible, boolean timed, long deadline) throws InterruptedException {
+        boolean interrupted = false;
+        while (!waiter.isDelivered(ticket)) {
+            if (timed) {
+                long remaining = deadline - System.nanoTime();
+                if (remaining <= 0) {
+                    if (counters.abandoned(withdraw(waiter, ticket, registration))) {
+                        restoreInterrupt(interrupted);
+                        return false;
+                    }
+                    timed = false; // lost the race to a delivery: it is imminent, wait for it
+                    continue;
+                }
+                LockSupport.parkNanos(reactor, remaining);
+            } else {
+                LockSupport.park(reactor);
+            }
+            if (Thread.interrupted()) {
+                if (interruptible && !interrupted && counters.abandoned(withdraw(waiter, ticket, registration))) {
+                    throw new InterruptedException();
+                }
+                interrupted = true; // delivery imminent (or uninterruptible): finish, then re-assert
+            }
+        }
+        restoreInterrupt(interrupted);
+        RuntimeException failure = waiter.failure();
+        if (failure != null) {
+            // Thrown anew, so the stack trace is the waiter's; the delivered ones always have a message.
+            String message = Objects.requireNonNullElse(failure.getMessage(), failure.toString());
+            if (failure instanceof GpuFaultException) {
+                counters.faults.increment();
+                throw new GpuFaultException(message, failure);
+            }
+            if (failure instanceof ReactorClosedException) {
+                throw new ReactorClosedException(message, failure);
+            }
+            throw new IllegalStateException(message, failure); // e.g. a shared registration refused
+        }
+        counters.completions.increment();
+        return true;
+    }
+
+    private boolean withdraw(Waiter waiter, long ticket, @Nullable Withdrawable registration) {
+        return registration != null ? registration.withdraw(waiter) : table.cancel(ticket, waiter);
+    }
+
+    private static void restoreInterrupt(boolean interrupted) {
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}

@@ -1,0 +1,182 @@
+package io.cudaloom;
+
+import io.cudaloom.protocol.SlotTable;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * Arming and fallback: how a registration (a parked waiter, a coalesced group, a callback) gets the
+ * device to tell the reactor that the stream's work is done. With the {@link CompletionStrategy#REACTOR}
+ * strategy it arms a slot ({@link #arm}: claim, reset the flag, enqueue the device's flag write,
+ * publish) and falls back to a host callback when no slot is free or the write is refused; with
+ * {@link CompletionStrategy#HOST_CALLBACK} it always takes the host callback. The choice is made
+ * once, at construction.
+ *
+ * <p>Both paths pair with {@link CompletionReactor#close()} as a Dekker pair: the registrant makes a
+ * volatile write (the slot's active bit, a read-modify-write; or the fallback set's insertion) and
+ * then reads the reactor's state; close writes the state, fences, and then reads the bits and the
+ * fallback set. At least one sees the other, so a registration either is failed by close or sees
+ * the reactor closed and withdraws itself.
+ */
+final class Registrar {
+    private final CompletionReactor reactor;
+    private final SlotTable<Completion> table;
+    private final FlagMemory flagMemory;
+    private final ReactorCounters counters;
+    private final boolean useSlots;
+    /**
+     * The stream each slot was armed on. Written by the registrant before {@link SlotTable#publish}
+     * (published with the payload by the active bit); read by the consumer for fault probes and
+     * quarantine. Not cleared on retirement (that would race the next claim); the next use
+     * overwrites it. Null only for a slot never armed, which the consumer never visits.
+     */
+    private final @Nullable GpuStream[] slotStream;
+    private final Set<FallbackRegistration> fallbacks = ConcurrentHashMap.newKeySet();
+    /** Outstanding fallbacks; its 0-to-1 transition wakes the scanner, which probes their streams. */
+    private final AtomicLong fallbackOutstanding = new AtomicLong();
+    private final AtomicLong syntheticTickets = new AtomicLong();
+
+    Registrar(CompletionReactor reactor, SlotTable<Completion> table, FlagMemory flagMemory,
+            ReactorCounters counters, CompletionStrategy strategy) {
+        this.reactor = reactor;
+        this.table = table;
+        this.flagMemory = flagMemory;
+        this.counters = counters;
+        this.useSlots = strategy == CompletionStrategy.REACTOR;
+        this.slotStream = new GpuStream[table.capacity()];
+    }
+
+    /*
+     * Registering takes two calls, so that the common case allocates nothing: tryArm, and on
+     * NO_SLOT, registerFallback. Both throw ReactorClosedException if the reactor closed while
+     * registering; registerFallback throws GpuFaultException (the stream faulted) or
+     * IllegalStateException (refused for another reason) when the stream refuses the callback too.
+     */
+
+    boolean usesSlots() {
+        return useSlots;
+    }
+
+    /**
+     * Claim, reset, enqueue the device write, publish. Returns the ticket, or NO_SLOT when the
+     * caller must fall back: the strategy uses no slots, no slot is free, or the device refused
+     * the write.
+     */
+    long tryArm(GpuStream stream, Completion completion) {
+        if (!useSlots) {
+            return SlotTable.NO_SLOT;
+        }
+        long ticket = table.claim();
+        if (ticket == SlotTable.NO_SLOT) {
+            return SlotTable.NO_SLOT;
+        }
+        int slot = SlotTable.slotOf(ticket);
+        table.resetFlag(ticket); // before the device write: a stale 0 must not land after its 1
+        boolean enqueued;
+        try {
+            enqueued = stream.enqueueFlagWrite(flagMemory, slot);
+        } catch (RuntimeException e) {
+            table.release(ticket);
+            throw e;
+        }
+        if (!enqueued) {
+            table.release(ticket);
+            return SlotTable.NO_SLOT;
+        }
+        slotStream[slot] = stream; // published to the consumer by publish's bit update
+        counters.registrations.increment();
+        if (table.publish(ticket, completion)) {
+            reactor.wakeScanner(); // idle-to-active: the bit's read-modify-write came first
+        }
+        // Dekker with close() (class comment): our bit is written; now read the state.
+        if (reactor.isClosed() && table.cancel(ticket, completion)) {
+            throw reactor.closedFailure();
+        }
+        return ticket;
+    }
+
+    FallbackRegistration registerFallback(GpuStream stream, Completion completion) {
+        FallbackRegistration fb = new FallbackRegistration(this, stream, syntheticTicket(), completion);
+        fallbacks.add(fb);
+        if (fallbackOutstanding.getAndIncrement() == 0) {
+            reactor.wakeScanner(); // so it probes this stream for faults
+        }
+        boolean enqueued;
+        RuntimeException refusal = null;
+        try {
+            enqueued = stream.enqueueHostCallback(fb);
+        } catch (RuntimeException e) {
+            enqueued = false;
+            refusal = e;
+        }
+        if (enqueued) {
+            counters.fallbacks.increment(); // only now: a refused callback is no fallback (it is an error)
+        } else if (fb.cancel(completion)) {
+            if (stream.queryState() == StreamState.FAULTED) {
+                counters.faults.increment();
+                throw reactor.faultOf(stream);
+            }
+            IllegalStateException e = new IllegalStateException(
+                    "stream " + stream + " refused both the flag write and the host callback");
+            if (refusal != null) {
+                e.initCause(refusal);
+            }
+            throw e;
+        }
+        // Dekker with close() (class comment): the set insertion above is a volatile write.
+        if (reactor.isClosed() && fb.cancel(completion)) {
+            throw reactor.closedFailure();
+        }
+        return fb;
+    }
+
+    /** A ticket for a registration without a slot: never {@link Waiter#NONE}, never a slot ticket. */
+    long syntheticTicket() {
+        return Long.MIN_VALUE + syntheticTickets.incrementAndGet();
+    }
+
+    void fallbackFinished(FallbackRegistration fb) {
+        fallbacks.remove(fb);
+        fallbackOutstanding.decrementAndGet();
+    }
+
+    // ---- for the scanner ----------------------------------------------------------------------
+
+    /**
+     * The stream of a slot the consumer saw armed or holds in quarantine: written by its registrant
+     * before the publish whose bit the consumer observed, so never null here.
+     */
+    GpuStream streamOf(int slot) {
+        GpuStream stream = slotStream[slot];
+        if (stream == null) {
+            throw new AssertionError("slot " + slot + " is armed or quarantined but was never armed on a stream");
+        }
+        return stream;
+    }
+
+    @Nullable GpuStream slotStream(int slot) {
+        return slotStream[slot];
+    }
+
+    boolean fallbacksOutstanding() {
+        return fallbackOutstanding.get() != 0;
+    }
+
+    void forEachFallbackStream(Consumer<GpuStream> action) {
+        for (FallbackRegistration fb : fallbacks) {
+            action.accept(fb.stream);
+        }
+    }
+
+    /** Completes the fallbacks of {@code stream} (all of them if null) with {@code failure}. */
+    void failFallbacks(@Nullable GpuStream stream, RuntimeException failure) {
+        for (FallbackRegistration fb : fallbacks) {
+            if (stream == null || fb.stream == stream) {
+                fb.complete(failure);
+            }
+        }
+    }
+}
