@@ -1,8 +1,11 @@
 package io.cudaloom;
 
-import io.cudaloom.sim.SimulatedDevice;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
+import java.util.ServiceLoader;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -26,28 +29,47 @@ public abstract class GpuDevice implements AutoCloseable {
     }
 
     /**
-     * Opens the first CUDA device if one is present, else the embedded simulated device. The system
-     * property {@value #BACKEND_PROPERTY} forces either: {@code cuda} fails if no CUDA device can be
-     * opened, {@code sim} never touches the driver.
+     * Opens a device of the best backend available: a CUDA device if the driver finds one, else the
+     * embedded simulated device. Backends are {@link GpuDeviceProvider}s found through
+     * {@link ServiceLoader}; the system property {@value #BACKEND_PROPERTY} names one to use
+     * instead ({@code cuda}, {@code sim}, or {@code auto}, the default): a named backend is opened
+     * even if it says it is unavailable, so its own error says why.
      *
-     * @throws io.cudaloom.cuda.CudaDriverException with {@code cuda}, if the driver cannot be loaded
-     *     ("no CUDA driver: ...") or initialised
+     * @throws RuntimeException from the backend: with {@code cuda}, a {@code CudaDriverException}
+     *     if the driver cannot be loaded ("no CUDA driver: ...") or initialised
      * @throws IllegalArgumentException if there is no CUDA device with {@code cuda}, or the property
      *     names no known backend
      */
     public static GpuDevice open(ReactorConfig config) {
         Objects.requireNonNull(config, "config");
         String choice = System.getProperty(BACKEND_PROPERTY, "auto").trim().toLowerCase(Locale.ROOT);
-        return switch (choice) {
-            case "sim", "simulated" -> SimulatedDevice.create(config);
-            case "cuda", "gpu" -> Backends.openCuda(0, config);
-            case "auto", "" -> {
-                GpuDevice cuda = Backends.tryOpenCuda(config);
-                yield cuda != null ? cuda : SimulatedDevice.create(config);
+        List<GpuDeviceProvider> providers = providers();
+        if (choice.equals("auto") || choice.isEmpty()) {
+            for (GpuDeviceProvider p : providers) {
+                if (p.isAvailable()) {
+                    return p.open(config);
+                }
             }
-            default -> throw new IllegalArgumentException(
-                    BACKEND_PROPERTY + " must be auto, cuda or sim, was '" + choice + "'");
-        };
+            throw new IllegalStateException("no device backend is available: " + providers.stream()
+                    .map(p -> p.name() + " (" + p.unavailableReason() + ")").toList());
+        }
+        for (GpuDeviceProvider p : providers) {
+            if (p.name().equals(choice) || p.aliases().contains(choice)) {
+                return p.open(config);
+            }
+        }
+        throw new IllegalArgumentException(BACKEND_PROPERTY + " must be auto or one of "
+                + providers.stream().map(GpuDeviceProvider::name).toList() + ", was '" + choice + "'");
+    }
+
+    /** The backends on the class path, the highest priority first. */
+    public static List<GpuDeviceProvider> providers() {
+        List<GpuDeviceProvider> found = new ArrayList<>();
+        for (GpuDeviceProvider p : ServiceLoader.load(GpuDeviceProvider.class, GpuDevice.class.getClassLoader())) {
+            found.add(p);
+        }
+        found.sort(Comparator.comparingInt(GpuDeviceProvider::priority).reversed());
+        return List.copyOf(found);
     }
 
     /** Starts this device's reactor; called once by the backend's factory after construction. */
