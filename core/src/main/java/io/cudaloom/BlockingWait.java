@@ -1,6 +1,7 @@
 package io.cudaloom;
 
 import io.cudaloom.protocol.SlotTable;
+import io.cudaloom.spi.StreamState;
 import java.util.Objects;
 import java.util.concurrent.locks.LockSupport;
 import org.jspecify.annotations.Nullable;

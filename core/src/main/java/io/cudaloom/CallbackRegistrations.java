@@ -1,6 +1,7 @@
 package io.cudaloom;
 
 import io.cudaloom.protocol.SlotTable;
+import io.cudaloom.spi.StreamState;
 import java.util.function.Consumer;
 import org.jspecify.annotations.Nullable;
 

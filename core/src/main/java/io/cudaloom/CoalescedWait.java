@@ -1,5 +1,7 @@
 package io.cudaloom;
 
+import io.cudaloom.spi.StreamState;
+
 /**
  * The coalescing wait ({@link ReactorConfig#coalesce()}): join the stream's newest
  * {@link WaitGroup} if its flag write covers the work this waiter needs, else install a new group

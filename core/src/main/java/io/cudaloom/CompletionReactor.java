@@ -1,6 +1,9 @@
 package io.cudaloom;
 
 import io.cudaloom.protocol.SlotTable;
+import io.cudaloom.spi.DeviceBackend;
+import io.cudaloom.spi.FlagMemory;
+import io.cudaloom.spi.StreamState;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.Objects;
@@ -97,11 +100,11 @@ public final class CompletionReactor implements AutoCloseable {
     /** The Error that stopped the scanner, if that is what closed the reactor; written before STATE. */
     private volatile @Nullable Throwable stopCause;
 
-    CompletionReactor(GpuDevice device, ReactorConfig config) {
+    CompletionReactor(GpuDevice device, ReactorConfig config, DeviceBackend backend) {
         this.device = Objects.requireNonNull(device, "device");
         this.config = Objects.requireNonNull(config, "config");
         int capacity = config.capacity();
-        this.flagMemory = Objects.requireNonNull(device.allocateFlags(capacity), "flag memory");
+        this.flagMemory = Objects.requireNonNull(backend.allocateFlags(capacity), "flag memory");
         if (flagMemory.flags().length() < capacity) {
             flagMemory.release().run();
             throw new IllegalStateException("device " + device.name() + " allocated "

@@ -1,5 +1,6 @@
 package io.cudaloom;
 
+import io.cudaloom.spi.DeviceBackend;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -13,7 +14,8 @@ import org.jspecify.annotations.Nullable;
  * {@link #open()}, make streams with {@link #newStream()}, close it when done ({@code use {}} in
  * Kotlin, try-with-resources in Java).
  *
- * <p>The protected methods are the backend's side of the device abstraction.
+ * <p>Backends (found through {@link GpuDeviceProvider}) subclass it and start the reactor with
+ * {@link #startReactor}, handing over their side as a {@link DeviceBackend}.
  */
 public abstract class GpuDevice implements AutoCloseable {
     /** System property choosing the backend of {@link #open()}: {@code auto} (default), {@code cuda}, {@code sim}. */
@@ -72,12 +74,15 @@ public abstract class GpuDevice implements AutoCloseable {
         return List.copyOf(found);
     }
 
-    /** Starts this device's reactor; called once by the backend's factory after construction. */
-    protected final void startReactor(ReactorConfig config) {
+    /**
+     * For backends: starts this device's reactor, with flag memory from {@code backend}; called
+     * once by the backend's factory after construction.
+     */
+    protected final void startReactor(ReactorConfig config, DeviceBackend backend) {
         if (reactor != null) {
             throw new IllegalStateException("reactor of " + name() + " already started");
         }
-        reactor = new CompletionReactor(this, config);
+        reactor = new CompletionReactor(this, config, backend);
     }
 
     /**
@@ -112,11 +117,6 @@ public abstract class GpuDevice implements AutoCloseable {
             r.close();
         }
     }
-
-    // ---- backend side -------------------------------------------------------------------------
-
-    /** Zeroed flag memory for {@code count} slots (pinned and device-mapped on a real GPU). */
-    protected abstract FlagMemory allocateFlags(int count);
 
     @Override
     public String toString() {

@@ -1,13 +1,17 @@
 package io.cudaloom;
 
+import io.cudaloom.spi.FlagMemory;
+import io.cudaloom.spi.StreamBackend;
+import io.cudaloom.spi.StreamState;
 import java.util.Objects;
+import java.util.function.Function;
 
 /**
  * An ordered queue of GPU work on one {@link GpuDevice}. Backends (CUDA, simulated) add the ways to
  * submit work; this class adds the way to wait for it: {@link #event()} and {@link #await()}.
  *
- * <p>The protected methods are the backend's side of the device abstraction, called by the
- * {@link CompletionReactor}; callers never need them.
+ * <p>A backend makes its streams with the protected constructor, handing over its side of the
+ * stream as an {@link StreamBackend} (the SPI, {@code io.cudaloom.spi}); callers never see it.
  */
 public abstract class GpuStream implements AutoCloseable {
     private final GpuDevice device;
@@ -31,8 +35,16 @@ public abstract class GpuStream implements AutoCloseable {
         }
     }
 
-    protected GpuStream(GpuDevice device) {
+    private final StreamBackend backend;
+
+    /**
+     * For backends: {@code backendOf} is given this stream (not yet fully constructed: keep the
+     * reference, call nothing on it) and returns the backend side the reactor will use.
+     */
+    @SuppressWarnings("this-escape") // backendOf only keeps the reference; see above
+    protected GpuStream(GpuDevice device, Function<? super GpuStream, ? extends StreamBackend> backendOf) {
         this.device = Objects.requireNonNull(device, "device");
+        this.backend = Objects.requireNonNull(backendOf.apply(this), "backend");
     }
 
     public final GpuDevice device() {
@@ -86,34 +98,25 @@ public abstract class GpuStream implements AutoCloseable {
     @Override
     public abstract void close();
 
-    // ---- backend side -------------------------------------------------------------------------
+    // ---- the reactor's view of the backend ----------------------------------------------------
 
-    /** Non-blocking state of the stream (for CUDA: {@code cuStreamQuery}). Never throws for faults. */
-    protected abstract StreamState queryState();
+    StreamState queryState() {
+        return backend.queryState();
+    }
 
-    /** When {@link #queryState()} is {@link StreamState#FAULTED}: the error, named. */
-    protected abstract String faultDescription();
+    String faultDescription() {
+        return backend.faultDescription();
+    }
 
-    /**
-     * Enqueue a device-side write of {@code 1} into flag {@code slot} of {@code memory}, ordered
-     * after all work submitted to the stream so far.
-     *
-     * @return false if the device refused (the reactor then falls back to a host callback)
-     */
-    protected abstract boolean enqueueFlagWrite(FlagMemory memory, int slot);
+    boolean enqueueFlagWrite(FlagMemory memory, int slot) {
+        return backend.enqueueFlagWrite(memory, slot);
+    }
 
-    /**
-     * Enqueue {@code callback} to run on a host thread once the stream's prior work is done. It
-     * must be short and must not call the device (CUDA host functions may not).
-     *
-     * @return false if the stream cannot take it (e.g. it faulted or is closed)
-     */
-    protected abstract boolean enqueueHostCallback(Runnable callback);
+    boolean enqueueHostCallback(Runnable callback) {
+        return backend.enqueueHostCallback(callback);
+    }
 
-    /**
-     * True when no flag write enqueued on this stream can land any more: every one has executed
-     * or was discarded (a fault, for CUDA only once the dead context has been torn down). Until
-     * then the reactor keeps the flag memory and any slot quarantined on this stream.
-     */
-    protected abstract boolean flagWritesSettled();
+    boolean flagWritesSettled() {
+        return backend.flagWritesSettled();
+    }
 }

@@ -1,6 +1,8 @@
 package io.cudaloom;
 
 import io.cudaloom.protocol.SlotTable;
+import io.cudaloom.spi.FlagMemory;
+import io.cudaloom.spi.StreamState;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;

@@ -3,6 +3,7 @@ package io.cudaloom;
 import io.cudaloom.protocol.BackoffIdleStrategy;
 import io.cudaloom.protocol.RetiredBatch;
 import io.cudaloom.protocol.SlotTable;
+import io.cudaloom.spi.StreamState;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.ArrayList;
@@ -10,8 +11,8 @@ import java.util.Collections;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Set;
-import java.util.function.IntConsumer;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.IntConsumer;
 import org.jspecify.annotations.Nullable;
 
 /**

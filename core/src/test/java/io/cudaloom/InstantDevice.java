@@ -1,6 +1,9 @@
 package io.cudaloom;
 
 import io.cudaloom.protocol.OffHeapFlagArray;
+import io.cudaloom.spi.FlagMemory;
+import io.cudaloom.spi.StreamBackend;
+import io.cudaloom.spi.StreamState;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -24,20 +27,20 @@ final class InstantDevice extends GpuDevice {
 
     static InstantDevice create(ReactorConfig config) {
         InstantDevice d = new InstantDevice(false, false);
-        d.startReactor(config);
+        d.startReactor(config, d::allocateFlags);
         return d;
     }
 
     static InstantDevice refusing() {
         InstantDevice d = new InstantDevice(true, false);
         d.acceptHostCallbacks = false;
-        d.startReactor(ReactorConfig.defaults());
+        d.startReactor(ReactorConfig.defaults(), d::allocateFlags);
         return d;
     }
 
     static InstantDevice holding(ReactorConfig config) {
         InstantDevice d = new InstantDevice(false, true);
-        d.startReactor(config);
+        d.startReactor(config, d::allocateFlags);
         return d;
     }
 
@@ -56,12 +59,12 @@ final class InstantDevice extends GpuDevice {
         return new InstantStream(this, refuseFlagWrites, holdFlagWrites);
     }
 
-    @Override
-    protected FlagMemory allocateFlags(int count) {
-        return new FlagMemory(OffHeapFlagArray.allocate(count), 0L, () -> {});
+    private FlagMemory allocateFlags(int count) {
+        return new FlagMemory(OffHeapFlagArray.allocate(count), () -> {});
     }
 
-    static final class InstantStream extends GpuStream {
+    /** A stream that is its own backend (a test double; real backends keep that side private). */
+    static final class InstantStream extends GpuStream implements StreamBackend {
         private final boolean refuseFlagWrites;
         private final boolean holdFlagWrites;
         private volatile boolean closed;
@@ -75,7 +78,7 @@ final class InstantDevice extends GpuDevice {
         volatile @Nullable Throwable settleFailure;
 
         InstantStream(InstantDevice device, boolean refuseFlagWrites, boolean holdFlagWrites) {
-            super(device);
+            super(device, s -> (InstantStream) s);
             this.refuseFlagWrites = refuseFlagWrites;
             this.holdFlagWrites = holdFlagWrites;
         }
@@ -91,13 +94,13 @@ final class InstantDevice extends GpuDevice {
         }
 
         @Override
-        protected StreamState queryState() {
+        public StreamState queryState() {
             throwOnScanner(queryFailure);
             return faulted ? StreamState.FAULTED : StreamState.BUSY;
         }
 
         @Override
-        protected String faultDescription() {
+        public String faultDescription() {
             throwOnScanner(describeFailure);
             return faulted ? "INJECTED_TEST_FAULT" : "no fault";
         }
@@ -112,7 +115,7 @@ final class InstantDevice extends GpuDevice {
         }
 
         @Override
-        protected boolean enqueueFlagWrite(FlagMemory memory, int slot) {
+        public boolean enqueueFlagWrite(FlagMemory memory, int slot) {
             if (refuseFlagWrites) {
                 return false;
             }
@@ -123,7 +126,7 @@ final class InstantDevice extends GpuDevice {
         }
 
         @Override
-        protected boolean enqueueHostCallback(Runnable callback) {
+        public boolean enqueueHostCallback(Runnable callback) {
             if (!((InstantDevice) device()).acceptHostCallbacks) {
                 return false;
             }
@@ -132,7 +135,7 @@ final class InstantDevice extends GpuDevice {
         }
 
         @Override
-        protected boolean flagWritesSettled() {
+        public boolean flagWritesSettled() {
             throwOnScanner(settleFailure);
             return settled;
         }

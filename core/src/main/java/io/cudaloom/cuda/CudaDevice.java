@@ -3,10 +3,10 @@ package io.cudaloom.cuda;
 import static io.cudaloom.cuda.Cuda.check;
 import static jcuda.driver.JCudaDriver.*;
 
-import io.cudaloom.FlagMemory;
 import io.cudaloom.GpuDevice;
 import io.cudaloom.ReactorConfig;
 import io.cudaloom.protocol.OffHeapFlagArray;
+import io.cudaloom.spi.FlagMemory;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.Objects;
@@ -101,7 +101,7 @@ public final class CudaDevice extends GpuDevice {
         }
         CudaDevice d = new CudaDevice(ordinal);
         try {
-            d.startReactor(config);
+            d.startReactor(config, d::allocateFlags);
         } catch (RuntimeException e) {
             d.releaseContext();
             throw e;
@@ -245,8 +245,7 @@ public final class CudaDevice extends GpuDevice {
         return memory == flagMemory ? flagPointers[slot] : null;
     }
 
-    @Override
-    protected FlagMemory allocateFlags(int count) {
+    private FlagMemory allocateFlags(int count) {
         makeCurrent();
         long bytes = 4L * count;
         Pointer host = new Pointer();
@@ -267,7 +266,7 @@ public final class CudaDevice extends GpuDevice {
             pointers[i] = alias.withByteOffset(4L * i);
         }
         this.flagPointers = pointers;
-        FlagMemory memory = new FlagMemory(flags, Cuda.address(alias), () -> freeFlagsAndContext(host));
+        FlagMemory memory = new FlagMemory(flags, () -> freeFlagsAndContext(host));
         this.flagMemory = memory;
         return memory;
     }

@@ -2,10 +2,11 @@ package io.cudaloom.cuda;
 
 import static jcuda.driver.JCudaDriver.*;
 
-import io.cudaloom.FlagMemory;
 import io.cudaloom.GpuFaultException;
 import io.cudaloom.GpuStream;
-import io.cudaloom.StreamState;
+import io.cudaloom.spi.FlagMemory;
+import io.cudaloom.spi.StreamBackend;
+import io.cudaloom.spi.StreamState;
 import java.util.Objects;
 import jcuda.Pointer;
 import jcuda.driver.CUdeviceptr;
@@ -28,7 +29,7 @@ public final class CudaStream extends GpuStream {
     private volatile @Nullable String fault;
 
     CudaStream(CudaDevice device) {
-        super(device);
+        super(device, s -> new Backend((CudaStream) s));
         this.device = device;
         check(cuStreamCreate(stream, CUstream_flags.CU_STREAM_NON_BLOCKING), "cuStreamCreate");
     }
@@ -154,8 +155,7 @@ public final class CudaStream extends GpuStream {
 
     // ---- backend side -------------------------------------------------------------------------
 
-    @Override
-    protected StreamState queryState() {
+    private StreamState queryState() {
         if (fault != null) {
             return StreamState.FAULTED;
         }
@@ -174,14 +174,12 @@ public final class CudaStream extends GpuStream {
         return StreamState.FAULTED;
     }
 
-    @Override
-    protected String faultDescription() {
+    private String faultDescription() {
         String f = fault;
         return f != null ? f : "no fault";
     }
 
-    @Override
-    protected boolean enqueueFlagWrite(FlagMemory memory, int slot) {
+    private boolean enqueueFlagWrite(FlagMemory memory, int slot) {
         CUdeviceptr target = device.flagPointer(memory, slot);
         if (target == null || closed || fault != null) {
             return false;
@@ -199,8 +197,7 @@ public final class CudaStream extends GpuStream {
         return true;
     }
 
-    @Override
-    protected boolean enqueueHostCallback(Runnable callback) {
+    private boolean enqueueHostCallback(Runnable callback) {
         if (closed || fault != null) {
             return false;
         }
@@ -228,8 +225,7 @@ public final class CudaStream extends GpuStream {
         check(cuStreamSynchronize(stream), "cuStreamSynchronize");
     }
 
-    @Override
-    protected boolean flagWritesSettled() {
+    private boolean flagWritesSettled() {
         if (device.isContextGone() || destroyed) {
             return true; // nothing of the context can run any more (or the stream was idle)
         }
@@ -286,6 +282,34 @@ public final class CudaStream extends GpuStream {
     private void checkSameDevice(DeviceBuffer b) {
         if (b.device() != device) {
             throw new IllegalArgumentException("buffer on " + b.device().name() + " used on a stream of " + device.name());
+        }
+    }
+
+    /** The reactor's side of this stream (the SPI), delegating to the private methods above. */
+    private record Backend(CudaStream stream) implements StreamBackend {
+        @Override
+        public StreamState queryState() {
+            return stream.queryState();
+        }
+
+        @Override
+        public String faultDescription() {
+            return stream.faultDescription();
+        }
+
+        @Override
+        public boolean enqueueFlagWrite(FlagMemory memory, int slot) {
+            return stream.enqueueFlagWrite(memory, slot);
+        }
+
+        @Override
+        public boolean enqueueHostCallback(Runnable callback) {
+            return stream.enqueueHostCallback(callback);
+        }
+
+        @Override
+        public boolean flagWritesSettled() {
+            return stream.flagWritesSettled();
         }
     }
 }

@@ -1,10 +1,10 @@
 package io.cudaloom.sim;
 
-import io.cudaloom.FlagMemory;
 import io.cudaloom.GpuDevice;
 import io.cudaloom.ReactorClosedException;
 import io.cudaloom.ReactorConfig;
 import io.cudaloom.protocol.OffHeapFlagArray;
+import io.cudaloom.spi.FlagMemory;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -40,7 +40,7 @@ public final class SimulatedDevice extends GpuDevice {
     public static SimulatedDevice create(ReactorConfig config) {
         Objects.requireNonNull(config, "config");
         SimulatedDevice device = new SimulatedDevice();
-        device.startReactor(config);
+        device.startReactor(config, device::allocateFlags);
         return device;
     }
 
@@ -104,12 +104,11 @@ public final class SimulatedDevice extends GpuDevice {
         }
     }
 
-    @Override
-    protected FlagMemory allocateFlags(int count) {
+    private FlagMemory allocateFlags(int count) {
         OffHeapFlagArray flags = OffHeapFlagArray.allocate(count);
         liveFlagMemories.incrementAndGet();
         FlagMemory[] self = new FlagMemory[1];
-        self[0] = new FlagMemory(flags, 0L, () -> {
+        self[0] = new FlagMemory(flags, () -> {
             if (releasedMemory.add(self[0])) {
                 liveFlagMemories.decrementAndGet();
             }

@@ -1,10 +1,11 @@
 package io.cudaloom.sim;
 
-import io.cudaloom.FlagMemory;
 import io.cudaloom.GpuFaultException;
 import io.cudaloom.GpuStream;
 import io.cudaloom.ReactorClosedException;
-import io.cudaloom.StreamState;
+import io.cudaloom.spi.FlagMemory;
+import io.cudaloom.spi.StreamBackend;
+import io.cudaloom.spi.StreamState;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -32,7 +33,7 @@ public final class SimulatedStream extends GpuStream {
     private volatile boolean closed;
 
     SimulatedStream(SimulatedDevice device, int id) {
-        super(device);
+        super(device, s -> new Backend((SimulatedStream) s));
         this.device = device;
         this.name = "sim-stream-" + id;
         this.worker = Thread.ofPlatform().daemon(true).name(device.name() + " " + name).unstarted(this::run);
@@ -109,22 +110,19 @@ public final class SimulatedStream extends GpuStream {
 
     // ---- backend side -------------------------------------------------------------------------
 
-    @Override
-    protected StreamState queryState() {
+    private StreamState queryState() {
         if (fault != null) {
             return StreamState.FAULTED;
         }
         return finished.get() == submitted.get() ? StreamState.IDLE : StreamState.BUSY;
     }
 
-    @Override
-    protected String faultDescription() {
+    private String faultDescription() {
         String f = fault;
         return f != null ? f : "no fault";
     }
 
-    @Override
-    protected boolean enqueueFlagWrite(FlagMemory memory, int slot) {
+    private boolean enqueueFlagWrite(FlagMemory memory, int slot) {
         if (fault != null || closed) {
             return false;
         }
@@ -132,8 +130,7 @@ public final class SimulatedStream extends GpuStream {
         return true;
     }
 
-    @Override
-    protected boolean enqueueHostCallback(Runnable callback) {
+    private boolean enqueueHostCallback(Runnable callback) {
         if (fault != null || closed) {
             return false;
         }
@@ -141,8 +138,7 @@ public final class SimulatedStream extends GpuStream {
         return true;
     }
 
-    @Override
-    protected boolean flagWritesSettled() {
+    private boolean flagWritesSettled() {
         return finished.get() == submitted.get();
     }
 
@@ -223,6 +219,34 @@ public final class SimulatedStream extends GpuStream {
 
         InjectedFault(String message) {
             super(message, null, false, false);
+        }
+    }
+
+    /** The reactor's side of this stream (the SPI), delegating to the private methods above. */
+    private record Backend(SimulatedStream stream) implements StreamBackend {
+        @Override
+        public StreamState queryState() {
+            return stream.queryState();
+        }
+
+        @Override
+        public String faultDescription() {
+            return stream.faultDescription();
+        }
+
+        @Override
+        public boolean enqueueFlagWrite(FlagMemory memory, int slot) {
+            return stream.enqueueFlagWrite(memory, slot);
+        }
+
+        @Override
+        public boolean enqueueHostCallback(Runnable callback) {
+            return stream.enqueueHostCallback(callback);
+        }
+
+        @Override
+        public boolean flagWritesSettled() {
+            return stream.flagWritesSettled();
         }
     }
 }

@@ -331,7 +331,7 @@ class KotlinCallersTest {
             GpuDevice::class.java, GpuStream::class.java, GpuEvent::class.java, CompletionReactor::class.java,
             ReactorConfig::class.java, ReactorConfig.Builder::class.java, ReactorStats::class.java,
             GpuFaultException::class.java, ReactorClosedException::class.java,
-            io.cudaloom.CompletionStrategy::class.java, io.cudaloom.StreamState::class.java,
+            io.cudaloom.CompletionStrategy::class.java, io.cudaloom.spi.StreamState::class.java,
             SimulatedDevice::class.java, SimulatedStream::class.java,
         )
         val clashes = api.flatMap { type ->

@@ -1,4 +1,4 @@
-package io.cudaloom;
+package io.cudaloom.spi;
 
 /** What a stream reports when queried without blocking. */
 public enum StreamState {

@@ -1,0 +1,37 @@
+package io.cudaloom.spi;
+
+/**
+ * A backend's side of a stream: what the reactor asks of it. A backend passes one to its
+ * stream's constructor ({@code GpuStream(device, backendOf)}); callers never see it. Methods may be
+ * called from any thread (registrants, the scanner, the closing thread) and must not block.
+ */
+public interface StreamBackend {
+    /** The stream's state, without blocking (for CUDA: {@code cuStreamQuery}). */
+    StreamState queryState();
+
+    /** What went wrong, once {@link #queryState()} reported {@link StreamState#FAULTED}. */
+    String faultDescription();
+
+    /**
+     * Enqueue, behind the work already submitted, a device write of 1 into flag {@code slot} of
+     * {@code memory} (for CUDA: {@code cuStreamWriteValue32}).
+     *
+     * @return false if the stream cannot take it (e.g. it faulted or is closed)
+     */
+    boolean enqueueFlagWrite(FlagMemory memory, int slot);
+
+    /**
+     * Enqueue {@code callback} to run on a host thread once the stream's prior work is done. It
+     * must be short and must not call the device (CUDA host functions may not).
+     *
+     * @return false if the stream cannot take it (e.g. it faulted or is closed)
+     */
+    boolean enqueueHostCallback(Runnable callback);
+
+    /**
+     * True when no flag write enqueued on this stream can land any more: every one has executed
+     * or was discarded (a fault, for CUDA only once the dead context has been torn down). Until
+     * then the reactor keeps the flag memory and any slot quarantined on this stream.
+     */
+    boolean flagWritesSettled();
+}
