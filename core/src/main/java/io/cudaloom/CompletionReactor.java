@@ -62,7 +62,7 @@ import org.jspecify.annotations.Nullable;
  * and frees the flag memory only once every slot is accounted for and no device write into it can
  * still land (at once if nothing is in flight, else from a short-lived reclaimer thread).
  */
-public final class CompletionReactor implements AutoCloseable {
+public final class CompletionReactor {
     private static final AtomicInteger IDS = new AtomicInteger();
     private static final VarHandle STATE;
     /** Lifecycle: open; closed to new work (close() ran, or the scanner died of an Error); memory freed. */
@@ -143,13 +143,13 @@ public final class CompletionReactor implements AutoCloseable {
         return config;
     }
 
-    /** The scanner thread (for diagnostics and tests). */
-    public Thread scannerThread() {
+    /** The scanner thread (for tests and the device's own diagnostics; not API). */
+    Thread scannerThread() {
         return scannerThread;
     }
 
     /** Runs completion callbacks of {@link GpuEvent#toCompletableFuture()}: a virtual thread each. */
-    public Executor callbackExecutor() {
+    Executor callbackExecutor() {
         return callbackExecutor;
     }
 
@@ -201,7 +201,13 @@ public final class CompletionReactor implements AutoCloseable {
                 scanner.count(Scanner.PROBES),
                 (int) scanner.count(Scanner.QUARANTINED),
                 counters.coalesced.sum(),
-                scanner.count(Scanner.ERRORS));
+                scanner.count(Scanner.ERRORS),
+                scannerCpuNanos());
+    }
+
+    private long scannerCpuNanos() {
+        java.lang.management.ThreadMXBean threads = java.lang.management.ManagementFactory.getThreadMXBean();
+        return threads.isThreadCpuTimeSupported() ? threads.getThreadCpuTime(scannerThread.threadId()) : -1L;
     }
 
     // ---- waiting and registering ----------------------------------------------------------------
@@ -276,15 +282,15 @@ public final class CompletionReactor implements AutoCloseable {
     /**
      * Wakes every waiter with a {@link ReactorClosedException}, stops the scanner and frees the flag
      * memory once no device write into it can land. Later awaits throw the same exception.
-     * Idempotent; returns without waiting for GPU work.
+     * Idempotent; returns without waiting for GPU work. Called by {@link GpuDevice#close()}, the
+     * only way to close a reactor.
      *
      * <p>Called on the scanner thread itself (by a callback run there through a direct executor), it
      * only stops the scanner: the scanner finishes the delivery it is in, leaves its loop and then
      * wakes the rest. Running the shutdown right there would re-enter the delivery in progress (its
      * batch delivered twice) and, once a reclaimer took over, leave two consumers at once.
      */
-    @Override
-    public void close() {
+    void close() {
         if (!beginClose()) {
             return;
         }

@@ -197,10 +197,6 @@ public final class GpuEvent {
         }
     }
 
-    void markDone() {
-        done = true;
-    }
-
     private boolean awaitNanos(long nanos) throws InterruptedException {
         if (done) {
             return true;

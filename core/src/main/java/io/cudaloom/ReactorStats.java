@@ -24,6 +24,8 @@ package io.cudaloom;
  * @param coalesced awaits that joined another waiter's slot instead of arming their own
  * @param scannerErrors exceptions and errors the scanner caught in its loop (a backend hook that
  *     threw, for example); each was reported to the scanner thread's uncaught-exception handler
+ * @param scannerCpuNanos CPU time the scanner thread has used (-1 where the JVM cannot tell; 0
+ *     once it has stopped)
  */
 public record ReactorStats(
         int capacity,
@@ -43,4 +45,5 @@ public record ReactorStats(
         long faultProbes,
         int quarantined,
         long coalesced,
-        long scannerErrors) {}
+        long scannerErrors,
+        long scannerCpuNanos) {}

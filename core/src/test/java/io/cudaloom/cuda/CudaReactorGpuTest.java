@@ -197,7 +197,7 @@ class CudaReactorGpuTest {
                 DeviceBuffer buf = device.allocate(4096);
                 PinnedBuffer host = device.allocatePinned(4096)) {
             CudaStream stream = device.newStream();
-            Thread scanner = device.reactor().scannerThread();
+            Thread scanner = io.cudaloom.TestAccess.scannerThread(device);
             for (int i = 0; i < 200; i++) {
                 if (i % 10 == 0) {
                     await().atMost(LONG).until(() -> scanner.getState() == Thread.State.WAITING);

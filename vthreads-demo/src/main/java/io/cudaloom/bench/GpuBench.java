@@ -150,7 +150,7 @@ public final class GpuBench {
     }
 
     private static long scannerCpu(CudaDevice d) {
-        return THREADS.getThreadCpuTime(d.reactor().scannerThread().threadId());
+        return d.reactor().stats().scannerCpuNanos();
     }
 
     private static void row(String what, long cpu0, long t0, long scannerNanos) {
@@ -316,8 +316,7 @@ public final class GpuBench {
                     return;
                 }
                 System.out.println(" after a manual unpark of the stuck ones: done " + done.get());
-                Thread sc = d.reactor().scannerThread();
-                System.out.println("  scanner " + sc.getState() + " " + java.util.Arrays.toString(sc.getStackTrace()));
+                System.out.println("  reactor " + d.reactor().stats());
                 System.out.flush();
                 Runtime.getRuntime().halt(3);
             });

@@ -341,7 +341,7 @@ class KotlinCallersTest {
         }
         assertEquals(emptyList<String>(), clashes)
         assertTrue(api.filter { AutoCloseable::class.java.isAssignableFrom(it) }
-            .containsAll(listOf(GpuDevice::class.java, GpuStream::class.java, CompletionReactor::class.java)))
+            .containsAll(listOf(GpuDevice::class.java, GpuStream::class.java)))
     }
 }
 
