@@ -5,9 +5,6 @@ import static org.openjdk.jcstress.annotations.Expect.ACCEPTABLE_INTERESTING;
 import static org.openjdk.jcstress.annotations.Expect.FORBIDDEN;
 
 import io.cudaloom.stress.jcstress.VirtualThreadParkPermit;
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
-import org.jspecify.annotations.Nullable;
 import org.openjdk.jcstress.annotations.Actor;
 import org.openjdk.jcstress.annotations.Arbiter;
 import org.openjdk.jcstress.annotations.Description;
@@ -17,8 +14,10 @@ import org.openjdk.jcstress.annotations.State;
 import org.openjdk.jcstress.infra.results.II_Result;
 
 /**
- * {@link WaiterHandoffTest} with the store the reactor used before the lost wake-up was fixed: the
- * ticket release-stored ({@code setRelease}) and acquire-loaded. jcstress must report the FORBIDDEN
+ * {@link WaiterHandoffTest} on {@link BrokenReleaseStoreWaiter}: the real {@link Waiter} with the
+ * store the reactor used before the lost wake-up was fixed, the ticket release-stored
+ * ({@code setRelease}) instead of the volatile write, generated at build time from
+ * {@code stress/src/mutations/waiter-release-store.patch}. jcstress must report the FORBIDDEN
  * "parked for good" outcome: the release store and the unpark's volatile read of the permit are
  * reordered (store-load) on x86, which is exactly the lost wake-up seen on the H200.
  *
@@ -39,32 +38,7 @@ import org.openjdk.jcstress.infra.results.II_Result;
 public class BrokenWaiterHandoffTest {
     static final long TICKET = 42L;
 
-    /** The old Waiter record: failure, then a release store of the ticket; acquire load to check. */
-    static final class ReleaseStoreRecord {
-        private static final VarHandle DELIVERED;
-
-        static {
-            try {
-                DELIVERED = MethodHandles.lookup().findVarHandle(ReleaseStoreRecord.class, "delivered", long.class);
-            } catch (ReflectiveOperationException e) {
-                throw new ExceptionInInitializerError(e);
-            }
-        }
-
-        private volatile long delivered = Long.MIN_VALUE;
-        private @Nullable RuntimeException failure;
-
-        void publish(long ticket, @Nullable RuntimeException failure) {
-            this.failure = failure;
-            DELIVERED.setRelease(this, ticket); // the bug: not ordered before the unpark's read
-        }
-
-        boolean isDelivered(long ticket) {
-            return (long) DELIVERED.getAcquire(this) == ticket;
-        }
-    }
-
-    final ReleaseStoreRecord record = new ReleaseStoreRecord();
+    final BrokenReleaseStoreWaiter record = new BrokenReleaseStoreWaiter(Thread.currentThread()); // never really unparked here
     final VirtualThreadParkPermit permit = new VirtualThreadParkPermit(true);
     int sawTicket;
     int unparkSetPermit;
