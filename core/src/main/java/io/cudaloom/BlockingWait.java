@@ -3,6 +3,7 @@ package io.cudaloom;
 import io.cudaloom.protocol.SlotTable;
 import io.cudaloom.spi.StreamState;
 import java.util.Objects;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 import org.jspecify.annotations.Nullable;
 
@@ -13,9 +14,18 @@ import org.jspecify.annotations.Nullable;
  * and park until the waiter's own ticket is delivered or the registration is withdrawn (timeout,
  * interrupt).
  *
- * <p>Spin budget: at most {@link ReactorConfig#waiterSpinNanos()}, and only while fewer than
- * {@link ReactorConfig#waiterSpinMaxArmed()} slots are armed, because a short kernel then
- * completes at spin latency, and a busy reactor's carriers are better used by other threads.
+ * <p>Spin budget: at most {@link ReactorConfig#waiterSpinNanos()}, because a short kernel then
+ * completes at spin latency with no wake-up at all; and only while at most
+ * {@link ReactorConfig#waiterSpinMaxWaiters()} threads are inside this wait (counted here), because
+ * with more of them every carrier is better used running other virtual threads than spinning (the
+ * armed-slot count is the wrong signal: spinning waiters retire their own slots, which keeps it low
+ * and the spinning on); and only if the stream's recent awaits ({@link GpuStream#recentWaitNanos})
+ * were no longer than the spin, since a spin that will not see the flag land is pure waste; and
+ * not while a quarter of the slots are armed (back-pressure on a scanner that is behind).
+ *
+ * <p>Driver calls: a stream with counted work submitted after its last landed flag
+ * ({@link GpuStream#hasWorkSinceLastLandedFlag}) is taken as busy without a query; registering on
+ * a stream that turns out idle is still correct (its flag write lands at once).
  */
 final class BlockingWait {
     private final CompletionReactor reactor;
@@ -24,6 +34,14 @@ final class BlockingWait {
     private final ReactorConfig config;
     private final ReactorCounters counters;
     private final @Nullable CoalescedWait coalesced;
+    /** Threads inside {@link #await} now: the spin policy's signal (see the class comment). */
+    private final AtomicInteger waiters = new AtomicInteger();
+    /**
+     * Back-pressure: a waiter that completes inline leaves its slot armed for the scanner to
+     * retire; with this many armed (the scanner is behind, e.g. descheduled), waiters park instead
+     * of running ahead and exhausting the slots.
+     */
+    private final int spinArmedLimit;
 
     BlockingWait(CompletionReactor reactor, SlotTable<Completion> table, Registrar registrar, ReactorConfig config,
             ReactorCounters counters) {
@@ -32,6 +50,7 @@ final class BlockingWait {
         this.registrar = registrar;
         this.config = config;
         this.counters = counters;
+        this.spinArmedLimit = Math.max(1, table.capacity() / 4);
         this.coalesced = config.coalesce() && registrar.usesSlots()
                 ? new CoalescedWait(reactor, registrar, counters, this) : null;
     }
@@ -42,19 +61,32 @@ final class BlockingWait {
         if (interruptible && Thread.interrupted()) {
             throw new InterruptedException();
         }
-        if (reactor.precheck(stream) == StreamState.IDLE) {
+        if (reactor.precheck(stream, true) == StreamState.IDLE) {
             return true;
         }
         if (timed && nanos <= 0) {
             return false;
         }
-        long deadline = timed ? System.nanoTime() + nanos : 0L;
+        long start = System.nanoTime();
+        int inside = waiters.incrementAndGet();
+        try {
+            return register(stream, required, interruptible, timed, timed ? start + nanos : 0L, inside);
+        } finally {
+            waiters.decrementAndGet();
+            stream.recordWait(System.nanoTime() - start);
+        }
+    }
+
+    private boolean register(GpuStream stream, long required, boolean interruptible, boolean timed, long deadline,
+            int inside) throws InterruptedException {
         Waiter waiter = Waiter.current();
         waiter.reset();
         if (coalesced != null) {
             return coalesced.await(stream, required, waiter, interruptible, timed, deadline);
         }
-        boolean spin = config.waiterSpinNanos() > 0 && table.armedCount() < config.waiterSpinMaxArmed();
+        long spinNanos = config.waiterSpinNanos();
+        boolean spin = spinNanos > 0 && inside <= config.waiterSpinMaxWaiters()
+                && stream.recentWaitNanos() <= spinNanos && table.armedCount() < spinArmedLimit;
         long ticket = registrar.tryArm(stream, waiter);
         FallbackRegistration fallback = null;
         if (ticket == SlotTable.NO_SLOT) {

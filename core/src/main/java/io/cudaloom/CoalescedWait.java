@@ -38,7 +38,7 @@ final class CoalescedWait {
                     return true;
                 }
                 // A failed group (fault, close) says nothing about later ones: check afresh.
-                if (reactor.precheck(stream) == StreamState.IDLE) {
+                if (reactor.precheck(stream, false) == StreamState.IDLE) {
                     return true;
                 }
             }

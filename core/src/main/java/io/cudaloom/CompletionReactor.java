@@ -221,16 +221,21 @@ public final class CompletionReactor {
     /**
      * The checks every wait and registration makes before registering: the reactor is open, the
      * stream is open, and the stream's state. IDLE (the work is done, counted as an immediate
-     * completion) or BUSY; a faulted stream throws.
+     * completion) or BUSY; a faulted stream throws. With {@code assumeBusy}, a stream with counted
+     * work submitted after its last landed flag write is reported BUSY without a driver call (a
+     * fault is then found when registering or by the scanner's probe).
      *
      * @throws ReactorClosedException if this reactor is closed
      * @throws IllegalStateException if the stream is closed
      * @throws GpuFaultException if the stream has faulted
      */
-    StreamState precheck(GpuStream stream) {
+    StreamState precheck(GpuStream stream, boolean assumeBusy) {
         checkOpen();
         if (stream.isClosed()) {
             throw new IllegalStateException("stream " + stream + " is closed");
+        }
+        if (assumeBusy && stream.hasWorkSinceLastLandedFlag()) {
+            return StreamState.BUSY;
         }
         StreamState state = stream.queryState();
         if (state == StreamState.IDLE) {

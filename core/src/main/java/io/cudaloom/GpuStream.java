@@ -36,6 +36,13 @@ public abstract class GpuStream implements AutoCloseable {
     }
 
     private final StreamBackend backend;
+    /**
+     * The highest submission count known complete: a flag write enqueued after that many counted
+     * submissions has landed. Written by the scanner only (volatile, read by waiters).
+     */
+    private volatile long completedThrough;
+    /** Recent awaits' durations (an exponential moving average, racy by design): the spin budget's guide. */
+    private volatile long recentWaitNanos;
 
     /**
      * For backends: {@code backendOf} is given this stream (not yet fully constructed: keep the
@@ -97,6 +104,34 @@ public abstract class GpuStream implements AutoCloseable {
     /** Releases the stream; work already submitted still runs. Idempotent. */
     @Override
     public abstract void close();
+
+    // ---- the reactor's bookkeeping ----------------------------------------------------------------
+
+    /**
+     * True if counted work was submitted after the last landed flag write, so the stream is
+     * probably busy and a waiter may register without asking the driver first (registering on an
+     * idle stream is correct too: its flag write lands at once).
+     */
+    boolean hasWorkSinceLastLandedFlag() {
+        return submissions.get() > completedThrough;
+    }
+
+    /** The scanner saw a flag land that was written after {@code covered} counted submissions. */
+    void flagLanded(long covered) {
+        if (covered > completedThrough) {
+            completedThrough = covered; // single writer: the scanner
+        }
+    }
+
+    long recentWaitNanos() {
+        return recentWaitNanos;
+    }
+
+    /** Folds one await's duration into the average (weight 1/4); lost updates are harmless. */
+    void recordWait(long nanos) {
+        long old = recentWaitNanos;
+        recentWaitNanos = old + ((nanos - old) >> 2);
+    }
 
     // ---- the reactor's view of the backend ----------------------------------------------------
 

@@ -7,9 +7,12 @@ import java.util.Objects;
  * Settings of a {@link CompletionReactor}. Immutable; build with {@link #builder()}.
  *
  * <p>Defaults: 4,096 slots; the waiter spins on its own flag for up to 50 us before parking
- * (only while few waiters are armed), then parks untimed until its completer unparks it; the scanner spins 250 us after its last wake-up or retirement, then parks for
- * 1/8 of the time it has waited so far (between 20 us and 1 ms); streams of slots that stay armed
- * are probed for device faults at most once per millisecond.
+ * (only while at most half as many threads as processors are inside {@code await()}, and only if
+ * its stream's recent awaits were that short), then parks untimed until its completer unparks it;
+ * the scanner spins 250 us after its last wake-up or retirement, then parks for 1/8 of the time it
+ * has waited so far (between 20 us and 1 ms), and lingers 100 us once nothing is armed before it
+ * parks untimed; streams of slots that stay armed are probed for device faults at most once per
+ * millisecond.
  */
 public final class ReactorConfig {
     /** The largest capacity accepted: 16 Mi slots (64 MiB of pinned flags). */
@@ -18,8 +21,9 @@ public final class ReactorConfig {
 
     private final int capacity;
     private final long waiterSpinNanos;
-    private final int waiterSpinMaxArmed;
+    private final int waiterSpinMaxWaiters;
     private final long scannerSpinNanos;
+    private final long scannerLingerNanos;
     private final long scannerMinParkNanos;
     private final long scannerMaxParkNanos;
     private final long faultProbeIntervalNanos;
@@ -29,8 +33,9 @@ public final class ReactorConfig {
     private ReactorConfig(Builder b) {
         this.capacity = b.capacity;
         this.waiterSpinNanos = b.waiterSpin.toNanos();
-        this.waiterSpinMaxArmed = b.waiterSpinMaxArmed;
+        this.waiterSpinMaxWaiters = b.waiterSpinMaxWaiters;
         this.scannerSpinNanos = b.scannerSpin.toNanos();
+        this.scannerLingerNanos = b.scannerLinger.toNanos();
         this.scannerMinParkNanos = b.scannerMinPark.toNanos();
         this.scannerMaxParkNanos = b.scannerMaxPark.toNanos();
         this.faultProbeIntervalNanos = b.faultProbeInterval.toNanos();
@@ -49,8 +54,9 @@ public final class ReactorConfig {
     public Builder toBuilder() {
         return new Builder()
                 .capacity(capacity)
-                .waiterSpin(Duration.ofNanos(waiterSpinNanos), waiterSpinMaxArmed)
+                .waiterSpin(Duration.ofNanos(waiterSpinNanos), waiterSpinMaxWaiters)
                 .scannerSpin(Duration.ofNanos(scannerSpinNanos))
+                .scannerLinger(Duration.ofNanos(scannerLingerNanos))
                 .scannerPark(Duration.ofNanos(scannerMinParkNanos), Duration.ofNanos(scannerMaxParkNanos))
                 .faultProbeInterval(Duration.ofNanos(faultProbeIntervalNanos))
                 .strategy(strategy)
@@ -59,8 +65,9 @@ public final class ReactorConfig {
 
     public int capacity() { return capacity; }
     public long waiterSpinNanos() { return waiterSpinNanos; }
-    public int waiterSpinMaxArmed() { return waiterSpinMaxArmed; }
+    public int waiterSpinMaxWaiters() { return waiterSpinMaxWaiters; }
     public long scannerSpinNanos() { return scannerSpinNanos; }
+    public long scannerLingerNanos() { return scannerLingerNanos; }
     public long scannerMinParkNanos() { return scannerMinParkNanos; }
     public long scannerMaxParkNanos() { return scannerMaxParkNanos; }
     public long faultProbeIntervalNanos() { return faultProbeIntervalNanos; }
@@ -70,8 +77,8 @@ public final class ReactorConfig {
     @Override
     public String toString() {
         return "ReactorConfig[capacity=" + capacity + ", strategy=" + strategy
-                + ", waiterSpin=" + waiterSpinNanos + "ns (while armed <= " + waiterSpinMaxArmed + ")"
-                + ", scannerSpin=" + scannerSpinNanos + "ns, scannerPark=" + scannerMinParkNanos
+                + ", waiterSpin=" + waiterSpinNanos + "ns (while waiters <= " + waiterSpinMaxWaiters + ")"
+                + ", scannerSpin=" + scannerSpinNanos + "ns, scannerLinger=" + scannerLingerNanos + "ns, scannerPark=" + scannerMinParkNanos
                 + ".." + scannerMaxParkNanos + "ns, faultProbeInterval=" + faultProbeIntervalNanos + "ns"
                 + (coalesce ? ", coalesce" : "") + "]";
     }
@@ -80,8 +87,9 @@ public final class ReactorConfig {
     public static final class Builder {
         private int capacity = 4096;
         private Duration waiterSpin = Duration.ofNanos(50_000);
-        private int waiterSpinMaxArmed = Math.max(1, Runtime.getRuntime().availableProcessors() / 2);
+        private int waiterSpinMaxWaiters = Math.max(1, Runtime.getRuntime().availableProcessors() / 2);
         private Duration scannerSpin = Duration.ofNanos(250_000);
+        private Duration scannerLinger = Duration.ofNanos(100_000);
         private Duration scannerMinPark = Duration.ofNanos(20_000);
         private Duration scannerMaxPark = Duration.ofMillis(1);
         private Duration faultProbeInterval = Duration.ofMillis(1);
@@ -115,20 +123,32 @@ public final class ReactorConfig {
 
         /**
          * How long a waiter spins on its own completion flag before parking (0 = never spin), and
-         * the most armed slots for which it still spins (spinning on a busy reactor would only take
-         * carrier threads away from other virtual threads).
+         * the most threads inside {@code await()} on this reactor for which a waiter still spins
+         * (default: half the processors). With more, every carrier is better used running other
+         * virtual threads than spinning. A waiter also skips the spin when its stream's recent
+         * awaits took longer than the spin would last.
          */
-        public Builder waiterSpin(Duration spin, int whileArmedAtMost) {
+        public Builder waiterSpin(Duration spin, int whileWaitersAtMost) {
             this.waiterSpin = checked("waiterSpin", spin, true);
-            if (whileArmedAtMost < 0) {
-                throw new IllegalArgumentException("waiterSpin whileArmedAtMost must be >= 0, was " + whileArmedAtMost);
+            if (whileWaitersAtMost < 0) {
+                throw new IllegalArgumentException("waiterSpin whileWaitersAtMost must be >= 0, was " + whileWaitersAtMost);
             }
-            this.waiterSpinMaxArmed = whileArmedAtMost;
+            this.waiterSpinMaxWaiters = whileWaitersAtMost;
+            return this;
+        }
+
+        /**
+         * How long the scanner keeps spinning after the last armed slot retired before it parks
+         * untimed (default 100 us): an await that comes within that time finds the scanner awake
+         * and pays one wake-up (its own) instead of two. 0 parks at once.
+         */
+        public Builder scannerLinger(Duration linger) {
+            this.scannerLinger = checked("scannerLinger", linger, true);
             return this;
         }
 
         public Builder waiterSpin(Duration spin) {
-            return waiterSpin(spin, waiterSpinMaxArmed);
+            return waiterSpin(spin, waiterSpinMaxWaiters);
         }
 
         /** How long the scanner spins after its last retirement before it starts timed parks. */

@@ -75,7 +75,8 @@ final class Scanner implements Runnable {
         this.registrar = registrar;
         this.table = table;
         this.config = config;
-        this.idle = new BackoffIdleStrategy(config.scannerSpinNanos(), config.scannerMinParkNanos(),
+        this.idle = new BackoffIdleStrategy(config.scannerSpinNanos(), config.scannerLingerNanos(),
+                config.scannerMinParkNanos(),
                 config.scannerMaxParkNanos(), BackoffIdleStrategy.LOCK_SUPPORT, reactor);
         this.batch = new RetiredBatch<>(table.capacity());
         this.failBatch = new RetiredBatch<>(table.capacity());
@@ -131,6 +132,9 @@ final class Scanner implements Runnable {
         increment(PASSES);
         int retired = batch.size();
         if (retired > 0) {
+            for (int i = 0; i < retired; i++) {
+                registrar.flagLanded(SlotTable.slotOf(batch.ticket(i)));
+            }
             deliver(batch, null);
         }
         long now = System.nanoTime();

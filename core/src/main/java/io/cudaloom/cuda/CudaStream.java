@@ -66,8 +66,12 @@ public final class CudaStream extends GpuStream {
         }
         Pointer params = KernelArgs.pack(kernel.name(), args);
         ready();
-        submitted(cuLaunchKernel(kernel.function(), gridX, gridY, gridZ, blockX, blockY, blockZ, sharedBytes,
-                stream, params, null), "cuLaunchKernel(" + kernel.name() + ")");
+        int r = cuLaunchKernel(kernel.function(), gridX, gridY, gridZ, blockX, blockY, blockZ, sharedBytes,
+                stream, params, null);
+        if (r != CUresult.CUDA_SUCCESS) {
+            check(r, "cuLaunchKernel(" + kernel.name() + ")"); // the message is built on failure only
+        }
+        noteSubmission();
     }
 
     /** Async copy host to device; {@code src} must be pinned (a {@link PinnedBuffer}). */
@@ -258,7 +262,10 @@ public final class CudaStream extends GpuStream {
     }
 
     private void check(int result, String call) {
-        if (result != CUresult.CUDA_SUCCESS && Cuda.isStickyFault(result)) {
+        if (result == CUresult.CUDA_SUCCESS) {
+            return; // no message built on the launch and await paths
+        }
+        if (Cuda.isStickyFault(result)) {
             noteFault(result);
         }
         Cuda.check(result, call + " on " + this);

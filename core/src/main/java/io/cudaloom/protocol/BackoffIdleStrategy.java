@@ -10,7 +10,8 @@ import java.util.concurrent.locks.LockSupport;
  *       within that time is seen at spin latency), then park for 1/8 of the time waited so far,
  *       within {@code [minParkNanos, maxParkNanos]}, so a long wait costs a small, bounded share of a
  *       core (at most one wake-up per {@code maxParkNanos});
- *   <li>nothing armed: park untimed. The caller must check "nothing armed" with the table's
+ *   <li>nothing armed: keep spinning until {@code lingerNanos} after the last progress (an await
+ *       that comes meanwhile then pays no wake-up of the consumer), then park untimed. The caller must check "nothing armed" with the table's
  *       {@link SlotTable#isIdle()} right before, because a registrant unparks the consumer only on
  *       the idle-to-active transition (SlotTable ordering 3): if that unpark raced ahead of the
  *       check, it is this park's permit and the park returns at once;
@@ -43,18 +44,21 @@ public final class BackoffIdleStrategy {
     };
 
     private final long spinNanos;
+    private final long lingerNanos;
     private final long minParkNanos;
     private final long maxParkNanos;
     private final Parker parker;
     private final Object blocker;
     private long lastProgress = System.nanoTime();
 
-    public BackoffIdleStrategy(long spinNanos, long minParkNanos, long maxParkNanos, Parker parker, Object blocker) {
-        if (spinNanos < 0 || minParkNanos <= 0 || maxParkNanos < minParkNanos) {
-            throw new IllegalArgumentException("need spin >= 0 and 0 < minPark <= maxPark, was spin " + spinNanos
-                    + " ns, park " + minParkNanos + ".." + maxParkNanos + " ns");
+    public BackoffIdleStrategy(long spinNanos, long lingerNanos, long minParkNanos, long maxParkNanos, Parker parker,
+            Object blocker) {
+        if (spinNanos < 0 || lingerNanos < 0 || minParkNanos <= 0 || maxParkNanos < minParkNanos) {
+            throw new IllegalArgumentException("need spin >= 0, linger >= 0 and 0 < minPark <= maxPark, was spin "
+                    + spinNanos + " ns, linger " + lingerNanos + " ns, park " + minParkNanos + ".." + maxParkNanos + " ns");
         }
         this.spinNanos = spinNanos;
+        this.lingerNanos = lingerNanos;
         this.minParkNanos = minParkNanos;
         this.maxParkNanos = maxParkNanos;
         this.parker = parker;
@@ -81,6 +85,10 @@ public final class BackoffIdleStrategy {
     public Step idle(boolean armed, long now, long deadlineNanos) {
         long untilDeadline = deadlineNanos == NO_DEADLINE ? Long.MAX_VALUE : Math.max(0L, deadlineNanos - now);
         if (!armed) {
+            if (now - lastProgress < lingerNanos && untilDeadline > 0) {
+                Thread.onSpinWait(); // lingering: a registration's unpark would find us awake anyway
+                return Step.SPUN;
+            }
             Step step;
             if (untilDeadline == Long.MAX_VALUE) {
                 parker.park(blocker);
