@@ -5,10 +5,13 @@ import io.cudaloom.ReactorStats;
 import io.cudaloom.cuda.CudaDevice;
 import io.cudaloom.cuda.CudaStream;
 import io.cudaloom.cuda.Kernels;
+import io.cudaloom.demo.ServletBench;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.atomic.AtomicReference;
 
 /**
@@ -25,6 +28,12 @@ import java.util.concurrent.atomic.AtomicReference;
  *       synchronize(), and the driver's ceiling (8 and 16 threads launching back to back);
  *       one table per kernel length (see ThroughputSweep). Launches per row are capped so that
  *       launches x kernel / 8 streams &lt;= 8 s. About 5 min with the defaults on the H200.
+ *   bash .gpu/java io.cudaloom.bench.GpuBench servlet [concurrency=100,10000] [seconds=10]
+ *       the demo's ScaleServlet on Jetty's VirtualThreadPool with await(), then on Jetty's
+ *       QueuedThreadPool (200 platform threads) with CudaStream.synchronize(), loaded from
+ *       127.0.0.1 at each concurrency for at most the given seconds (and 1,000,000 requests);
+ *       requests/s and requests per CPU-second (see io.cudaloom.demo.ServletBench). About 1 min
+ *       with the defaults; exit code 1 if any request failed.
  *   bash .gpu/java -Xmx512m io.cudaloom.bench.GpuBench scale [inFlight=100000]
  *       100,000 awaits, each behind its own kernel
  *   bash .gpu/java -Xmx512m io.cudaloom.bench.GpuBench scale-shared [inFlight=100000]
@@ -32,7 +41,7 @@ import java.util.concurrent.atomic.AtomicReference;
  *   bash .gpu/java io.cudaloom.bench.GpuBench diag [threads=1000] [awaits=100] [await|coalesce|launch-only]
  *       one run; prints where workers are on a stall
  * </pre>
- * Parameters of sweep are given by position or as {@code name=value}, e.g.
+ * Parameters of sweep and servlet are given by position or as {@code name=value}, e.g.
  * {@code sweep kernelsUs=200,1000 rounds=1}; lists are comma-separated.
  */
 public final class GpuBench {
@@ -45,10 +54,11 @@ public final class GpuBench {
             usage: GpuBench cpu
                    GpuBench throughput [threads=10000] [awaits=100]
                    GpuBench sweep [threads=10000] [awaitsPerThread=100] [kernelsUs=10,50,200,1000] [rounds=2]
+                   GpuBench servlet [concurrency=100,10000] [seconds=10]
                    GpuBench scale [inFlight=100000]
                    GpuBench scale-shared [inFlight=100000]
                    GpuBench diag [threads=1000] [awaits=100] [await|coalesce|launch-only]
-            sweep takes its parameters by position or as name=value (lists comma-separated).""";
+            sweep and servlet take their parameters by position or as name=value (lists comma-separated).""";
 
     public static void main(String[] args) throws Exception {
         String mode = args.length > 0 ? args[0] : "";
@@ -56,6 +66,12 @@ public final class GpuBench {
             case "cpu" -> cpu();
             case "throughput" -> throughput(arg(args, 1, 10_000), arg(args, 2, 100));
             case "sweep" -> ThroughputSweep.run(parsed(() -> ThroughputSweep.Settings.parse(args, 1)), System.out, System.err);
+            case "servlet" -> {
+                ServletBench.Settings settings = parsed(() -> servletSettings(args, 1));
+                boolean ok = ServletBench.run(config -> CudaDevice.open(0, config), settings, System.out, System.err);
+                System.out.flush();
+                System.exit(ok ? 0 : 1);
+            }
             case "scale" -> scale(arg(args, 1, 100_000));
             case "scale-shared" -> scaleShared(arg(args, 1, 100_000));
             case "diag" -> diag(arg(args, 1, 1000), arg(args, 2, 100), args.length > 3 ? args[3] : "await");
@@ -64,6 +80,15 @@ public final class GpuBench {
                 System.exit(2);
             }
         }
+    }
+
+    /** The parameters of {@code servlet}: concurrency levels and seconds per level. */
+    static ServletBench.Settings servletSettings(String[] args, int from) {
+        Map<String, String> v = BenchArgs.bind(args, from, List.of(
+                new BenchArgs.Param("concurrency", "100,10000"),
+                new BenchArgs.Param("seconds", "10")));
+        return ServletBench.Settings.of(BenchArgs.intList("concurrency", v.get("concurrency"), 1, 20_000),
+                Duration.ofSeconds(BenchArgs.intValue("seconds", v.get("seconds"), 1, 600)));
     }
 
     /** The parsed parameters, or the error and the usage on stderr and exit code 2. */

@@ -9,6 +9,8 @@ import io.cudaloom.bench.ThroughputSweep.AwaitCounts;
 import io.cudaloom.bench.ThroughputSweep.Method;
 import io.cudaloom.bench.ThroughputSweep.Row;
 import io.cudaloom.bench.ThroughputSweep.Settings;
+import io.cudaloom.demo.ServletBench;
+import java.time.Duration;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
@@ -145,8 +147,21 @@ class ThroughputSweepTest {
     }
 
     @Test
+    void servletParameters() {
+        ServletBench.Settings d = GpuBench.servletSettings(new String[] {"servlet"}, 1);
+        assertEquals(List.of(100, 10_000), d.concurrency());
+        assertEquals(Duration.ofSeconds(10), d.timeLimit());
+        assertEquals(1_000_000, d.requestsPerLevel());
+        ServletBench.Settings s = GpuBench.servletSettings(new String[] {"servlet", "1,50", "seconds=3"}, 1);
+        assertEquals(List.of(1, 50), s.concurrency());
+        assertEquals(Duration.ofSeconds(3), s.timeLimit());
+        assertThrows(IllegalArgumentException.class, () -> GpuBench.servletSettings(new String[] {"servlet", "20001"}, 1));
+        assertThrows(IllegalArgumentException.class, () -> GpuBench.servletSettings(new String[] {"servlet", "100", "0"}, 1));
+    }
+
+    @Test
     void usageNamesEveryMode() {
-        for (String mode : List.of("cpu", "throughput", "sweep", "scale", "scale-shared", "diag")) {
+        for (String mode : List.of("cpu", "throughput", "sweep", "servlet", "scale", "scale-shared", "diag")) {
             assertTrue(GpuBench.USAGE.contains("GpuBench " + mode + " ") || GpuBench.USAGE.contains("GpuBench " + mode + "\n"),
                     mode);
         }
