@@ -27,13 +27,16 @@ import java.util.concurrent.atomic.AtomicReference;
  *       await() on virtual threads, 64 and availableProcessors() platform threads in
  *       synchronize(), and the driver's ceiling (8 and 16 threads launching back to back);
  *       one table per kernel length (see ThroughputSweep). Launches per row are capped so that
- *       launches x kernel / 8 streams &lt;= 8 s. About 5 min with the defaults on the H200.
+ *       launches x kernel / 8 streams &lt;= 8 s. About 5 min with the defaults on the H200 (an
+ *       estimate: ~20 s for 10 us kernels, ~40-45 s each for 50, 200 and 1000 us, per round);
+ *       e.g. {@code sweep kernelsUs=10,50} and {@code sweep kernelsUs=200,1000} split it in two.
  *   bash .gpu/java io.cudaloom.bench.GpuBench servlet [concurrency=100,10000] [seconds=10]
  *       the demo's ScaleServlet on Jetty's VirtualThreadPool with await(), then on Jetty's
  *       QueuedThreadPool (200 platform threads) with CudaStream.synchronize(), loaded from
  *       127.0.0.1 at each concurrency for at most the given seconds (and 1,000,000 requests);
  *       requests/s and requests per CPU-second (see io.cudaloom.demo.ServletBench). About 1 min
- *       with the defaults; exit code 1 if any request failed.
+ *       with the defaults (an estimate; at most ~2 min if every level runs into its time limit
+ *       twice); exit code 1 if any request failed.
  *   bash .gpu/java -Xmx512m io.cudaloom.bench.GpuBench scale [inFlight=100000]
  *       100,000 awaits, each behind its own kernel
  *   bash .gpu/java -Xmx512m io.cudaloom.bench.GpuBench scale-shared [inFlight=100000]
