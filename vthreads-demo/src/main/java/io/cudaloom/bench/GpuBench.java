@@ -5,22 +5,47 @@ import io.cudaloom.ReactorStats;
 import io.cudaloom.cuda.CudaDevice;
 import io.cudaloom.cuda.CudaStream;
 import io.cudaloom.cuda.Kernels;
+import io.cudaloom.demo.ServletBench;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.atomic.AtomicReference;
 
 /**
- * The CPU, throughput and scale benchmarks of docs/BENCHMARKS.md (targets 2-4), on a CUDA device.
- * Each prints Markdown rows. Usage:
+ * The CPU, throughput and scale benchmarks of docs/BENCHMARKS.md (targets 2-4), on a CUDA device
+ * (device 0). Each prints Markdown. On the GPU machine, after {@code ../shared/tools/gpu-bundle}:
  * <pre>
- *   GpuBench cpu                     # 1,000 waiters on 5 ms kernels; idle scanner; one 100 ms waiter
- *   GpuBench throughput [threads] [awaits]   # default 10,000 x 100 awaits of 10 us kernels, 8 streams
- *   GpuBench scale [inFlight]        # default 100,000 awaits, each behind its own kernel (run with -Xmx512m)
- *   GpuBench scale-shared [inFlight] # the same number awaiting the work already queued, coalesced
- *   GpuBench diag [threads] [awaits] [await|coalesce|launch-only]  # one run; prints where workers are on a stall
+ *   bash .gpu/java io.cudaloom.bench.GpuBench cpu
+ *       1,000 waiters on 5 ms kernels; idle scanner; one 100 ms waiter
+ *   bash .gpu/java io.cudaloom.bench.GpuBench throughput [threads=10000] [awaits=100]
+ *       10 us kernels, 8 streams: one launching thread, await(), 64 platform threads (the earlier table)
+ *   bash .gpu/java io.cudaloom.bench.GpuBench sweep [threads=10000] [awaitsPerThread=100] [kernelsUs=10,50,200,1000] [rounds=2]
+ *       per kernel length and round, side by side, each on a fresh device with 8 streams:
+ *       await() on virtual threads, 64 and availableProcessors() platform threads in
+ *       synchronize(), and the driver's ceiling (8 and 16 threads launching back to back);
+ *       one table per kernel length (see ThroughputSweep). Launches per row are capped so that
+ *       launches x kernel / 8 streams &lt;= 8 s. About 5 min with the defaults on the H200 (an
+ *       estimate: ~20 s for 10 us kernels, ~40-45 s each for 50, 200 and 1000 us, per round);
+ *       e.g. {@code sweep kernelsUs=10,50} and {@code sweep kernelsUs=200,1000} split it in two.
+ *   bash .gpu/java io.cudaloom.bench.GpuBench servlet [concurrency=100,10000] [seconds=10]
+ *       the demo's ScaleServlet on Jetty's VirtualThreadPool with await(), then on Jetty's
+ *       QueuedThreadPool (200 platform threads) with CudaStream.synchronize(), loaded from
+ *       127.0.0.1 at each concurrency for at most the given seconds (and 1,000,000 requests);
+ *       requests/s and requests per CPU-second (see io.cudaloom.demo.ServletBench). About 1 min
+ *       with the defaults (an estimate; at most ~2 min if every level runs into its time limit
+ *       twice); exit code 1 if any request failed.
+ *   bash .gpu/java -Xmx512m io.cudaloom.bench.GpuBench scale [inFlight=100000]
+ *       100,000 awaits, each behind its own kernel
+ *   bash .gpu/java -Xmx512m io.cudaloom.bench.GpuBench scale-shared [inFlight=100000]
+ *       the same number awaiting the work already queued, coalesced
+ *   bash .gpu/java io.cudaloom.bench.GpuBench diag [threads=1000] [awaits=100] [await|coalesce|launch-only]
+ *       one run; prints where workers are on a stall
  * </pre>
+ * Parameters of sweep and servlet are given by position or as {@code name=value}, e.g.
+ * {@code sweep kernelsUs=200,1000 rounds=1}; lists are comma-separated.
  */
 public final class GpuBench {
     private static final int STREAMS = 8;
@@ -28,19 +53,56 @@ public final class GpuBench {
             (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
     private static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
 
+    static final String USAGE = """
+            usage: GpuBench cpu
+                   GpuBench throughput [threads=10000] [awaits=100]
+                   GpuBench sweep [threads=10000] [awaitsPerThread=100] [kernelsUs=10,50,200,1000] [rounds=2]
+                   GpuBench servlet [concurrency=100,10000] [seconds=10]
+                   GpuBench scale [inFlight=100000]
+                   GpuBench scale-shared [inFlight=100000]
+                   GpuBench diag [threads=1000] [awaits=100] [await|coalesce|launch-only]
+            sweep and servlet take their parameters by position or as name=value (lists comma-separated).""";
+
     public static void main(String[] args) throws Exception {
         String mode = args.length > 0 ? args[0] : "";
         switch (mode) {
             case "cpu" -> cpu();
             case "throughput" -> throughput(arg(args, 1, 10_000), arg(args, 2, 100));
+            case "sweep" -> ThroughputSweep.run(parsed(() -> ThroughputSweep.Settings.parse(args, 1)), System.out, System.err);
+            case "servlet" -> {
+                ServletBench.Settings settings = parsed(() -> servletSettings(args, 1));
+                boolean ok = ServletBench.run(config -> CudaDevice.open(0, config), settings, System.out, System.err);
+                System.out.flush();
+                System.exit(ok ? 0 : 1);
+            }
             case "scale" -> scale(arg(args, 1, 100_000));
             case "scale-shared" -> scaleShared(arg(args, 1, 100_000));
             case "diag" -> diag(arg(args, 1, 1000), arg(args, 2, 100), args.length > 3 ? args[3] : "await");
             default -> {
-                System.err.println("usage: GpuBench cpu | throughput [threads] [awaits] | scale [inFlight]"
-                        + " | scale-shared [inFlight] | diag [threads] [awaits] [await|coalesce|launch-only]");
+                System.err.println(USAGE);
                 System.exit(2);
             }
+        }
+    }
+
+    /** The parameters of {@code servlet}: concurrency levels and seconds per level. */
+    static ServletBench.Settings servletSettings(String[] args, int from) {
+        Map<String, String> v = BenchArgs.bind(args, from, List.of(
+                new BenchArgs.Param("concurrency", "100,10000"),
+                new BenchArgs.Param("seconds", "10")));
+        return ServletBench.Settings.of(BenchArgs.intList("concurrency", v.get("concurrency"), 1, 20_000),
+                Duration.ofSeconds(BenchArgs.intValue("seconds", v.get("seconds"), 1, 600)));
+    }
+
+    /** The parsed parameters, or the error and the usage on stderr and exit code 2. */
+    private static <T> T parsed(java.util.function.Supplier<T> parse) {
+        try {
+            return parse.get();
+        } catch (IllegalArgumentException e) {
+            System.err.println("error: " + e.getMessage());
+            System.err.println(USAGE);
+            System.exit(2);
+            throw e; // not reached
         }
     }
 
@@ -142,7 +204,7 @@ public final class GpuBench {
         }
     }
 
-    private static void warm(CudaDevice d, Kernels k, List<CudaStream> s) throws Exception {
+    static void warm(CudaDevice d, Kernels k, List<CudaStream> s) throws Exception {
         for (CudaStream st : s) {
             k.launchEmpty(st);
             st.await();

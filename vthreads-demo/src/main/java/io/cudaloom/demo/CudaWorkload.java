@@ -12,7 +12,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * {@link DemoWorkload} on a real GPU: copy the caller's vector into pinned memory, copy it to the
- * device, run the {@code scale_f32} PTX kernel, copy it back, and {@code await()} the stream; then
+ * device, run the {@code scale_f32} PTX kernel, copy it back, and {@code await()} the stream (or,
+ * made with {@link DemoWorkload.WaitBy#SYNCHRONIZE}, block in {@code cuStreamSynchronize}); then
  * read the result. Buffers come from a pool of fixed blocks of one device and one pinned
  * allocation (allocating per step would cost far more than the kernel).
  */
@@ -29,11 +30,17 @@ final class CudaWorkload implements DemoWorkload {
     private final ArrayBlockingQueue<Integer> free = new ArrayBlockingQueue<>(BLOCKS);
     private final AtomicInteger next = new AtomicInteger();
     private final LatencyHistogram awaitLatency = new LatencyHistogram();
+    private final WaitBy waitBy;
 
     CudaWorkload(CudaDevice device, int streams) {
+        this(device, streams, WaitBy.AWAIT);
+    }
+
+    CudaWorkload(CudaDevice device, int streams, WaitBy waitBy) {
         if (streams < 1) {
             throw new IllegalArgumentException("streams must be >= 1, was " + streams);
         }
+        this.waitBy = java.util.Objects.requireNonNull(waitBy, "waitBy");
         this.device = device;
         this.kernels = device.loadKernels();
         this.streams = new CudaStream[streams];
@@ -51,7 +58,8 @@ final class CudaWorkload implements DemoWorkload {
     @Override
     public String description() {
         return device.name() + " (compute " + device.computeCapability() + "), " + streams.length
-                + " streams, PTX kernel scale_f32 on " + VECTOR_LENGTH + " floats per step";
+                + " streams, PTX kernel scale_f32 on " + VECTOR_LENGTH + " floats per step"
+                + (waitBy == WaitBy.SYNCHRONIZE ? ", waits in cuStreamSynchronize" : "");
     }
 
     @Override
@@ -81,7 +89,11 @@ final class CudaWorkload implements DemoWorkload {
             stream.launch(kernels.scale, 1, VECTOR_LENGTH, deviceBase + offset, factor, VECTOR_LENGTH);
             stream.copy(deviceBlocks, offset, hostBlocks, offset, BLOCK_BYTES);
             long start = System.nanoTime();
-            stream.event().await(); // parks this virtual thread; the scanner wakes it
+            if (waitBy == WaitBy.SYNCHRONIZE) {
+                stream.synchronize();   // blocks this (platform) thread in cuStreamSynchronize
+            } else {
+                stream.event().await(); // parks this virtual thread; the scanner wakes it
+            }
             awaitLatency.record(System.nanoTime() - start);
             host.position((int) offset);
             host.asFloatBuffer().get(data);

@@ -10,18 +10,35 @@ import org.eclipse.jetty.server.HttpConfiguration;
 import org.eclipse.jetty.server.HttpConnectionFactory;
 import org.eclipse.jetty.server.Server;
 import org.eclipse.jetty.server.ServerConnector;
+import org.eclipse.jetty.util.thread.QueuedThreadPool;
+import org.eclipse.jetty.util.thread.ThreadPool;
 import org.eclipse.jetty.util.thread.VirtualThreadPool;
 
 /**
  * Embedded Jetty (ee10 servlets) whose requests run on virtual threads, serving
  * {@link ScaleServlet} at {@code /scale} on 127.0.0.1 only. HTTP/1.1 and cleartext HTTP/2 (h2c,
- * by upgrade) on one port.
+ * by upgrade) on one port. For the servlet benchmark, {@link RequestThreads#PLATFORM_200} runs the
+ * same servlet on Jetty's classic pool of platform threads instead.
  */
 public final class DemoServer implements AutoCloseable {
     /** Loopback only: this is a demo, not a service. */
     public static final String HOST = "127.0.0.1";
     /** Enough for the load generator's 10,000 concurrent requests. */
     static final int MAX_CONCURRENT = 20_000;
+
+    /** Which threads run the requests. */
+    public enum RequestThreads {
+        /** Jetty's {@code VirtualThreadPool}: a virtual thread per request (the demo's server). */
+        VIRTUAL,
+        /**
+         * Jetty's default {@code QueuedThreadPool} of 200 platform
+         * threads: the classic servlet container, for the servlet benchmark's baseline.
+         */
+        PLATFORM_200;
+
+        /** Threads of {@link #PLATFORM_200} (Jetty's default maximum). */
+        public static final int PLATFORM_POOL_SIZE = 200;
+    }
 
     private final Server server;
     private final ServerConnector connector;
@@ -37,9 +54,25 @@ public final class DemoServer implements AutoCloseable {
      * @throws PortInUseException if something else already listens on {@code port}
      */
     public static DemoServer start(DemoWorkload workload, int port) throws Exception {
-        VirtualThreadPool threads = new VirtualThreadPool();
-        threads.setName("demo-http");
-        threads.setMaxThreads(MAX_CONCURRENT);           // bounds concurrent tasks, not platform threads
+        return start(workload, port, RequestThreads.VIRTUAL);
+    }
+
+    /**
+     * {@link #start(DemoWorkload, int)} with the requests run by {@code requestThreads}; everything
+     * else (connector, protocols, servlet) is the same.
+     */
+    public static DemoServer start(DemoWorkload workload, int port, RequestThreads requestThreads) throws Exception {
+        ThreadPool threads;
+        if (requestThreads == RequestThreads.PLATFORM_200) {
+            QueuedThreadPool pool = new QueuedThreadPool(RequestThreads.PLATFORM_POOL_SIZE);
+            pool.setName("demo-http-platform");
+            threads = pool;
+        } else {
+            VirtualThreadPool pool = new VirtualThreadPool();
+            pool.setName("demo-http");
+            pool.setMaxThreads(MAX_CONCURRENT);          // bounds concurrent tasks, not platform threads
+            threads = pool;
+        }
         Server server = new Server(threads);
 
         HttpConfiguration http = new HttpConfiguration();

@@ -13,6 +13,23 @@ public interface DemoWorkload extends AutoCloseable {
     /** Length of the vector each {@link #runOnce} scales. */
     int VECTOR_LENGTH = 256;
 
+    /**
+     * How {@link #scale} waits for its device work. The demo and the servlet use {@link #AWAIT};
+     * {@link #SYNCHRONIZE} is the classic blocking baseline the servlet benchmark compares it with
+     * ({@code GpuBench servlet}).
+     */
+    enum WaitBy {
+        /** {@code stream.event().await()}: the calling (virtual) thread parks; the reactor wakes it. */
+        AWAIT,
+        /**
+         * Blocks the calling thread until the stream's work is done, without the reactor. On a GPU,
+         * {@link io.cudaloom.cuda.CudaStream#synchronize()} ({@code cuStreamSynchronize}), which on
+         * a virtual thread would pin its carrier: meant for platform threads. On the simulated
+         * device, which has no synchronize, a latch counted down by a task queued behind the work.
+         */
+        SYNCHRONIZE
+    }
+
     /** What runs where, for the demo's header line. */
     String description();
 
@@ -23,7 +40,8 @@ public interface DemoWorkload extends AutoCloseable {
      * Multiplies every element of {@code data} by {@code factor} on the device, in place: copy to
      * the device, launch the kernel, copy back, {@code await()} the stream, return. The calling
      * thread (typically virtual) parks in the await; no platform thread waits for it. Each await's
-     * latency is recorded in {@link #awaitLatency()}.
+     * latency is recorded in {@link #awaitLatency()}. A workload made with
+     * {@link WaitBy#SYNCHRONIZE} blocks the calling thread instead (see there).
      *
      * @param data exactly {@link #VECTOR_LENGTH} floats (the CUDA workload's pooled block size;
      *     every backend checks it, so code tested on the simulated device runs on a GPU)
@@ -34,7 +52,7 @@ public interface DemoWorkload extends AutoCloseable {
      */
     void scale(float[] data, float factor) throws InterruptedException;
 
-    /** Latencies of the awaits made by {@link #scale}, nanoseconds. */
+    /** Latencies of the waits made by {@link #scale} (awaits, or synchronizes), nanoseconds. */
     LatencyHistogram awaitLatency();
 
     /**
@@ -71,10 +89,15 @@ public interface DemoWorkload extends AutoCloseable {
      * @param kernelTime extra device time per step on the simulated device (a GPU takes what it takes)
      */
     static DemoWorkload forDevice(GpuDevice device, int streams, Duration kernelTime) {
+        return forDevice(device, streams, kernelTime, WaitBy.AWAIT);
+    }
+
+    /** {@link #forDevice(GpuDevice, int, Duration)} whose {@link #scale} waits {@code waitBy}. */
+    static DemoWorkload forDevice(GpuDevice device, int streams, Duration kernelTime, WaitBy waitBy) {
         if (device instanceof SimulatedDevice simulated) {
-            return new SimulatedWorkload(simulated, streams, kernelTime);
+            return new SimulatedWorkload(simulated, streams, kernelTime, waitBy);
         }
-        return cuda(device, streams);
+        return cuda(device, streams, waitBy);
     }
 
     /**
@@ -82,9 +105,14 @@ public interface DemoWorkload extends AutoCloseable {
      * and back on the same stream, then {@code stream.event().await()}.
      */
     static DemoWorkload cuda(GpuDevice device, int streams) {
+        return cuda(device, streams, WaitBy.AWAIT);
+    }
+
+    /** {@link #cuda(GpuDevice, int)} whose {@link #scale} waits {@code waitBy}. */
+    static DemoWorkload cuda(GpuDevice device, int streams, WaitBy waitBy) {
         if (!(device instanceof io.cudaloom.cuda.CudaDevice cuda)) {
             throw new IllegalArgumentException("not a CUDA device: " + device.name());
         }
-        return new CudaWorkload(cuda, streams);
+        return new CudaWorkload(cuda, streams, waitBy);
     }
 }

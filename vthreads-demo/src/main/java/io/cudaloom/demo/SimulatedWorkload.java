@@ -5,6 +5,8 @@ import io.cudaloom.sim.SimulatedDevice;
 import io.cudaloom.sim.SimulatedStream;
 import java.time.Duration;
 import java.util.Objects;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -12,6 +14,12 @@ import java.util.concurrent.atomic.AtomicInteger;
  * the stream's own thread (in order with the rest of the stream's work) and scales the caller's
  * array in place, followed by a simulated kernel of {@code kernelTime}. The caller then awaits the
  * stream's event exactly as it would on a GPU, and reads the array the device thread wrote.
+ *
+ * <p>Made with {@link DemoWorkload.WaitBy#SYNCHRONIZE}, the caller instead blocks on a latch that
+ * a task queued behind the work counts down: a blocking wait that bypasses the reactor, standing
+ * in for {@code cuStreamSynchronize}, which the simulated device does not have. (Unlike
+ * {@code cuStreamSynchronize} it parks rather than pins a virtual thread, and a faulted stream
+ * discards the task, so the wait gives up after {@link #SYNCHRONIZE_LIMIT}.)
  */
 final class SimulatedWorkload implements DemoWorkload {
     private final SimulatedDevice device;
@@ -19,9 +27,18 @@ final class SimulatedWorkload implements DemoWorkload {
     private final Duration kernelTime;
     private final AtomicInteger next = new AtomicInteger();
     private final LatencyHistogram awaitLatency = new LatencyHistogram();
+    private final WaitBy waitBy;
+
+    /** How long a {@link DemoWorkload.WaitBy#SYNCHRONIZE} wait lasts at most before it fails. */
+    static final Duration SYNCHRONIZE_LIMIT = Duration.ofSeconds(60);
 
     SimulatedWorkload(SimulatedDevice device, int streams, Duration kernelTime) {
+        this(device, streams, kernelTime, WaitBy.AWAIT);
+    }
+
+    SimulatedWorkload(SimulatedDevice device, int streams, Duration kernelTime, WaitBy waitBy) {
         this.device = Objects.requireNonNull(device, "device");
+        this.waitBy = Objects.requireNonNull(waitBy, "waitBy");
         this.kernelTime = Objects.requireNonNull(kernelTime, "kernelTime");
         if (streams < 1) {
             throw new IllegalArgumentException("streams must be >= 1, was " + streams);
@@ -35,7 +52,8 @@ final class SimulatedWorkload implements DemoWorkload {
     @Override
     public String description() {
         return device.name() + ", " + streams.length + " streams, "
-                + kernelTime.toNanos() / 1000 + " us simulated kernel per step";
+                + kernelTime.toNanos() / 1000 + " us simulated kernel per step"
+                + (waitBy == WaitBy.SYNCHRONIZE ? ", blocking wait (simulated synchronize)" : "");
     }
 
     @Override
@@ -63,7 +81,16 @@ final class SimulatedWorkload implements DemoWorkload {
             stream.launchKernel(kernelTime);
         }
         long start = System.nanoTime();
-        stream.event().await();                    // parks this (virtual) thread, nothing else
+        if (waitBy == WaitBy.SYNCHRONIZE) {
+            CountDownLatch done = new CountDownLatch(1);
+            stream.launch(done::countDown);        // runs once the work above is done, in stream order
+            if (!done.await(SYNCHRONIZE_LIMIT.toMillis(), TimeUnit.MILLISECONDS)) {
+                throw new IllegalStateException("simulated synchronize: " + stream + " did not finish within "
+                        + SYNCHRONIZE_LIMIT.toSeconds() + " s (a faulted stream discards its work)");
+            }
+        } else {
+            stream.event().await();                // parks this (virtual) thread, nothing else
+        }
         awaitLatency.record(System.nanoTime() - start);
     }
 

@@ -90,6 +90,58 @@ class ScaleServletTest {
         }
     }
 
+    /**
+     * The servlet benchmark's baseline: the same servlet on Jetty's pool of 200 platform threads,
+     * waiting without the reactor. On the simulated device the blocking wait is a latch behind the
+     * stream's work (it has no cuStreamSynchronize): this checks the wiring (pool, wait option,
+     * answers), not CudaStream.synchronize itself, which needs a GPU (ServletBenchGpuTest).
+     */
+    @Test
+    void thePlatformPoolWithABlockingWaitAnswersCorrectlyWithoutTheReactor() throws Exception {
+        Set<String> handlerThreads = ConcurrentHashMap.newKeySet();
+        Set<Boolean> handlerThreadsVirtual = ConcurrentHashMap.newKeySet();
+        try (DemoWorkload workload = new DemoRunTest.ForwardingWorkload(DemoWorkload.forDevice(
+                     device, 4, Duration.ofNanos(50_000), DemoWorkload.WaitBy.SYNCHRONIZE)) {
+                 @Override
+                 public void scale(float[] data, float factor) throws InterruptedException {
+                     handlerThreads.add(Thread.currentThread().getName());
+                     handlerThreadsVirtual.add(Thread.currentThread().isVirtual());
+                     super.scale(data, factor);
+                 }
+             };
+             DemoServer server = DemoServer.start(workload, 0, DemoServer.RequestThreads.PLATFORM_200)) {
+            assertTrue(workload.description().contains("blocking wait"), workload.description());
+            URI base = server.baseUri();
+            ReactorStats before = device.reactor().stats();
+            int requests = 300;
+            List<Future<String>> bodies = new ArrayList<>();
+            try (ExecutorService senders = Executors.newVirtualThreadPerTaskExecutor()) {
+                for (int i = 0; i < requests; i++) {
+                    int seed = i * 41 % 10_001, n = 1 + i * 7 % 256, factor = i % 201 - 100;
+                    bodies.add(senders.submit(() -> {
+                        HttpResponse<String> resp = get(base, "?seed=" + seed + "&n=" + n + "&factor=" + factor);
+                        assertEquals(200, resp.statusCode(), resp.body());
+                        return resp.body();
+                    }));
+                }
+            }
+            for (int i = 0; i < requests; i++) {
+                int seed = i * 41 % 10_001, n = 1 + i * 7 % 256, factor = i % 201 - 100;
+                assertEquals(ScaleServlet.expectedBody(seed, n, factor), bodies.get(i).get(),
+                        "request " + i + " (seed " + seed + ", n " + n + ", factor " + factor + ")");
+            }
+            assertEquals(Set.of(false), handlerThreadsVirtual, "every handler ran on a platform thread");
+            assertTrue(handlerThreads.stream().allMatch(t -> t.startsWith("demo-http-platform")), handlerThreads.toString());
+            assertTrue(handlerThreads.size() <= DemoServer.RequestThreads.PLATFORM_POOL_SIZE,
+                    handlerThreads.size() + " handler threads");
+            assertEquals(requests, workload.awaitLatency().count(), "one wait per request");
+            ReactorStats after = device.reactor().stats();
+            assertEquals(before.registrations() + before.immediate() + before.fallbacks() + before.coalesced(),
+                    after.registrations() + after.immediate() + after.fallbacks() + after.coalesced(),
+                    "the blocking wait never went through the reactor");
+        }
+    }
+
     @Test
     void defaultsAndBadInput() throws Exception {
         try (DemoWorkload workload = DemoWorkload.forDevice(device, 1, Duration.ZERO);

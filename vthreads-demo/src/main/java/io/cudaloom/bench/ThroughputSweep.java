@@ -1,0 +1,310 @@
+package io.cudaloom.bench;
+
+import io.cudaloom.ReactorConfig;
+import io.cudaloom.ReactorStats;
+import io.cudaloom.cuda.CudaDevice;
+import io.cudaloom.cuda.CudaStream;
+import io.cudaloom.cuda.Kernels;
+import java.io.PrintStream;
+import java.lang.management.ManagementFactory;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * {@code GpuBench sweep}: {@code await()} against thread pools and against the driver's own
+ * ceiling, side by side in one process, for several kernel lengths. For each kernel length and
+ * round, five rows, each on a freshly opened {@link CudaDevice} with {@value #STREAMS} streams:
+ * <ol>
+ *   <li>{@link Method#AWAIT}: {@code threads} virtual threads, each {@code launchSpin} then
+ *       {@code stream.await()}, streams round-robin by thread index;
+ *   <li>{@link Method#POOL_64}: 64 platform threads, each {@code launchSpin} then
+ *       {@code stream.synchronize()} ({@code cuStreamSynchronize});
+ *   <li>{@link Method#POOL_CORES}: the same with {@code availableProcessors()} platform threads;
+ *   <li>{@link Method#CEILING_8}: 8 platform threads, one per stream, launching back to back, one
+ *       {@code synchronize()} each at the end: what the driver and GPU do with no waiting at all;
+ *   <li>{@link Method#CEILING_16}: the same with 16 threads, two per stream.
+ * </ol>
+ * Every row makes the same number of launches ({@link #totalLaunches}), split as evenly as
+ * possible over its threads ({@link #share}). Before each row: an empty kernel awaited per stream,
+ * then a warm-up of 1/20 of the row's launches run the same way. Odd rounds run the rows in the
+ * order above, even rounds in reverse, so that no method always runs first. Each row reports
+ * completions/s, wall time, cores busy (process CPU time / wall), process CPU time per completion,
+ * and for {@code await()} the reactor's counters over the row; the {@code await()} row's last column
+ * holds its ratios to the 8-thread ceiling and to the faster of the two pools.
+ */
+final class ThroughputSweep {
+    static final int STREAMS = 8;
+    /** Launches per row are capped so that launches x kernel / STREAMS stays within this. */
+    static final long GPU_BUDGET_NANOS = 8_000_000_000L;
+    /** A row (warm-up included) still running after this is reported as a stall; the process halts. */
+    static final long ROW_LIMIT_NANOS = 120_000_000_000L;
+    /** Warm-up before each row: this fraction (1/n) of the row's launches, run the same way. */
+    static final int WARM_UP_DIVISOR = 20;
+
+    private static final com.sun.management.OperatingSystemMXBean OS =
+            (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
+
+    private ThroughputSweep() {}
+
+    /** The mode's parameters. */
+    record Settings(int threads, int awaitsPerThread, List<Integer> kernelsUs, int rounds) {
+        static final List<BenchArgs.Param> PARAMS = List.of(
+                new BenchArgs.Param("threads", "10000"),
+                new BenchArgs.Param("awaitsPerThread", "100", "awaits"),
+                new BenchArgs.Param("kernelsUs", "10,50,200,1000", "kernels"),
+                new BenchArgs.Param("rounds", "2"));
+
+        /** Parses {@code args[from..]} ({@link BenchArgs}: by position or {@code name=value}). */
+        static Settings parse(String[] args, int from) {
+            Map<String, String> v = BenchArgs.bind(args, from, PARAMS);
+            return new Settings(
+                    BenchArgs.intValue("threads", v.get("threads"), 1, 1_000_000),
+                    BenchArgs.intValue("awaitsPerThread", v.get("awaitsPerThread"), 1, 1_000_000),
+                    BenchArgs.intList("kernelsUs", v.get("kernelsUs"), 0, 1_000_000),
+                    BenchArgs.intValue("rounds", v.get("rounds"), 1, 10));
+        }
+    }
+
+    /** The rows of each round, in table order. */
+    enum Method {
+        AWAIT, POOL_64, POOL_CORES, CEILING_8, CEILING_16;
+
+        /** Threads the row would use before capping to the launches: {@code threads} for AWAIT. */
+        int threads(int awaitThreads, int cores) {
+            return switch (this) {
+                case AWAIT -> awaitThreads;
+                case POOL_64 -> 64;
+                case POOL_CORES -> cores;
+                case CEILING_8 -> STREAMS;
+                case CEILING_16 -> 2 * STREAMS;
+            };
+        }
+
+        boolean isPool() {
+            return this == POOL_64 || this == POOL_CORES;
+        }
+
+        String label(int workers) {
+            return switch (this) {
+                case AWAIT -> String.format(Locale.ROOT, "`await()`: %,d virtual threads, launch + await", workers);
+                case POOL_64 -> String.format(Locale.ROOT, "pool: %d platform threads, launch + `synchronize()`", workers);
+                case POOL_CORES -> String.format(Locale.ROOT,
+                        "pool: %d platform threads (= cores), launch + `synchronize()`", workers);
+                case CEILING_8, CEILING_16 -> String.format(Locale.ROOT,
+                        "ceiling: %d threads, %d per stream, back to back, one `synchronize()` each", workers,
+                        Math.max(1, workers / STREAMS));
+            };
+        }
+    }
+
+    /** The order of the rows in round {@code round} (1-based): as listed in odd rounds, reversed in even ones. */
+    static List<Method> order(int round) {
+        List<Method> m = new ArrayList<>(List.of(Method.values()));
+        if (round % 2 == 0) {
+            java.util.Collections.reverse(m);
+        }
+        return m;
+    }
+
+    /** Most launches for {@code kernelNanos} kernels within {@link #GPU_BUDGET_NANOS} over the streams; no cap for 0. */
+    static long launchCap(long kernelNanos) {
+        if (kernelNanos <= 0) {
+            return Long.MAX_VALUE;
+        }
+        return Math.max(STREAMS, GPU_BUDGET_NANOS / kernelNanos * STREAMS);
+    }
+
+    /** Launches per row: {@code threads x awaitsPerThread}, capped by {@link #launchCap}. */
+    static long totalLaunches(int threads, int awaitsPerThread, long kernelNanos) {
+        return Math.min((long) threads * awaitsPerThread, launchCap(kernelNanos));
+    }
+
+    /** Launches of worker {@code index} of {@code workers} when they share {@code total}: an even split, the first ones take the remainder. */
+    static long share(long total, int workers, int index) {
+        return total / workers + (index < total % workers ? 1 : 0);
+    }
+
+    /** The reactor's counters over one row. */
+    record AwaitCounts(long registrations, long inline, long immediate, long fallbacks) {
+        static AwaitCounts between(ReactorStats before, ReactorStats after) {
+            return new AwaitCounts(after.registrations() - before.registrations(),
+                    after.inlineCompletions() - before.inlineCompletions(),
+                    after.immediate() - before.immediate(), after.fallbacks() - before.fallbacks());
+        }
+    }
+
+    /** One measured row; {@code counts} is null except for {@link Method#AWAIT}. */
+    record Row(Method method, int workers, int round, long launches, long wallNanos, long cpuNanos, AwaitCounts counts) {
+        double completionsPerSecond() {
+            return wallNanos <= 0 ? 0 : launches * 1e9 / wallNanos;
+        }
+
+        double coresBusy() {
+            return wallNanos <= 0 ? 0 : (double) cpuNanos / wallNanos;
+        }
+
+        double cpuMicrosPerCompletion() {
+            return launches <= 0 ? 0 : cpuNanos / 1e3 / launches;
+        }
+    }
+
+    static String tableHeader() {
+        return "| method | round | wall s | completions/s | cores busy | CPU per completion | "
+                + "await: registered / inline / already done / fallbacks | ratios |\n"
+                + "|---|---|---|---|---|---|---|---|";
+    }
+
+    static String markdown(Row r, String ratios) {
+        String counts = r.counts() == null ? "-" : String.format(Locale.ROOT, "%,d / %,d / %,d / %,d",
+                r.counts().registrations(), r.counts().inline(), r.counts().immediate(), r.counts().fallbacks());
+        return String.format(Locale.ROOT, "| %s | %d | %.2f | %,.0f | %.2f | %.1f us | %s | %s |",
+                r.method().label(r.workers()), r.round(), r.wallNanos() / 1e9, r.completionsPerSecond(),
+                r.coresBusy(), r.cpuMicrosPerCompletion(), counts, ratios);
+    }
+
+    /**
+     * The await row's ratios within one round: completions/s over the 8-thread ceiling's, over the
+     * faster pool's, and CPU per completion over that pool's. "-" for a missing or empty comparison.
+     */
+    static String ratios(Map<Method, Row> round) {
+        Row await = round.get(Method.AWAIT);
+        if (await == null) {
+            return "-";
+        }
+        Row ceiling = round.get(Method.CEILING_8);
+        Row best = null;
+        for (Method m : List.of(Method.POOL_64, Method.POOL_CORES)) {
+            Row r = round.get(m);
+            if (r != null && (best == null || r.completionsPerSecond() > best.completionsPerSecond())) {
+                best = r;
+            }
+        }
+        List<String> parts = new ArrayList<>();
+        if (ceiling != null && ceiling.completionsPerSecond() > 0) {
+            parts.add(String.format(Locale.ROOT, "%.2f x ceiling(8)", await.completionsPerSecond() / ceiling.completionsPerSecond()));
+        }
+        if (best != null && best.completionsPerSecond() > 0) {
+            parts.add(String.format(Locale.ROOT, "%.2f x best pool (%d)", await.completionsPerSecond() / best.completionsPerSecond(),
+                    best.workers()));
+            if (best.cpuMicrosPerCompletion() > 0) {
+                parts.add(String.format(Locale.ROOT, "CPU/completion %.2f x", await.cpuMicrosPerCompletion() / best.cpuMicrosPerCompletion()));
+            }
+        }
+        return parts.isEmpty() ? "-" : String.join("; ", parts);
+    }
+
+    /** The heading above a kernel length's table. */
+    static String heading(Settings s, int kernelUs) {
+        long kernelNanos = 1000L * kernelUs;
+        long asked = (long) s.threads() * s.awaitsPerThread();
+        long total = totalLaunches(s.threads(), s.awaitsPerThread(), kernelNanos);
+        String kernel = kernelUs == 0 ? "0 us (empty spin)" : kernelUs + " us";
+        if (total == asked) {
+            return String.format(Locale.ROOT, "### %s kernels: %,d launches per row (%,d x %,d)", kernel, total,
+                    s.threads(), s.awaitsPerThread());
+        }
+        int workers = (int) Math.min(s.threads(), total);
+        long lo = total / workers, hi = lo + (total % workers == 0 ? 0 : 1);
+        return String.format(Locale.ROOT, "### %s kernels: %,d launches per row (capped from %,d x %,d so that"
+                + " launches x kernel / %d streams <= %d s; `await()`: %,d threads x %s)", kernel, total, s.threads(),
+                s.awaitsPerThread(), STREAMS, GPU_BUDGET_NANOS / 1_000_000_000L, workers,
+                lo == hi ? Long.toString(lo) : lo + "-" + hi);
+    }
+
+    // ---- on the GPU ---------------------------------------------------------------------------
+
+    /** Runs the sweep: markdown on {@code out}, progress on {@code err}. */
+    static void run(Settings s, PrintStream out, PrintStream err) throws Exception {
+        int cores = Runtime.getRuntime().availableProcessors();
+        String device;
+        try (CudaDevice d = CudaDevice.open(0)) {
+            device = d.name() + ", compute " + d.computeCapability();
+        }
+        out.printf(Locale.ROOT, "## GpuBench sweep: %s; %d cores; Java %s%n%n", device, cores, Runtime.version());
+        out.printf(Locale.ROOT, "%d streams; every row on a freshly opened device after a warm-up (an empty kernel"
+                + " per stream, then 1/%d of the row's launches the same way); rows run in table order in odd rounds,"
+                + " reversed in even ones. Cores busy: process CPU time / wall. CPU per completion: process CPU time"
+                + " / launches. Ratios: `await()` completions/s over the 8-thread ceiling's and the faster pool's,"
+                + " and its CPU per completion over that pool's.%n", STREAMS, WARM_UP_DIVISOR);
+        for (int kernelUs : s.kernelsUs()) {
+            long kernelNanos = 1000L * kernelUs;
+            long total = totalLaunches(s.threads(), s.awaitsPerThread(), kernelNanos);
+            out.printf("%n%s%n%n%s%n", heading(s, kernelUs), tableHeader());
+            out.flush();
+            for (int round = 1; round <= s.rounds(); round++) {
+                Map<Method, Row> rows = new EnumMap<>(Method.class);
+                for (Method m : order(round)) {
+                    int workers = (int) Math.min(m.threads(s.threads(), cores), total);
+                    Row r = measure(m, workers, total, kernelNanos, round, err);
+                    rows.put(m, r);
+                    err.printf(Locale.ROOT, "sweep: %d us, round %d, %s: %.2f s, %,.0f/s%n", kernelUs, round,
+                            m.label(workers), r.wallNanos() / 1e9, r.completionsPerSecond());
+                }
+                for (Method m : Method.values()) {
+                    out.println(markdown(rows.get(m), m == Method.AWAIT ? ratios(rows) : ""));
+                }
+                out.flush();
+            }
+        }
+    }
+
+    /** One row on a fresh device: warm-up, then {@code total} launches by {@code workers} threads. */
+    static Row measure(Method m, int workers, long total, long kernelNanos, int round, PrintStream err) throws Exception {
+        ReactorConfig config = m == Method.AWAIT
+                ? ReactorConfig.builder().capacity(Math.max(4096, workers + 1024)).build()
+                : ReactorConfig.defaults();
+        try (CudaDevice d = CudaDevice.open(0, config); Kernels k = d.loadKernels()) {
+            List<CudaStream> s = GpuBench.streams(d);
+            Thread watchdog = Thread.ofPlatform().daemon().name("sweep-watchdog").start(() -> {
+                try {
+                    Thread.sleep(ROW_LIMIT_NANOS / 1_000_000);
+                } catch (InterruptedException e) {
+                    return;
+                }
+                String msg = String.format(Locale.ROOT, "STALL: %s, round %d, %,d launches of %d us: not done after %d s;"
+                        + " reactor %s", m.label(workers), round, total, kernelNanos / 1000,
+                        ROW_LIMIT_NANOS / 1_000_000_000L, d.reactor().stats());
+                System.out.println(msg);
+                System.out.flush();
+                err.println(msg);
+                err.flush();
+                Runtime.getRuntime().halt(3);
+            });
+            try {
+                GpuBench.warm(d, k, s);
+                launchAndWait(m, workers, Math.max(1, total / WARM_UP_DIVISOR), kernelNanos, k, s);
+                ReactorStats before = d.reactor().stats();
+                long cpu0 = OS.getProcessCpuTime(), t0 = System.nanoTime();
+                launchAndWait(m, workers, total, kernelNanos, k, s);
+                long wall = System.nanoTime() - t0, cpu = OS.getProcessCpuTime() - cpu0;
+                AwaitCounts counts = m == Method.AWAIT ? AwaitCounts.between(before, d.reactor().stats()) : null;
+                return new Row(m, workers, round, total, wall, cpu, counts);
+            } finally {
+                watchdog.interrupt();
+            }
+        }
+    }
+
+    /** {@code total} launches by {@code workers} threads the way {@code m} waits; returns once all have completed. */
+    private static void launchAndWait(Method m, int workers, long total, long kernelNanos, Kernels k, List<CudaStream> s)
+            throws Exception {
+        GpuBench.runAll(workers, m == Method.AWAIT, i -> {
+            CudaStream st = s.get(i % STREAMS);
+            long n = share(total, workers, i);
+            for (long r = 0; r < n; r++) {
+                k.launchSpin(st, kernelNanos);
+                if (m == Method.AWAIT) {
+                    st.await();
+                } else if (m.isPool()) {
+                    st.synchronize();
+                }
+            }
+            if (!m.isPool() && m != Method.AWAIT) {
+                st.synchronize(); // the ceiling: one wait per thread, after all of its launches
+            }
+        });
+    }
+}

@@ -1,0 +1,75 @@
+package io.cudaloom.bench;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.cudaloom.cuda.Cuda;
+import io.cudaloom.cuda.CudaDevice;
+import io.cudaloom.demo.ServletBench;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@code GpuBench sweep} and {@code GpuBench servlet} in miniature on a real GPU (a few seconds
+ * each), so that {@code bash .gpu/junit} checks every code path before the full runs: the five
+ * sweep rows (await, both pools in {@code synchronize()}, both ceilings) and both servers, the
+ * platform one waiting in {@code CudaStream.synchronize()}.
+ */
+@Tag("gpu")
+class BenchGpuTest {
+    private final ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+    private final PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8);
+
+    @BeforeEach
+    void needsAGpu() {
+        if (!Cuda.isAvailable()) {
+            String reason = "no CUDA device: " + Cuda.unavailableReason();
+            System.out.println("SKIPPED gpu test: " + reason);
+            Assumptions.abort(reason);
+        }
+    }
+
+    private String output() {
+        String text = bytes.toString(StandardCharsets.UTF_8);
+        System.out.println(text);
+        return text;
+    }
+
+    @Test
+    void sweepInMiniature() throws Exception {
+        ThroughputSweep.run(new ThroughputSweep.Settings(256, 5, List.of(10), 2), out, System.err);
+        String text = output();
+        List<String> rows = text.lines().filter(l -> l.startsWith("| `await()`") || l.startsWith("| pool")
+                || l.startsWith("| ceiling")).toList();
+        assertEquals(2 * ThroughputSweep.Method.values().length, rows.size(), text); // 2 rounds
+        for (String r : rows) {
+            String[] cells = r.split("\\|", -1);
+            double perSecond = Double.parseDouble(cells[4].strip().replace(",", ""));
+            assertTrue(perSecond > 0, r);
+            if (r.startsWith("| `await()`")) {
+                assertTrue(cells[8].contains("x ceiling(8)") && cells[8].contains("x best pool"), r);
+                assertTrue(cells[7].strip().endsWith("/ 0"), "no fallback: " + r);
+            }
+        }
+        assertTrue(text.contains("### 10 us kernels: 1,280 launches per row (256 x 5)"), text);
+    }
+
+    @Test
+    void servletInMiniature() throws Exception {
+        ServletBench.Settings s = new ServletBench.Settings(List.of(1, 64), Duration.ofSeconds(2), 2_000, 500,
+                Duration.ofSeconds(5), 8);
+        boolean ok = ServletBench.run(config -> CudaDevice.open(0, config), s, out, System.err);
+        String text = output();
+        assertTrue(ok, text);
+        assertEquals(4, text.lines().filter(l -> l.startsWith("| Jetty")).count(), text);
+        assertTrue(text.contains("`synchronize()` (cuStreamSynchronize) | 64 |"), text);
+        assertTrue(text.contains("waits in cuStreamSynchronize; reactor over the levels: 0 registrations"), text);
+    }
+}

@@ -1,0 +1,169 @@
+package io.cudaloom.bench;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.cudaloom.ReactorStats;
+import io.cudaloom.bench.ThroughputSweep.AwaitCounts;
+import io.cudaloom.bench.ThroughputSweep.Method;
+import io.cudaloom.bench.ThroughputSweep.Row;
+import io.cudaloom.bench.ThroughputSweep.Settings;
+import io.cudaloom.demo.ServletBench;
+import java.time.Duration;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/** The sweep's pure helpers (the measurements themselves need a GPU: BenchGpuTest). */
+class ThroughputSweepTest {
+
+    @Test
+    void settingsDefaultsAndBothForms() {
+        assertEquals(new Settings(10_000, 100, List.of(10, 50, 200, 1000), 2), Settings.parse(new String[] {"sweep"}, 1));
+        assertEquals(new Settings(500, 20, List.of(10), 1), Settings.parse(new String[] {"sweep", "500", "20", "10", "1"}, 1));
+        assertEquals(new Settings(10_000, 100, List.of(200, 1000), 1),
+                Settings.parse(new String[] {"sweep", "kernelsUs=200,1000", "rounds=1"}, 1));
+        assertThrows(IllegalArgumentException.class, () -> Settings.parse(new String[] {"sweep", "rounds=0"}, 1));
+        assertThrows(IllegalArgumentException.class, () -> Settings.parse(new String[] {"sweep", "kernelsUs=-5"}, 1));
+    }
+
+    @Test
+    void launchesAreCappedToTheGpuBudget() {
+        // 8 s of GPU time over 8 streams: 64 s of kernel time in all
+        assertEquals(6_400_000, ThroughputSweep.launchCap(10_000));
+        assertEquals(1_280_000, ThroughputSweep.launchCap(50_000));
+        assertEquals(320_000, ThroughputSweep.launchCap(200_000));
+        assertEquals(64_000, ThroughputSweep.launchCap(1_000_000));
+        assertEquals(Long.MAX_VALUE, ThroughputSweep.launchCap(0));
+        assertEquals(ThroughputSweep.STREAMS, ThroughputSweep.launchCap(3_600_000_000_000L), "at least one launch per stream");
+
+        assertEquals(1_000_000, ThroughputSweep.totalLaunches(10_000, 100, 10_000));
+        assertEquals(1_000_000, ThroughputSweep.totalLaunches(10_000, 100, 50_000));
+        assertEquals(320_000, ThroughputSweep.totalLaunches(10_000, 100, 200_000));
+        assertEquals(64_000, ThroughputSweep.totalLaunches(10_000, 100, 1_000_000));
+        assertEquals(1_000_000_000_000L, ThroughputSweep.totalLaunches(1_000_000, 1_000_000, 0), "no int overflow");
+        for (long kernel : new long[] {10_000, 50_000, 200_000, 1_000_000}) {
+            long total = ThroughputSweep.totalLaunches(10_000, 100, kernel);
+            assertTrue(total * kernel / ThroughputSweep.STREAMS <= ThroughputSweep.GPU_BUDGET_NANOS, "kernel " + kernel);
+        }
+    }
+
+    @Test
+    void everyRowSplitsTheSameTotalEvenly() {
+        for (long total : new long[] {1, 7, 64, 1_000_000, 64_000, 320_000, 100_003}) {
+            for (int workers : new int[] {1, 8, 16, 64, 10_000}) {
+                if (workers > total) {
+                    continue; // the sweep never runs more threads than launches
+                }
+                long sum = 0, min = Long.MAX_VALUE, max = 0;
+                for (int i = 0; i < workers; i++) {
+                    long n = ThroughputSweep.share(total, workers, i);
+                    sum += n;
+                    min = Math.min(min, n);
+                    max = Math.max(max, n);
+                }
+                assertEquals(total, sum, total + " over " + workers);
+                assertTrue(max - min <= 1 && min >= 1, total + " over " + workers + ": " + min + ".." + max);
+            }
+        }
+        assertEquals(7, ThroughputSweep.share(64_000, 10_000, 3_999));
+        assertEquals(6, ThroughputSweep.share(64_000, 10_000, 4_000));
+    }
+
+    @Test
+    void evenRoundsRunTheRowsInReverse() {
+        assertEquals(List.of(Method.AWAIT, Method.POOL_64, Method.POOL_CORES, Method.CEILING_8, Method.CEILING_16),
+                ThroughputSweep.order(1));
+        assertEquals(List.of(Method.CEILING_16, Method.CEILING_8, Method.POOL_CORES, Method.POOL_64, Method.AWAIT),
+                ThroughputSweep.order(2));
+        assertEquals(ThroughputSweep.order(1), ThroughputSweep.order(3));
+        assertEquals(16, Method.POOL_CORES.threads(10_000, 16));
+        assertEquals(10_000, Method.AWAIT.threads(10_000, 16));
+        assertEquals(16, Method.CEILING_16.threads(10_000, 2));
+    }
+
+    private static Row row(Method m, int workers, double seconds, double cpuSeconds) {
+        return new Row(m, workers, 1, 1_000_000, (long) (seconds * 1e9), (long) (cpuSeconds * 1e9),
+                m == Method.AWAIT ? new AwaitCounts(900_000, 700_000, 100_000, 0) : null);
+    }
+
+    @Test
+    void rowsAndRatios() {
+        Map<Method, Row> round = new EnumMap<>(Method.class);
+        round.put(Method.AWAIT, row(Method.AWAIT, 10_000, 2.5, 20));      // 400 k/s, 20 us per completion
+        round.put(Method.POOL_64, row(Method.POOL_64, 64, 4, 48));        // 250 k/s, 48 us
+        round.put(Method.POOL_CORES, row(Method.POOL_CORES, 16, 5, 16));  // 200 k/s, 16 us
+        round.put(Method.CEILING_8, row(Method.CEILING_8, 8, 2, 8));      // 500 k/s
+        round.put(Method.CEILING_16, row(Method.CEILING_16, 16, 2, 16));
+
+        Row a = round.get(Method.AWAIT);
+        assertEquals(400_000, a.completionsPerSecond(), 1e-6);
+        assertEquals(8.0, a.coresBusy(), 1e-9);
+        assertEquals(20.0, a.cpuMicrosPerCompletion(), 1e-9);
+        // the best pool is the faster one (64 threads), and the CPU ratio compares with that same pool
+        assertEquals("0.80 x ceiling(8); 1.60 x best pool (64); CPU/completion 0.42 x", ThroughputSweep.ratios(round));
+        assertEquals("| `await()`: 10,000 virtual threads, launch + await | 1 | 2.50 | 400,000 | 8.00 | 20.0 us"
+                + " | 900,000 / 700,000 / 100,000 / 0 | r |", ThroughputSweep.markdown(a, "r"));
+        assertEquals("| pool: 16 platform threads (= cores), launch + `synchronize()` | 1 | 5.00 | 200,000 | 3.20 | 16.0 us | - |  |",
+                ThroughputSweep.markdown(round.get(Method.POOL_CORES), ""));
+        assertEquals("| ceiling: 16 threads, 2 per stream, back to back, one `synchronize()` each | 1 | 2.00 | 500,000 | 8.00 | 16.0 us | - |  |",
+                ThroughputSweep.markdown(round.get(Method.CEILING_16), ""));
+        int columns = ThroughputSweep.tableHeader().lines().findFirst().orElseThrow().split("\\|", -1).length;
+        assertEquals(columns, ThroughputSweep.markdown(a, "r").split("\\|", -1).length, "rows have the header's columns");
+
+        round.remove(Method.POOL_64);
+        assertEquals("0.80 x ceiling(8); 2.00 x best pool (16); CPU/completion 1.25 x", ThroughputSweep.ratios(round));
+        round.remove(Method.CEILING_8);
+        round.remove(Method.POOL_CORES);
+        assertEquals("-", ThroughputSweep.ratios(round));
+        assertEquals("-", ThroughputSweep.ratios(new EnumMap<>(Method.class)));
+    }
+
+    @Test
+    void awaitCountsAreTheDifferenceOverTheRow() {
+        ReactorStats before = stats(10, 5, 2, 1);
+        ReactorStats after = stats(110, 85, 12, 1);
+        assertEquals(new AwaitCounts(100, 80, 10, 0), AwaitCounts.between(before, after));
+    }
+
+    private static ReactorStats stats(long registrations, long inline, long immediate, long fallbacks) {
+        return new ReactorStats(4096, 0, 4096, registrations, registrations + immediate + fallbacks, inline, immediate,
+                fallbacks, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    }
+
+    @Test
+    void headingsSayTheLaunchesUsed() {
+        Settings s = new Settings(10_000, 100, List.of(10, 1000), 2);
+        assertEquals("### 10 us kernels: 1,000,000 launches per row (10,000 x 100)", ThroughputSweep.heading(s, 10));
+        assertEquals("### 1000 us kernels: 64,000 launches per row (capped from 10,000 x 100 so that launches x kernel"
+                + " / 8 streams <= 8 s; `await()`: 10,000 threads x 6-7)", ThroughputSweep.heading(s, 1000));
+        assertEquals("### 1000 us kernels: 64,000 launches per row (capped from 100,000 x 1 so that launches x kernel"
+                + " / 8 streams <= 8 s; `await()`: 64,000 threads x 1)",
+                ThroughputSweep.heading(new Settings(100_000, 1, List.of(1000), 1), 1000));
+        assertEquals("### 0 us (empty spin) kernels: 80 launches per row (8 x 10)",
+                ThroughputSweep.heading(new Settings(8, 10, List.of(0), 1), 0));
+    }
+
+    @Test
+    void servletParameters() {
+        ServletBench.Settings d = GpuBench.servletSettings(new String[] {"servlet"}, 1);
+        assertEquals(List.of(100, 10_000), d.concurrency());
+        assertEquals(Duration.ofSeconds(10), d.timeLimit());
+        assertEquals(1_000_000, d.requestsPerLevel());
+        ServletBench.Settings s = GpuBench.servletSettings(new String[] {"servlet", "1,50", "seconds=3"}, 1);
+        assertEquals(List.of(1, 50), s.concurrency());
+        assertEquals(Duration.ofSeconds(3), s.timeLimit());
+        assertThrows(IllegalArgumentException.class, () -> GpuBench.servletSettings(new String[] {"servlet", "20001"}, 1));
+        assertThrows(IllegalArgumentException.class, () -> GpuBench.servletSettings(new String[] {"servlet", "100", "0"}, 1));
+    }
+
+    @Test
+    void usageNamesEveryMode() {
+        for (String mode : List.of("cpu", "throughput", "sweep", "servlet", "scale", "scale-shared", "diag")) {
+            assertTrue(GpuBench.USAGE.contains("GpuBench " + mode + " ") || GpuBench.USAGE.contains("GpuBench " + mode + "\n"),
+                    mode);
+        }
+    }
+}

@@ -1,0 +1,62 @@
+package io.cudaloom.demo;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.cudaloom.sim.SimulatedDevice;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@code GpuBench servlet} end to end on the simulated device (the CUDA run is ServletBenchGpuTest):
+ * both servers, every level, every body checked, a markdown table.
+ */
+class ServletBenchTest {
+
+    @Test
+    void bothServersAnswerEveryLevelAndTheTableHasARowEach() throws Exception {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8);
+        AtomicInteger opened = new AtomicInteger();
+        ServletBench.Settings s = new ServletBench.Settings(List.of(1, 40), Duration.ofSeconds(5), 150, 50,
+                Duration.ofSeconds(5), 4);
+        boolean ok = ServletBench.run(config -> {
+            opened.incrementAndGet();
+            return SimulatedDevice.create(config);
+        }, s, out, new PrintStream(PrintStream.nullOutputStream()));
+        String text = bytes.toString(StandardCharsets.UTF_8);
+        assertTrue(ok, text);
+        assertEquals(2, opened.get(), "a fresh device per server");
+        List<String> rows = text.lines().filter(l -> l.startsWith("| Jetty")).toList();
+        assertEquals(4, rows.size(), text);
+        assertTrue(rows.get(0).startsWith("| Jetty VirtualThreadPool, `await()` | 1 |"), rows.get(0));
+        assertTrue(rows.get(1).startsWith("| Jetty VirtualThreadPool, `await()` | 40 |"), rows.get(1));
+        assertTrue(rows.get(2).startsWith("| Jetty QueuedThreadPool (200 platform threads), blocking wait (simulated synchronize) | 1 |"),
+                rows.get(2));
+        int columns = ServletBench.tableHeader().lines().findFirst().orElseThrow().split("\\|", -1).length;
+        for (String r : rows) {
+            String[] cells = r.split("\\|", -1);
+            assertEquals(columns, cells.length, r);
+            assertEquals("0", cells[5].strip(), "no failed request: " + r);
+            assertEquals("150", cells[4].strip(), "every request of the level answered: " + r);
+        }
+        assertTrue(text.contains("reactor over the levels: 0 registrations, 0 inline, 0 already done, 0 fallbacks"),
+                "the blocking-wait server never used the reactor:\n" + text);
+        assertTrue(text.contains("result: every request answered correctly"), text);
+    }
+
+    @Test
+    void settingsAreBounded() {
+        assertThrows(IllegalArgumentException.class, () -> ServletBench.Settings.of(List.of(), Duration.ofSeconds(1)));
+        assertThrows(IllegalArgumentException.class, () -> ServletBench.Settings.of(List.of(0), Duration.ofSeconds(1)));
+        assertThrows(IllegalArgumentException.class,
+                () -> ServletBench.Settings.of(List.of(DemoServer.MAX_CONCURRENT + 1), Duration.ofSeconds(1)));
+        assertEquals(DemoMain.WARM_UP_REQUESTS, ServletBench.Settings.of(List.of(1), Duration.ofSeconds(1)).warmUpRequests());
+    }
+}
