@@ -130,7 +130,7 @@ class ThroughputSweepTest {
 
     private static ReactorStats stats(long registrations, long inline, long immediate, long fallbacks) {
         return new ReactorStats(4096, 0, 4096, registrations, registrations + immediate + fallbacks, inline, immediate,
-                fallbacks, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+                fallbacks, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
     }
 
     @Test
