@@ -1,5 +1,7 @@
 package io.cudaloom.stress;
 
+import io.cudaloom.protocol.BackoffIdleStrategy;
+import io.cudaloom.protocol.BackoffIdleStrategy.Step;
 import io.cudaloom.protocol.HeapFlagArray;
 import io.cudaloom.protocol.RetiredBatch;
 import io.cudaloom.protocol.SlotTable;
@@ -14,6 +16,7 @@ import java.util.PriorityQueue;
 import java.util.SplittableRandom;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.Supplier;
 
 /**
  * The A/B harness of the scanner policy, a port of the Rust original's {@code ab_bench}, run
@@ -23,8 +26,10 @@ import java.util.concurrent.locks.LockSupport;
  * <h2>Section "ab": registration throughput, 2 x 2 configurations x 2 regimes</h2>
  * Registrant threads claim a slot (spinning while none is free), reset its flag, publish, play the
  * device by writing the flag at once, unpark the scanner (always, or only on idle-to-active:
- * "empty-to-wake") and count; the scanner retires and either parks when nothing is armed or never
- * parks (spin). Saturated: back to back; bursty: a yield every 256 registrations. Reported:
+ * "empty-to-wake") and count; the scanner retires and either parks when nothing is armed ("park":
+ * core's {@link BackoffIdleStrategy}, by default with an unbounded spin window, i.e. spin while
+ * armed; {@code --ab-park} picks another policy) or never parks (the never-park baseline).
+ * Saturated: back to back; bursty: a yield every 256 registrations. Reported:
  * registrations/s (median of the runs, with min and max; the original kept the best of 3 and
  * called it the median), unparks and scan passes (medians), and the scanner thread's CPU time as a
  * share of its wall time (ThreadMXBean).
@@ -36,7 +41,14 @@ import java.util.concurrent.locks.LockSupport;
  * scanner stamps the moment it retires the slot. Reported per idle strategy and scenario: awaits/s,
  * the scanner's detection delay (flag written to slot retired) and the waiter's wake latency (flag
  * written to waiter running again) as percentiles over all runs, the scanner's CPU share (median of
- * runs, min-max) and timed parks per second. Strategies: see {@link IdleStrategy}.
+ * runs, min-max) and timed parks per second. Policies: see {@link Policy}.
+ *
+ * <p>Both sections run one scan loop ({@link ScanLoop}), the shape of the reactor's
+ * {@code Scanner}: scan; if it retired something, deliver and {@code idle.reset(now)}; else
+ * {@code idle.idle(!table.isIdle(), now, NO_DEADLINE)}. Every back-off policy is core's
+ * {@link BackoffIdleStrategy} itself (a configuration of spin, minPark and maxPark); the only
+ * other idle code is the baselines it is compared against ({@link SpinThenYield},
+ * {@link NeverPark}).
  *
  * <p>Run (plain class path, no shaded jar needed):
  * {@code java -cp stress/target/classes:core/target/classes io.cudaloom.stress.AbBench [options]};
@@ -58,6 +70,7 @@ public final class AbBench {
         int slots = 1024;
         long idleMillis = 1000;
         int idleRuns = 3;
+        String abPark = "spin";
         List<String> strategies = new ArrayList<>(List.of(
                 "spin",
                 "spin-yield:10000",
@@ -79,14 +92,25 @@ public final class AbBench {
               --ops N                    ab: registrations per thread per run (default 150000)
               --runs N                   ab: runs per configuration, median reported (default 5)
               --slots N                  slot table capacity (default 1024)
+              --ab-park SPEC             ab: idle policy of the "+ park" configurations (a strategy
+                                         spec, below; default spin)
               --idle-ms N                idle: milliseconds per run (default 1000)
               --idle-runs N              idle: runs per strategy and scenario (default 3)
-              --strategies a;b;...       idle: strategies (see IdleStrategy), default:
+              --strategies a;b;...       idle: strategies (specs below), default:
                                          spin;spin-yield:10000;yield;park:50us:50us;backoff:0us:20us:1ms:8;
                                          backoff:50us:20us:1ms:8;backoff:250us:20us:1ms:8;
                                          backoff:250us:20us:500us:8;backoff:50us:20us:250us:8
               --scenarios a;b;...        idle: WAITERSxKERNEL or WAITERSxMIN-MAX (log-uniform), default:
                                          1x50us;1x200us;1x5ms;1x50ms;8x20us-2ms
+            strategy specs (durations take ns, us or ms; every one parks untimed when nothing is armed):
+              backoff:SPIN:MIN:MAX[:8]   core's BackoffIdleStrategy: spin SPIN after the last retirement,
+                                         then park waited/8 within [MIN, MAX] (the divisor is fixed at 8);
+                                         core's default is backoff:250us:20us:1ms:8
+              park:SPIN:PARK             fixed parks after the spin: BackoffIdleStrategy, MIN = MAX = PARK
+              spin                       spin while anything is armed: BackoffIdleStrategy, endless spin
+              spin-yield:N               baseline (the Rust original): spin-hint for N idle passes, then
+                                         Thread.yield between passes
+              yield                      baseline: spin-yield:0
             """;
 
     static Options parse(String[] args) {
@@ -109,6 +133,7 @@ public final class AbBench {
                 case "--slots" -> o.slots = positive(a, v);
                 case "--idle-ms" -> o.idleMillis = positive(a, v);
                 case "--idle-runs" -> o.idleRuns = positive(a, v);
+                case "--ab-park" -> o.abPark = v;
                 case "--strategies" -> o.strategies = List.of(v.split(";"));
                 case "--scenarios" -> o.scenarios = List.of(v.split(";"));
                 default -> throw new IllegalArgumentException("unknown option " + a + "\n" + USAGE);
@@ -117,6 +142,9 @@ public final class AbBench {
         if (!List.of("all", "ab", "idle").contains(o.section)) {
             throw new IllegalArgumentException("--section must be all, ab or idle");
         }
+        Policy.parse(o.abPark); // fail early on a bad spec
+        o.strategies.forEach(Policy::parse);
+        o.scenarios.forEach(Scenario::parse);
         return o;
     }
 
@@ -130,7 +158,7 @@ public final class AbBench {
 
     public static void main(String[] args) throws Exception {
         Options o = parse(args);
-        List<IdleStrategy> strategies = o.strategies.stream().map(IdleStrategy::parse).toList();
+        List<Policy> strategies = o.strategies.stream().map(Policy::parse).toList();
         List<Scenario> scenarios = o.scenarios.stream().map(Scenario::parse).toList();
         if (!THREADS.isCurrentThreadCpuTimeSupported()) {
             System.err.println("warning: thread CPU time not supported; CPU columns read 0");
@@ -163,18 +191,20 @@ public final class AbBench {
 
     enum Unpark { ALWAYS, EMPTY_TO_WAKE }
 
-    enum ScannerIdle { PARK, NEVER_PARK }
-
     record AbResult(double opsPerSec, long unparks, long scanPasses, double scannerCpu) {}
 
     static void abSection(Options o) throws InterruptedException {
+        Policy park = Policy.parse(o.abPark);
         Object[][] configs = {
-                {Unpark.ALWAYS, ScannerIdle.PARK, "always + park"},
-                {Unpark.EMPTY_TO_WAKE, ScannerIdle.PARK, "empty-to-wake + park"},
-                {Unpark.ALWAYS, ScannerIdle.NEVER_PARK, "always + never-park"},
-                {Unpark.EMPTY_TO_WAKE, ScannerIdle.NEVER_PARK, "empty-to-wake + never-park"},
+                {Unpark.ALWAYS, park, "always + park"},
+                {Unpark.EMPTY_TO_WAKE, park, "empty-to-wake + park"},
+                {Unpark.ALWAYS, Policy.NEVER_PARK, "always + never-park"},
+                {Unpark.EMPTY_TO_WAKE, Policy.NEVER_PARK, "empty-to-wake + never-park"},
         };
-        runAb(Unpark.EMPTY_TO_WAKE, ScannerIdle.PARK, true, o.threads, Math.max(1, o.ops / 10), o.slots); // warm-up
+        if (!o.abPark.equals("spin")) {
+            System.out.printf("%n\"+ park\" runs %s%n", park.label());
+        }
+        runAb(Unpark.EMPTY_TO_WAKE, park, true, o.threads, Math.max(1, o.ops / 10), o.slots); // warm-up
         for (boolean saturated : new boolean[] {true, false}) {
             System.out.printf("%n## %s (%d threads x %,d registrations, median of %d runs)%n%n",
                     saturated ? "SATURATED" : "BURSTY (yield every 256)", o.threads, o.ops, o.runs);
@@ -183,7 +213,7 @@ public final class AbBench {
             for (Object[] c : configs) {
                 List<AbResult> results = new ArrayList<>();
                 for (int r = 0; r < o.runs; r++) {
-                    results.add(runAb((Unpark) c[0], (ScannerIdle) c[1], saturated, o.threads, o.ops, o.slots));
+                    results.add(runAb((Unpark) c[0], (Policy) c[1], saturated, o.threads, o.ops, o.slots));
                 }
                 double[] ops = results.stream().mapToDouble(AbResult::opsPerSec).sorted().toArray();
                 System.out.printf(Locale.ROOT, "| %s | %.2f | %.2f - %.2f | %,d | %,d | %.0f%% |%n", c[2],
@@ -195,12 +225,12 @@ public final class AbBench {
         }
     }
 
-    static AbResult runAb(Unpark unpark, ScannerIdle idle, boolean saturated, int threads, int opsPer, int slots)
+    static AbResult runAb(Unpark unpark, Policy idle, boolean saturated, int threads, int opsPer, int slots)
             throws InterruptedException {
         HeapFlagArray flags = new HeapFlagArray(slots);
         SlotTable<Object> table = new SlotTable<>(slots, flags);
         long total = (long) threads * opsPer;
-        AbScanner scanner = new AbScanner(table, idle, total);
+        AbScanner scanner = new AbScanner(table, idle.create(), total);
         Thread scannerThread = Thread.ofPlatform().name("ab-scanner").unstarted(scanner);
         scannerThread.start();
         long[] unparks = new long[threads];
@@ -243,48 +273,26 @@ public final class AbBench {
                 scanner.cpuNanos / (double) scanner.wallNanos);
     }
 
-    static final class AbScanner implements Runnable {
-        private final SlotTable<Object> table;
-        private final ScannerIdle idle;
+    /** The scan loop of the ab section: retires (no payload to deliver) until all are done. */
+    static final class AbScanner extends ScanLoop<Object> {
         private final long total;
+        private long retired;
         volatile long done;
-        long passes;
-        long cpuNanos;
-        long wallNanos;
 
         AbScanner(SlotTable<Object> table, ScannerIdle idle, long total) {
-            this.table = table;
-            this.idle = idle;
+            super(table, idle);
             this.total = total;
         }
 
         @Override
-        public void run() {
-            long cpu0 = THREADS.getCurrentThreadCpuTime();
-            long wall0 = System.nanoTime();
-            RetiredBatch<Object> batch = new RetiredBatch<>(table.capacity());
-            long retired = 0;
-            long n = 0;
-            while (retired < total) {
-                table.scanOnce(batch);
-                n++;
-                if (!batch.isEmpty()) {
-                    retired += batch.size();
-                    batch.clear();
-                    done = retired;
-                    continue;
-                }
-                if (idle == ScannerIdle.PARK) {
-                    if (table.isIdle()) {
-                        LockSupport.park(this); // an unpark that raced ahead is the permit
-                    }
-                } else {
-                    Thread.onSpinWait();
-                }
-            }
-            passes = n;
-            cpuNanos = THREADS.getCurrentThreadCpuTime() - cpu0;
-            wallNanos = System.nanoTime() - wall0;
+        boolean finished() {
+            return retired >= total;
+        }
+
+        @Override
+        void deliver(RetiredBatch<Object> batch) {
+            retired += batch.size();
+            done = retired;
         }
     }
 
@@ -299,8 +307,8 @@ public final class AbBench {
             }
             int waiters = Integer.parseInt(wk[0]);
             String[] range = wk[1].split("-");
-            long min = IdleStrategy.nanos(range[0]);
-            long max = range.length > 1 ? IdleStrategy.nanos(range[1]) : min;
+            long min = nanos(range[0]);
+            long max = range.length > 1 ? nanos(range[1]) : min;
             if (waiters <= 0 || min <= 0 || max < min) {
                 throw new IllegalArgumentException("scenario '" + spec + "': bad numbers");
             }
@@ -317,30 +325,30 @@ public final class AbBench {
         }
 
         String describe() {
-            String k = minKernelNanos == maxKernelNanos ? IdleStrategy.fmt(minKernelNanos)
-                    : IdleStrategy.fmt(minKernelNanos) + "-" + IdleStrategy.fmt(maxKernelNanos) + " log-uniform";
+            String k = minKernelNanos == maxKernelNanos ? fmt(minKernelNanos)
+                    : fmt(minKernelNanos) + "-" + fmt(maxKernelNanos) + " log-uniform";
             return waiters + (waiters == 1 ? " waiter" : " waiters") + ", kernels " + k;
         }
     }
 
     record IdleResult(long awaits, double seconds, long[] detect, long[] wake, double scannerCpu, long timedParks,
-            long yields, long idleParks) {}
+            long idleParks) {}
 
-    static void idleSection(Options o, List<IdleStrategy> strategies, List<Scenario> scenarios)
+    static void idleSection(Options o, List<Policy> strategies, List<Scenario> scenarios)
             throws InterruptedException {
         // Warm-up: every code path once, briefly.
-        for (IdleStrategy s : strategies) {
-            runIdle(s.copy(), scenarios.get(0), 50, o.slots);
+        for (Policy s : strategies) {
+            runIdle(s, scenarios.get(0), 50, o.slots);
         }
         for (Scenario sc : scenarios) {
             System.out.printf("%n## IDLE STRATEGY: %s (%d x %d ms)%n%n", sc.describe(), o.idleRuns, o.idleMillis);
             System.out.println("| strategy | awaits/s | detect p50 / p90 / p99 / max (us) | wake p50 / p99 (us) "
                     + "| scanner CPU (median, min-max) | timed parks/s |");
             System.out.println("|---|---|---|---|---|---|");
-            for (IdleStrategy s : strategies) {
+            for (Policy s : strategies) {
                 List<IdleResult> rs = new ArrayList<>();
                 for (int r = 0; r < o.idleRuns; r++) {
-                    rs.add(runIdle(s.copy(), sc, o.idleMillis, o.slots));
+                    rs.add(runIdle(s, sc, o.idleMillis, o.slots));
                 }
                 long[] detect = rs.stream().flatMapToLong(x -> Arrays.stream(x.detect)).sorted().toArray();
                 long[] wake = rs.stream().flatMapToLong(x -> Arrays.stream(x.wake)).sorted().toArray();
@@ -356,11 +364,11 @@ public final class AbBench {
         }
     }
 
-    static IdleResult runIdle(IdleStrategy strategy, Scenario sc, long millis, int slots) throws InterruptedException {
+    static IdleResult runIdle(Policy policy, Scenario sc, long millis, int slots) throws InterruptedException {
         HeapFlagArray flags = new HeapFlagArray(slots);
         SlotTable<IdleWaiter> table = new SlotTable<>(slots, flags);
         Device device = new Device(flags);
-        IdleScanner scanner = new IdleScanner(table, strategy);
+        IdleScanner scanner = new IdleScanner(table, policy.create());
         Thread deviceThread = Thread.ofPlatform().name("idle-device").daemon(true).unstarted(device);
         Thread scannerThread = Thread.ofPlatform().name("idle-scanner").daemon(true).unstarted(scanner);
         device.thread = deviceThread;
@@ -394,7 +402,7 @@ public final class AbBench {
             wake.addAll(w.wake);
         }
         return new IdleResult(awaits, secs, scanner.detect.toArray(), wake.toArray(),
-                scanner.cpuNanos / (double) scanner.wallNanos, strategy.timedParks, strategy.yields, scanner.idleParks);
+                scanner.cpuNanos / (double) scanner.wallNanos, scanner.timedParks, scanner.parks);
     }
 
     /** One registration's device work: its due time, and when the flag was written. */
@@ -508,54 +516,244 @@ public final class AbBench {
         }
     }
 
-    /** The reactor's scan loop with a pluggable idle strategy; records detection delays. */
-    static final class IdleScanner implements Runnable {
-        private final SlotTable<IdleWaiter> table;
-        private final IdleStrategy strategy;
+    /** The scan loop of the idle section: delivers to the waiters and records detection delays. */
+    static final class IdleScanner extends ScanLoop<IdleWaiter> {
         volatile boolean stop;
         final LongList detect = new LongList();
-        long idleParks;
+
+        IdleScanner(SlotTable<IdleWaiter> table, ScannerIdle idle) {
+            super(table, idle);
+        }
+
+        @Override
+        boolean finished() {
+            return stop;
+        }
+
+        @Override
+        void deliver(RetiredBatch<IdleWaiter> batch) {
+            long now = System.nanoTime();
+            for (int i = 0; i < batch.size(); i++) {
+                IdleWaiter w = batch.payload(i);
+                if (w != null) {
+                    detect.add(now - w.kernel.flagWrittenAt);
+                    w.deliver(batch.ticket(i));
+                }
+            }
+        }
+    }
+
+    // ---- the scan loop and its idle policies ----------------------------------------------------
+
+    /**
+     * The one scan loop of both sections, the shape of the reactor's {@code Scanner}
+     * ({@code run}, {@code doWork}, {@code idleStep}) without its fault probe and quarantine: scan;
+     * if it retired something, deliver and reset the idle policy; else one idle step, with the
+     * park gate ({@code isIdle()}, the armed count) checked right before it. Counts passes, timed
+     * and untimed parks, and the thread's CPU and wall time.
+     */
+    abstract static class ScanLoop<T> implements Runnable {
+        private final SlotTable<T> table;
+        private final ScannerIdle idle;
+        long passes;
+        long timedParks;
+        long parks;
         long cpuNanos;
         long wallNanos;
 
-        IdleScanner(SlotTable<IdleWaiter> table, IdleStrategy strategy) {
+        ScanLoop(SlotTable<T> table, ScannerIdle idle) {
             this.table = table;
-            this.strategy = strategy;
+            this.idle = idle;
         }
+
+        /** Whether the loop should stop (checked before each pass). */
+        abstract boolean finished();
+
+        /** Hands a non-empty batch of retired slots over; the loop clears it afterwards. */
+        abstract void deliver(RetiredBatch<T> batch);
 
         @Override
         public void run() {
             long cpu0 = THREADS.getCurrentThreadCpuTime();
             long wall0 = System.nanoTime();
-            RetiredBatch<IdleWaiter> batch = new RetiredBatch<>(table.capacity());
-            long lastProgress = wall0;
-            while (!stop) {
+            RetiredBatch<T> batch = new RetiredBatch<>(table.capacity());
+            idle.reset(wall0);
+            while (!finished()) {
                 table.scanOnce(batch);
+                passes++;
                 if (!batch.isEmpty()) {
-                    long now = System.nanoTime();
-                    for (int i = 0; i < batch.size(); i++) {
-                        IdleWaiter w = batch.payload(i);
-                        if (w != null) {
-                            detect.add(now - w.kernel.flagWrittenAt);
-                            w.deliver(batch.ticket(i));
-                        }
-                    }
+                    deliver(batch);
                     batch.clear();
-                    strategy.onProgress();
-                    lastProgress = System.nanoTime();
+                    idle.reset(System.nanoTime());
                     continue;
                 }
-                if (table.isIdle()) {
-                    idleParks++;
-                    LockSupport.park(this);
-                    strategy.onProgress();
-                    lastProgress = System.nanoTime();
-                    continue;
+                switch (idle.idle(!table.isIdle(), System.nanoTime(), BackoffIdleStrategy.NO_DEADLINE)) {
+                    case TIMED_PARK -> timedParks++;
+                    case PARK -> parks++;
+                    case SPUN -> { }
                 }
-                strategy.idle(System.nanoTime() - lastProgress);
             }
             cpuNanos = THREADS.getCurrentThreadCpuTime() - cpu0;
             wallNanos = System.nanoTime() - wall0;
+        }
+    }
+
+    /**
+     * What the scan loop calls after a pass that retired nothing: core's
+     * {@link BackoffIdleStrategy} ({@link Backoff}), or one of the baselines it is compared with.
+     * Same contract as {@link BackoffIdleStrategy#idle}.
+     */
+    interface ScannerIdle {
+        void reset(long now);
+
+        Step idle(boolean armed, long now, long deadlineNanos);
+    }
+
+    /** Core's strategy, run as the reactor runs it (LockSupport parks). */
+    record Backoff(BackoffIdleStrategy strategy) implements ScannerIdle {
+        Backoff(long spinNanos, long minParkNanos, long maxParkNanos) {
+            this(new BackoffIdleStrategy(spinNanos, minParkNanos, maxParkNanos, BackoffIdleStrategy.LOCK_SUPPORT,
+                    AbBench.class));
+        }
+
+        @Override
+        public void reset(long now) {
+            strategy.reset(now);
+        }
+
+        @Override
+        public Step idle(boolean armed, long now, long deadlineNanos) {
+            return strategy.idle(armed, now, deadlineNanos);
+        }
+    }
+
+    /**
+     * Baseline, not a candidate: the Rust original's spin-then-yield, which
+     * {@link BackoffIdleStrategy} cannot express (it never yields). While anything is armed:
+     * spin-hint for {@code spinPasses} idle passes after the last progress, then
+     * {@link Thread#yield} between passes; nothing armed: untimed park, as every policy here
+     * (empty-to-wake is not a choice). {@code yield} is {@code spinPasses} = 0.
+     */
+    static final class SpinThenYield implements ScannerIdle {
+        private final int spinPasses;
+        private int idlePasses;
+
+        SpinThenYield(int spinPasses) {
+            this.spinPasses = spinPasses;
+        }
+
+        @Override
+        public void reset(long now) {
+            idlePasses = 0;
+        }
+
+        @Override
+        public Step idle(boolean armed, long now, long deadlineNanos) {
+            if (!armed) {
+                LockSupport.park(this);
+                idlePasses = 0;
+                return Step.PARK;
+            }
+            if (idlePasses++ < spinPasses) {
+                Thread.onSpinWait();
+            } else {
+                Thread.yield();
+            }
+            return Step.SPUN;
+        }
+    }
+
+    /**
+     * Baseline, not a candidate: the ab section's never-park scanner, which spins even when
+     * nothing is armed ({@link BackoffIdleStrategy} always parks then).
+     */
+    static final class NeverPark implements ScannerIdle {
+        @Override
+        public void reset(long now) {}
+
+        @Override
+        public Step idle(boolean armed, long now, long deadlineNanos) {
+            Thread.onSpinWait();
+            return Step.SPUN;
+        }
+    }
+
+    /**
+     * A named idle policy (for {@code --strategies} and {@code --ab-park}); {@link #create} makes a
+     * fresh instance per scanner (policies hold per-scanner state). Specs:
+     * <ul>
+     *   <li>{@code backoff:SPIN:MIN:MAX[:8]}: core's {@link BackoffIdleStrategy}(SPIN, MIN, MAX):
+     *       spin for SPIN after the last retirement, then park for waited/8 clamped to [MIN, MAX].
+     *       Core's default is {@code backoff:250us:20us:1ms:8} ({@code backoff:50us:20us:1ms:8}
+     *       before core's commit 7ae5671). The divisor is fixed at 8 in core; the old spec's fifth
+     *       field is accepted as 8 only;
+     *   <li>{@code park:SPIN:PARK}: fixed timed parks after the spin, i.e.
+     *       {@link BackoffIdleStrategy}(SPIN, PARK, PARK);
+     *   <li>{@code spin}: never sleeps while anything is armed, i.e. {@link BackoffIdleStrategy}
+     *       with an unbounded spin window;
+     *   <li>{@code spin-yield:N} and {@code yield}: the {@link SpinThenYield} baseline.
+     * </ul>
+     * Durations take the suffixes ns, us, ms.
+     */
+    record Policy(String label, Supplier<ScannerIdle> factory) {
+        static final Policy NEVER_PARK = new Policy("never-park", NeverPark::new);
+
+        ScannerIdle create() {
+            return factory.get();
+        }
+
+        static Policy parse(String spec) {
+            String[] p = spec.trim().split(":");
+            try {
+                return switch (p[0]) {
+                    case "spin" -> {
+                        arity(spec, p, 1);
+                        yield new Policy("spin", () -> new Backoff(Long.MAX_VALUE, 1L, 1L));
+                    }
+                    case "yield" -> {
+                        arity(spec, p, 1);
+                        yield new Policy("yield", () -> new SpinThenYield(0));
+                    }
+                    case "spin-yield" -> {
+                        arity(spec, p, 2);
+                        int passes = Integer.parseInt(p[1]);
+                        yield new Policy("spin-yield:" + passes, () -> new SpinThenYield(passes));
+                    }
+                    case "park" -> {
+                        arity(spec, p, 3);
+                        long spin = nanos(p[1]);
+                        long park = nanos(p[2]);
+                        new Backoff(spin, park, park); // validate now
+                        yield new Policy("park:" + fmt(spin) + ":" + fmt(park), () -> new Backoff(spin, park, park));
+                    }
+                    case "backoff" -> {
+                        if (p.length == 5 && Integer.parseInt(p[4]) != 8) {
+                            throw new IllegalArgumentException("bad idle strategy spec '" + spec
+                                    + "': BackoffIdleStrategy parks waited/8, its divisor is not a parameter");
+                        }
+                        if (p.length != 4 && p.length != 5) {
+                            arity(spec, p, 4);
+                        }
+                        long spin = nanos(p[1]);
+                        long min = nanos(p[2]);
+                        long max = nanos(p[3]);
+                        new Backoff(spin, min, max); // validate now
+                        yield new Policy("backoff:" + fmt(spin) + ":" + fmt(min) + ":" + fmt(max) + ":8",
+                                () -> new Backoff(spin, min, max));
+                    }
+                    default -> throw new IllegalArgumentException("unknown idle strategy '" + p[0] + "' in '"
+                            + spec + "'\n" + USAGE);
+                };
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException("bad idle strategy spec '" + spec + "'\n" + USAGE, e);
+            }
+        }
+
+        private static void arity(String spec, String[] p, int n) {
+            if (p.length != n) {
+                throw new IllegalArgumentException("bad idle strategy spec '" + spec + "': expected " + (n - 1)
+                        + " parameter(s)\n" + USAGE);
+            }
         }
     }
 
@@ -596,6 +794,30 @@ public final class AbBench {
         }
         int i = (int) Math.ceil(q * sorted.length) - 1;
         return sorted[Math.max(0, Math.min(sorted.length - 1, i))];
+    }
+
+    static long nanos(String s) {
+        String t = s.trim().toLowerCase(Locale.ROOT);
+        if (t.endsWith("ns")) {
+            return Long.parseLong(t.substring(0, t.length() - 2));
+        }
+        if (t.endsWith("us")) {
+            return Long.parseLong(t.substring(0, t.length() - 2)) * 1_000L;
+        }
+        if (t.endsWith("ms")) {
+            return Long.parseLong(t.substring(0, t.length() - 2)) * 1_000_000L;
+        }
+        return Long.parseLong(t);
+    }
+
+    static String fmt(long nanos) {
+        if (nanos % 1_000_000L == 0 && nanos != 0) {
+            return nanos / 1_000_000L + "ms";
+        }
+        if (nanos % 1_000L == 0) {
+            return nanos / 1_000L + "us";
+        }
+        return nanos + "ns";
     }
 
     static String us(long nanos) {

@@ -4,6 +4,7 @@ import static org.openjdk.jcstress.annotations.Expect.ACCEPTABLE;
 import static org.openjdk.jcstress.annotations.Expect.ACCEPTABLE_INTERESTING;
 import static org.openjdk.jcstress.annotations.Expect.FORBIDDEN;
 
+import io.cudaloom.protocol.BackoffIdleStrategy;
 import io.cudaloom.protocol.HeapFlagArray;
 import io.cudaloom.protocol.RetiredBatch;
 import io.cudaloom.protocol.SlotTable;
@@ -18,15 +19,18 @@ import org.openjdk.jcstress.infra.results.III_Result;
 /**
  * Park gate / no lost wake-up. Slot A is armed and has landed; a registrant arms slot B, whose
  * work is long (its flag stays 0), and wakes the scanner only if {@code publish} reported
- * idle-to-active (as {@code CompletionReactor.arm} does). The scanner runs the reactor's loop:
- * scan; if it retired something, scan again; if nothing is armed ({@code isIdle()}), park; else
- * keep watching (spin / timed park, which is never a lost wake-up). Park and unpark are the
+ * idle-to-active (as {@code CompletionReactor.arm} does). The scanner runs the reactor's loop, as
+ * core's {@code Scanner} does: scan; if it retired something, {@code idle.reset(now)} and scan
+ * again; else {@code idle.idle(!table.isIdle(), now, NO_DEADLINE)} with the real
+ * {@link BackoffIdleStrategy}, which parks untimed if nothing is armed and otherwise keeps
+ * watching (spin / timed park, never a lost wake-up; the spin window is 0 here, so every such
+ * decision is a timed park through the seam). Its parks go through {@link ModelParker}, the
  * {@link ParkModel} of LockSupport's binary permit: an unpark that comes before the park is kept
- * and makes the park return at once.
+ * and makes the park return at once; nothing ever blocks.
  *
  * <p>The invariant: at the end B is armed, so the scanner must not be asleep with no unpark
  * pending. r1 = how the scanner's loop ended (0 = saw an armed slot and kept watching,
- * 1 = decided to park and would block); r2 = final {@link ParkModel} state (0 running, 1 permit
+ * 1 = decided to park and would block; -1 and -2, model errors: loop bound hit, unexpected step); r2 = final {@link ParkModel} state (0 running, 1 permit
  * pending, 2 parked with nothing pending, 3 parked then woken); r3 = B's idle-to-active report.
  */
 @JCStressTest
@@ -53,6 +57,8 @@ public class ParkGateTest {
     final SlotTable<Payload> table = new SlotTable<>(2, flags);
     final RetiredBatch<Payload> batch = new RetiredBatch<>(2);
     final ParkModel scannerThread = new ParkModel();
+    final ModelParker parker = new ModelParker(scannerThread);
+    final BackoffIdleStrategy idle = new BackoffIdleStrategy(0L, 20_000L, 1_000_000L, parker, this);
     final long b;
 
     public ParkGateTest() {
@@ -79,16 +85,25 @@ public class ParkGateTest {
             table.scanOnce(batch);
             if (!batch.isEmpty()) {
                 batch.clear();
+                idle.reset(System.nanoTime());
                 continue; // retired something: scan again before considering a park
             }
-            if (table.isIdle()) { // the park gate: the armed count, not this pass's bits
-                if (scannerThread.park()) {
-                    r.r1 = 1;
-                    return; // would block here until an unpark
-                }
+            // the park gate: the armed count, not this pass's bits, checked right before the park
+            BackoffIdleStrategy.Step step = idle.idle(!table.isIdle(), System.nanoTime(),
+                    BackoffIdleStrategy.NO_DEADLINE);
+            int parked = parker.takeLast();
+            if (step == BackoffIdleStrategy.Step.PARK && parked == ModelParker.WOULD_BLOCK) {
+                r.r1 = 1;
+                return; // would block here until an unpark
+            }
+            if (step == BackoffIdleStrategy.Step.PARK && parked == ModelParker.PERMIT_CONSUMED) {
                 continue; // the permit was pending: park returned at once
             }
-            r.r1 = 0; // something is armed: keep watching (spin, then timed parks)
+            if (step == BackoffIdleStrategy.Step.TIMED_PARK && parked == ModelParker.TIMED) {
+                r.r1 = 0; // something is armed: keep watching (timed parks end by themselves)
+                return;
+            }
+            r.r1 = -2; // a step the strategy should not take here (e.g. a spin with a 0 spin window)
             return;
         }
         r.r1 = -1; // loop bound hit: a model error, graded FORBIDDEN
