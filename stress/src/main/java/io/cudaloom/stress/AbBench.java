@@ -612,7 +612,8 @@ public final class AbBench {
     /** Core's strategy, run as the reactor runs it (LockSupport parks). */
     record Backoff(BackoffIdleStrategy strategy) implements ScannerIdle {
         Backoff(long spinNanos, long minParkNanos, long maxParkNanos) {
-            this(new BackoffIdleStrategy(spinNanos, minParkNanos, maxParkNanos, BackoffIdleStrategy.LOCK_SUPPORT,
+            this(new BackoffIdleStrategy(spinNanos, 0L /* no linger: the policies as measured */, minParkNanos, maxParkNanos,
+                    BackoffIdleStrategy.LOCK_SUPPORT,
                     AbBench.class));
         }
 
