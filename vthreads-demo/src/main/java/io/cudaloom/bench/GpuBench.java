@@ -41,7 +41,7 @@ import java.util.concurrent.atomic.AtomicReference;
  *       100,000 awaits, each behind its own kernel
  *   bash .gpu/java -Xmx512m io.cudaloom.bench.GpuBench scale-shared [inFlight=100000]
  *       the same number awaiting the work already queued, coalesced
- *   bash .gpu/java io.cudaloom.bench.GpuBench diag [threads=1000] [awaits=100] [await|coalesce|launch-only]
+ *   bash .gpu/java io.cudaloom.bench.GpuBench diag [threads=1000] [awaits=100] [await|coalesce|launch-only] [kernel us=10]
  *       one run; prints where workers are on a stall
  * </pre>
  * Parameters of sweep and servlet are given by position or as {@code name=value}, e.g.
@@ -60,7 +60,7 @@ public final class GpuBench {
                    GpuBench servlet [concurrency=100,10000] [seconds=10]
                    GpuBench scale [inFlight=100000]
                    GpuBench scale-shared [inFlight=100000]
-                   GpuBench diag [threads=1000] [awaits=100] [await|coalesce|launch-only]
+                   GpuBench diag [threads=1000] [awaits=100] [await|coalesce|launch-only] [kernel us=10]
             sweep and servlet take their parameters by position or as name=value (lists comma-separated).""";
 
     public static void main(String[] args) throws Exception {
@@ -77,7 +77,8 @@ public final class GpuBench {
             }
             case "scale" -> scale(arg(args, 1, 100_000));
             case "scale-shared" -> scaleShared(arg(args, 1, 100_000));
-            case "diag" -> diag(arg(args, 1, 1000), arg(args, 2, 100), args.length > 3 ? args[3] : "await");
+            case "diag" -> diag(arg(args, 1, 1000), arg(args, 2, 100), args.length > 3 ? args[3] : "await",
+                    args.length > 4 ? Long.parseLong(args[4]) * 1000L : 10_000L);
             default -> {
                 System.err.println(USAGE);
                 System.exit(2);
@@ -329,10 +330,10 @@ public final class GpuBench {
      * {@code threads} workers x {@code awaits} steps of a 10 us kernel on 8 streams; {@code kind}:
      * {@code await} (virtual threads, launch then await), {@code coalesce} (the same, coalescing on)
      * or {@code launch-only} (platform threads launching back to back, one synchronize at the end).
-     * After 12 s it prints progress, the reactor's state and where a sample of the workers are
+     * ({@code kernelNanos}: the spin kernel's length, 10 us by default.) After 12 s it prints progress, the reactor's state and where a sample of the workers are
      * (thread state and top frames), then halts.
      */
-    static void diag(int threads, int awaits, String kind) throws Exception {
+    static void diag(int threads, int awaits, String kind, long kernelNanos) throws Exception {
         ReactorConfig.Builder cfg = ReactorConfig.builder().capacity(Math.max(4096, threads + 1024));
         if (kind.equals("coalesce")) {
             cfg.coalesce(true);
@@ -387,7 +388,7 @@ public final class GpuBench {
                 workers.add(Thread.currentThread());
                 CudaStream st = s.get(i % STREAMS);
                 for (int r = 0; r < awaits; r++) {
-                    k.launchSpin(st, 10_000L);
+                    k.launchSpin(st, kernelNanos);
                     if (virtual) {
                         st.await();
                     }
