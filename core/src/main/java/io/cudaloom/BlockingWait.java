@@ -23,9 +23,11 @@ import org.jspecify.annotations.Nullable;
  * were no longer than the spin, since a spin that will not see the flag land is pure waste; and
  * not while a quarter of the slots are armed (back-pressure on a scanner that is behind).
  *
- * <p>Driver calls: a stream with counted work submitted after its last landed flag
- * ({@link GpuStream#hasWorkSinceLastLandedFlag}) is taken as busy without a query; registering on
- * a stream that turns out idle is still correct (its flag write lands at once).
+ * <p>Driver calls: a stream with counted work not yet proven complete
+ * ({@link GpuStream#hasWorkNotKnownComplete}) is taken as busy without a query; registering on a
+ * stream that turns out idle is still correct (its flag write lands at once). When coalescing
+ * (every submission counted, raw-stream work included), an event whose work an earlier wait or
+ * query proved complete ({@link GpuStream#isKnownComplete}) returns with no driver call at all.
  */
 final class BlockingWait {
     private final CompletionReactor reactor;
@@ -61,16 +63,29 @@ final class BlockingWait {
         if (interruptible && Thread.interrupted()) {
             throw new InterruptedException();
         }
-        if (reactor.precheck(stream, true) == StreamState.IDLE) {
+        // Counts are complete only when coalescing (the user counts raw-stream work then): only
+        // then does an earlier proof answer for this event without asking the driver.
+        if (coalesced != null && stream.isKnownComplete(required) && !reactor.isClosed()) {
+            counters.immediate.increment();
+            counters.completions.increment();
             return true;
         }
-        if (timed && nanos <= 0) {
+        reactor.checkMayBlock(stream);
+        boolean poll = timed && nanos <= 0; // "is it done?": ask the driver, whatever the hint says
+        if (reactor.precheck(stream, !poll) == StreamState.IDLE) {
+            return true;
+        }
+        if (poll) {
             return false;
         }
         long start = System.nanoTime();
         int inside = waiters.incrementAndGet();
         try {
-            return register(stream, required, interruptible, timed, timed ? start + nanos : 0L, inside);
+            boolean completed = register(stream, required, interruptible, timed, timed ? start + nanos : 0L, inside);
+            if (completed) {
+                stream.completedThrough(required); // a normal return proves the event's work done
+            }
+            return completed;
         } finally {
             waiters.decrementAndGet();
             stream.recordWait(System.nanoTime() - start);

@@ -234,11 +234,13 @@ public final class CompletionReactor {
         if (stream.isClosed()) {
             throw new IllegalStateException("stream " + stream + " is closed");
         }
-        if (assumeBusy && stream.hasWorkSinceLastLandedFlag()) {
+        if (assumeBusy && stream.hasWorkNotKnownComplete()) {
             return StreamState.BUSY;
         }
+        long counted = stream.submissionCount(); // before the query: an idle answer covers these
         StreamState state = stream.queryState();
         if (state == StreamState.IDLE) {
+            stream.completedThrough(counted);
             counters.immediate.increment();
             counters.completions.increment();
         } else if (state == StreamState.FAULTED) {
@@ -263,8 +265,29 @@ public final class CompletionReactor {
     }
 
     GpuFaultException faultOf(GpuStream stream, String description) {
-        return new GpuFaultException("GPU work on " + stream + " of " + device.name()
-                + " can never complete: " + description);
+        String message = "GPU work on " + stream + " of " + device.name() + " can never complete: " + description;
+        Throwable cause = stream.kernelFaultCause();
+        return cause != null ? new GpuFaultException(message, cause) : new GpuFaultException(message);
+    }
+
+    /**
+     * Refuses a blocking wait on a thread the reactor or the stream itself depends on: the scanner
+     * (a completion callback run there with a direct executor), a host-callback thread (the same,
+     * on a fallback), or the stream's own worker (a simulated kernel that awaits).
+     */
+    void checkMayBlock(GpuStream stream) {
+        String where = null;
+        if (Thread.currentThread() == scannerThread) {
+            where = "the scanner thread of " + device.name() + " (a completion callback run there)";
+        } else if (FallbackRegistration.onHostCallback()) {
+            where = "a host-callback thread (a completion callback run there)";
+        } else if (stream.isOwnWorkerThread()) {
+            where = "the thread that runs " + stream + "'s own work";
+        }
+        if (where != null) {
+            throw new IllegalStateException("await() called on " + where + ": it would stall every waiter it "
+                    + "serves; hand the wait to another thread (e.g. an executor for the callback)");
+        }
     }
 
     ReactorClosedException closedFailure() {

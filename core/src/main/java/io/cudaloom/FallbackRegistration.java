@@ -35,10 +35,23 @@ final class FallbackRegistration implements Runnable, Withdrawable {
         this.target = target;
     }
 
+    /** Set while a host callback runs on this thread (see {@link #onHostCallback}). */
+    private static final ThreadLocal<Boolean> IN_CALLBACK = new ThreadLocal<>();
+
     /** The host callback: the stream's prior work is done. */
     @Override
     public void run() {
-        complete(null);
+        IN_CALLBACK.set(Boolean.TRUE);
+        try {
+            complete(null);
+        } finally {
+            IN_CALLBACK.remove();
+        }
+    }
+
+    /** Whether the current thread is running a host callback (where a blocking wait would stall the stream). */
+    static boolean onHostCallback() {
+        return IN_CALLBACK.get() != null;
     }
 
     /**

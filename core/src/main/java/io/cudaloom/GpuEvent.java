@@ -55,11 +55,17 @@ public final class GpuEvent {
     /**
      * Waits until the work is done.
      *
-     * @throws InterruptedException if interrupted while waiting (the interrupt status is cleared)
+     * @throws InterruptedException if interrupted before or while waiting, also when the work is
+     *     already done (as {@code CountDownLatch.await}); the interrupt status is cleared
      * @throws GpuFaultException if the stream faulted
      * @throws ReactorClosedException if the device was closed
+     * @throws IllegalStateException if called on a thread of the reactor itself (its scanner, or a
+     *     completion callback run there), which would stall every waiter of the device
      */
     public void await() throws InterruptedException {
+        if (Thread.interrupted()) {
+            throw new InterruptedException();
+        }
         if (!done) {
             reactor.await(stream, required, true, false, 0L);
             done = true;
@@ -67,31 +73,27 @@ public final class GpuEvent {
     }
 
     /**
-     * Waits until the work is done or the timeout elapses.
+     * Waits until the work is done or the timeout elapses, with {@code java.util.concurrent}'s
+     * conventions: a zero or negative timeout does not wait (it answers whether the work is done),
+     * and a timeout too long to count in nanoseconds (about 292 years) waits as long as that.
      *
      * @return true if the work completed, false if the timeout elapsed first
-     * @throws IllegalArgumentException if the timeout is negative
+     * @throws InterruptedException if interrupted before or while waiting
      */
     public boolean await(Duration timeout) throws InterruptedException {
         Objects.requireNonNull(timeout, "timeout");
-        if (timeout.isNegative()) {
-            throw new IllegalArgumentException("timeout must not be negative, was " + timeout);
-        }
         return awaitNanos(saturatedNanos(timeout));
     }
 
     /**
-     * Waits until the work is done or the timeout elapses.
+     * Waits until the work is done or the timeout elapses; conventions as {@link #await(Duration)}.
      *
      * @return true if the work completed, false if the timeout elapsed first
-     * @throws IllegalArgumentException if the timeout is negative
+     * @throws InterruptedException if interrupted before or while waiting
      */
     public boolean await(long timeout, TimeUnit unit) throws InterruptedException {
         Objects.requireNonNull(unit, "unit");
-        if (timeout < 0) {
-            throw new IllegalArgumentException("timeout must not be negative, was " + timeout + " " + unit);
-        }
-        return awaitNanos(unit.toNanos(timeout));
+        return awaitNanos(unit.toNanos(timeout)); // toNanos saturates
     }
 
     /** Waits until the work is done, ignoring interrupts (the interrupt status is kept). */
@@ -133,14 +135,19 @@ public final class GpuEvent {
         }
         Registration registration;
         try {
-            registration = reactor.register(stream, (failure) -> executor.execute(() -> {
+            registration = reactor.register(stream, (failure) -> {
                 if (failure == null) {
-                    done = true;
-                    future.complete(null);
-                } else {
-                    future.completeExceptionally(failure);
+                    stream.completedThrough(required); // delivered without failure: proven
                 }
-            }));
+                executor.execute(() -> {
+                    if (failure == null) {
+                        done = true;
+                        future.complete(null);
+                    } else {
+                        future.completeExceptionally(failure);
+                    }
+                });
+            });
         } catch (ReactorClosedException closed) {
             future.completeExceptionally(closed); // register threw: its callback will never run
             return future;
@@ -184,24 +191,32 @@ public final class GpuEvent {
             return;
         }
         try {
-            reactor.register(stream, (failure) -> executor.execute(() -> {
+            reactor.register(stream, (failure) -> {
                 if (failure == null) {
-                    done = true;
-                    onDone.run();
-                } else {
-                    onError.accept(failure);
+                    stream.completedThrough(required); // delivered without failure: proven
                 }
-            }));
+                executor.execute(() -> {
+                    if (failure == null) {
+                        done = true;
+                        onDone.run();
+                    } else {
+                        onError.accept(failure);
+                    }
+                });
+            });
         } catch (ReactorClosedException closed) {
             executor.execute(() -> onError.accept(closed)); // register threw: its callback never runs
         }
     }
 
     private boolean awaitNanos(long nanos) throws InterruptedException {
+        if (Thread.interrupted()) {
+            throw new InterruptedException();
+        }
         if (done) {
             return true;
         }
-        boolean completed = reactor.await(stream, required, true, true, nanos);
+        boolean completed = reactor.await(stream, required, true, true, Math.max(0L, nanos));
         if (completed) {
             done = true;
         }
@@ -212,8 +227,7 @@ public final class GpuEvent {
         try {
             return d.toNanos();
         } catch (ArithmeticException overflow) {
-            throw new IllegalArgumentException(
-                    "timeout " + d + " is too large: at most " + Duration.ofNanos(Long.MAX_VALUE) + " is supported");
+            return d.isNegative() ? Long.MIN_VALUE : Long.MAX_VALUE;
         }
     }
 

@@ -25,11 +25,14 @@ public abstract class GpuStream implements AutoCloseable {
     @SuppressWarnings("unused") // through LAST_GROUP
     private volatile @org.jspecify.annotations.Nullable WaitGroup lastGroup;
     static final java.lang.invoke.VarHandle LAST_GROUP;
+    private static final java.lang.invoke.VarHandle COMPLETED_THROUGH;
 
     static {
         try {
             LAST_GROUP = java.lang.invoke.MethodHandles.lookup()
                     .findVarHandle(GpuStream.class, "lastGroup", WaitGroup.class);
+            COMPLETED_THROUGH = java.lang.invoke.MethodHandles.lookup()
+                    .findVarHandle(GpuStream.class, "completedThrough", long.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -37,8 +40,12 @@ public abstract class GpuStream implements AutoCloseable {
 
     private final StreamBackend backend;
     /**
-     * The highest submission count known complete: a flag write enqueued after that many counted
-     * submissions has landed. Written by the scanner only (volatile, read by waiters).
+     * The highest submission count known complete. Only proofs raise it (a CAS to the maximum,
+     * {@link #completedThrough(long)}): an await that returned normally for an event taken after
+     * that many counted submissions, a callback delivered without failure for one, or a query that
+     * answered idle after that many were counted. Each proof covers the submissions counted before
+     * its event or query, because a submission is counted only after its driver call returned
+     * (see {@link #submissionCount()}), so the work is in stream order before the flag or query.
      */
     private volatile long completedThrough;
     /** Recent awaits' durations (an exponential moving average, racy by design): the spin budget's guide. */
@@ -108,18 +115,26 @@ public abstract class GpuStream implements AutoCloseable {
     // ---- the reactor's bookkeeping ----------------------------------------------------------------
 
     /**
-     * True if counted work was submitted after the last landed flag write, so the stream is
+     * True if counted work was submitted after the last proof of completion, so the stream is
      * probably busy and a waiter may register without asking the driver first (registering on an
      * idle stream is correct too: its flag write lands at once).
      */
-    boolean hasWorkSinceLastLandedFlag() {
+    boolean hasWorkNotKnownComplete() {
         return submissions.get() > completedThrough;
     }
 
-    /** The scanner saw a flag land that was written after {@code covered} counted submissions. */
-    void flagLanded(long covered) {
-        if (covered > completedThrough) {
-            completedThrough = covered; // single writer: the scanner
+    /** Whether the first {@code required} counted submissions are proven complete (no driver call). */
+    boolean isKnownComplete(long required) {
+        return completedThrough >= required;
+    }
+
+    /** Records a proof that the first {@code count} counted submissions are complete (see the field). */
+    void completedThrough(long count) {
+        long seen;
+        while ((seen = completedThrough) < count) {
+            if (COMPLETED_THROUGH.weakCompareAndSet(this, seen, count)) {
+                return;
+            }
         }
     }
 
@@ -153,5 +168,13 @@ public abstract class GpuStream implements AutoCloseable {
 
     boolean flagWritesSettled() {
         return backend.flagWritesSettled();
+    }
+
+    @org.jspecify.annotations.Nullable Throwable kernelFaultCause() {
+        return backend.faultCause();
+    }
+
+    boolean isOwnWorkerThread() {
+        return backend.runsOnCurrentThread();
     }
 }

@@ -36,15 +36,6 @@ final class Registrar {
      * overwrites it. Null only for a slot never armed, which the consumer never visits.
      */
     private final @Nullable GpuStream[] slotStream;
-    /**
-     * The stream's submission count read before the slot's flag write was enqueued: what the write
-     * covers. Only a hint ({@link GpuStream#hasWorkSinceLastLandedFlag} decides between a driver
-     * query and registering, and both are correct whatever it says), so the consumer may read it
-     * after the slot was recycled and re-armed; opaque accesses keep it from tearing.
-     */
-    private final long[] slotCovered;
-    private static final java.lang.invoke.VarHandle COVERED =
-            java.lang.invoke.MethodHandles.arrayElementVarHandle(long[].class);
     private final Set<FallbackRegistration> fallbacks = ConcurrentHashMap.newKeySet();
     /** Outstanding fallbacks; its 0-to-1 transition wakes the scanner, which probes their streams. */
     private final AtomicLong fallbackOutstanding = new AtomicLong();
@@ -58,7 +49,6 @@ final class Registrar {
         this.counters = counters;
         this.useSlots = strategy == CompletionStrategy.REACTOR;
         this.slotStream = new GpuStream[table.capacity()];
-        this.slotCovered = new long[table.capacity()];
     }
 
     /*
@@ -87,7 +77,6 @@ final class Registrar {
         }
         int slot = SlotTable.slotOf(ticket);
         table.resetFlag(ticket); // before the device write: a stale 0 must not land after its 1
-        long covered = stream.submissionCount(); // before the write is enqueued: it covers all counted
         boolean enqueued;
         try {
             enqueued = stream.enqueueFlagWrite(flagMemory, slot);
@@ -99,8 +88,7 @@ final class Registrar {
             table.release(ticket);
             return SlotTable.NO_SLOT;
         }
-        slotStream[slot] = stream; // both published to the consumer by publish's bit update
-        COVERED.setOpaque(slotCovered, slot, covered);
+        slotStream[slot] = stream; // published to the consumer by publish's bit update
         counters.registrations.increment();
         if (table.publish(ticket, completion)) {
             reactor.wakeScanner(); // idle-to-active: the bit's read-modify-write came first
@@ -173,18 +161,6 @@ final class Registrar {
 
     @Nullable GpuStream slotStream(int slot) {
         return slotStream[slot];
-    }
-
-    /**
-     * The flag of {@code slot} landed (the consumer retired it): tell its stream what that covers.
-     * Called after the retirement recycled the slot, so a new registrant may have re-armed it; the
-     * stream and count are then the newer registration's, which is harmless for a hint.
-     */
-    void flagLanded(int slot) {
-        GpuStream stream = slotStream[slot];
-        if (stream != null) {
-            stream.flagLanded((long) COVERED.getOpaque(slotCovered, slot));
-        }
     }
 
     boolean fallbacksOutstanding() {

@@ -132,9 +132,6 @@ final class Scanner implements Runnable {
         increment(PASSES);
         int retired = batch.size();
         if (retired > 0) {
-            for (int i = 0; i < retired; i++) {
-                registrar.flagLanded(SlotTable.slotOf(batch.ticket(i)));
-            }
             deliver(batch, null);
         }
         long now = System.nanoTime();

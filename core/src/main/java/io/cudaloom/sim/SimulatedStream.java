@@ -30,6 +30,8 @@ public final class SimulatedStream extends GpuStream {
     private final AtomicLong finished = new AtomicLong();
     private final Thread worker;
     private volatile @Nullable String fault;
+    /** The exception of the kernel that failed, if one did; written before {@link #fault}. */
+    private volatile @Nullable Throwable faultCause;
     private volatile boolean closed;
 
     SimulatedStream(SimulatedDevice device, int id) {
@@ -184,6 +186,7 @@ public final class SimulatedStream extends GpuStream {
                 } catch (InjectedFault e) {
                     fault = e.getMessage();
                 } catch (RuntimeException | Error e) {
+                    faultCause = e;
                     fault = "kernel failed: " + e;
                 }
             }
@@ -247,6 +250,16 @@ public final class SimulatedStream extends GpuStream {
         @Override
         public boolean flagWritesSettled() {
             return stream.flagWritesSettled();
+        }
+
+        @Override
+        public @Nullable Throwable faultCause() {
+            return stream.faultCause;
+        }
+
+        @Override
+        public boolean runsOnCurrentThread() {
+            return Thread.currentThread() == stream.worker;
         }
     }
 }

@@ -1,5 +1,7 @@
 package io.cudaloom.spi;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * A backend's side of a stream: what the reactor asks of it. A backend passes one to its
  * stream's constructor ({@code GpuStream(device, backendOf)}); callers never see it. Methods may be
@@ -34,4 +36,17 @@ public interface StreamBackend {
      * then the reactor keeps the flag memory and any slot quarantined on this stream.
      */
     boolean flagWritesSettled();
+
+    /** What caused the fault, when there is a Java exception behind it (a simulated kernel's). */
+    default @Nullable Throwable faultCause() {
+        return null;
+    }
+
+    /**
+     * Whether the current thread is one this stream's own work runs on (a simulated kernel's
+     * thread): a wait for the stream there could never end, so the reactor refuses it.
+     */
+    default boolean runsOnCurrentThread() {
+        return false;
+    }
 }
