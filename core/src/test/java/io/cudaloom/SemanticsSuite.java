@@ -875,9 +875,14 @@ abstract class SemanticsSuite {
 
     /** Until {@code n} registrations were made and every one of {@code waiters} is parked in its await. */
     static void awaitParked(GpuDevice device, long n, List<Pending> waiters) {
-        eventually().alias(n + " registered and " + waiters + " parked on the reactor").until(() ->
-                registered(device) == n
-                && waiters.stream().allMatch(w -> !w.ended() && parkedOn(w.thread, device.reactor())));
+        eventually().alias(n + " registered and " + waiters + " parked on the reactor").until(() -> {
+            for (Pending w : waiters) {
+                if (w.ended()) { // fail now, not after LONG: it will never park again
+                    throw new AssertionError(w + " ended while it should wait: " + w.outcome);
+                }
+            }
+            return registered(device) == n && waiters.stream().allMatch(w -> parkedOn(w.thread, device.reactor()));
+        });
         for (Pending w : waiters) {
             assertFalse(w.ended(), w + " ended");
         }
