@@ -1,9 +1,10 @@
 package io.cudaloom;
 
-import static jcuda.driver.JCudaDriver.CU_MEMHOSTALLOC_DEVICEMAP;
-import static jcuda.driver.JCudaDriver.CU_MEMHOSTALLOC_PORTABLE;
-import static jcuda.driver.JCudaDriver.cuMemHostAlloc;
+import static jcuda.driver.JCudaDriver.CU_MEMHOSTREGISTER_DEVICEMAP;
+import static jcuda.driver.JCudaDriver.CU_MEMHOSTREGISTER_PORTABLE;
 import static jcuda.driver.JCudaDriver.cuMemHostGetDevicePointer;
+import static jcuda.driver.JCudaDriver.cuMemHostRegister;
+import static jcuda.driver.JCudaDriver.cuMemHostUnregister;
 import static jcuda.driver.JCudaDriver.cuStreamWaitValue32;
 
 import io.cudaloom.cuda.CudaDevice;
@@ -31,8 +32,8 @@ import org.junit.jupiter.api.Tag;
 /**
  * The {@link SemanticsSuite} on a real GPU (tag {@code gpu}: CI, which has none, excludes it; each
  * test skips with a printed reason where no CUDA device is present). A gate is a
- * {@code cuStreamWaitValue32} on a word of mapped pinned memory: the stream waits on the GPU until
- * the test writes 1 there. A device fault cannot be made in-process (a sticky error poisons the
+ * {@code cuStreamWaitValue32} on a word of host memory registered with the device: the stream waits
+ * on the GPU until the test writes 1 there. A device fault cannot be made in-process (a sticky error poisons the
  * whole process's CUDA context on this driver), so that test is skipped here; the fault is tested
  * in a child JVM by {@code CudaReactorGpuTest.faultWakesWaitersWithTheCudaErrorAndAFreshContextWorks}.
  */
@@ -46,6 +47,12 @@ class CudaSemanticsGpuTest extends SemanticsSuite {
     static final class CudaFixture extends BackendFixture {
         private static final VarHandle INT = MethodHandles.byteBufferViewVarHandle(int[].class, ByteOrder.nativeOrder());
         private static final int WORDS = 256;
+        private static final int PAGE = 4096;
+
+        /** A gate's registered page, kept reachable (and registered) until cleanup. */
+        private record GatePage(CudaDevice device, ByteBuffer page) {}
+
+        private final List<GatePage> gatePages = new ArrayList<>();
 
         private final Map<CudaDevice, Kernels> kernels = new IdentityHashMap<>();
         private final List<AutoCloseable> buffers = new ArrayList<>();
@@ -65,26 +72,31 @@ class CudaSemanticsGpuTest extends SemanticsSuite {
         }
 
         /**
-         * {@code cuStreamWaitValue32(word >= 1)} on a word of pinned memory mapped into the device,
-         * counted as a submission ({@link GpuStream#noteExternalSubmission()}: coalescing needs it).
-         * The word is freed with the context (the device's close releases it).
+         * {@code cuStreamWaitValue32(word >= 1)} on the first word of a page of Java-owned memory
+         * registered with the device ({@code cuMemHostRegister(DEVICEMAP)}), counted as a submission
+         * ({@link GpuStream#noteExternalSubmission()}: coalescing needs it). The memory is the
+         * fixture's, not the context's: opening a gate after the device's close released its context
+         * writes into memory that is still there.
          */
         @Override
         Gate holdStream(GpuStream stream) {
             CudaStream cs = (CudaStream) stream;
             CudaDevice device = cs.cudaDevice();
+            ByteBuffer page = ByteBuffer.allocateDirect(2 * PAGE).alignedSlice(PAGE).order(ByteOrder.nativeOrder());
+            INT.setVolatile(page, 0, 0);
             device.makeCurrent();
-            Pointer host = new Pointer();
-            check(cuMemHostAlloc(host, 4, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP), "cuMemHostAlloc");
-            ByteBuffer word = host.getByteBuffer(0, 4).order(ByteOrder.nativeOrder());
-            INT.setVolatile(word, 0, 0);
+            check(cuMemHostRegister(Pointer.to(page), PAGE, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP),
+                    "cuMemHostRegister");
+            synchronized (this) {
+                gatePages.add(new GatePage(device, page));
+            }
             CUdeviceptr onDevice = new CUdeviceptr();
-            check(cuMemHostGetDevicePointer(onDevice, host, 0), "cuMemHostGetDevicePointer");
+            check(cuMemHostGetDevicePointer(onDevice, Pointer.to(page), 0), "cuMemHostGetDevicePointer");
             device.makeCurrent(); // immediately before the raw call (CudaDevice's context rule)
             check(cuStreamWaitValue32(cs.handle(), onDevice, 1, CUstreamWaitValue_flags.CU_STREAM_WAIT_VALUE_GEQ),
                     "cuStreamWaitValue32");
             cs.noteExternalSubmission();
-            return () -> INT.setVolatile(word, 0, 1);
+            return () -> INT.setVolatile(page, 0, 1);
         }
 
         @Override
@@ -128,17 +140,31 @@ class CudaSemanticsGpuTest extends SemanticsSuite {
         void released() {
             List<AutoCloseable> toClose;
             List<Kernels> modules;
+            List<GatePage> pages;
             synchronized (this) {
                 toClose = List.copyOf(buffers);
                 modules = List.copyOf(kernels.values());
+                pages = List.copyOf(gatePages);
                 buffers.clear();
                 kernels.clear();
+                gatePages.clear();
             }
-            for (Kernels k : modules) {
+            java.util.Set<CudaDevice> devices = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
+            modules.forEach(k -> devices.add(k.module().device()));
+            pages.forEach(p -> devices.add(p.device()));
+            for (CudaDevice d : devices) {
                 try {
-                    k.module().device().synchronize(); // nothing may still copy into a buffer freed below
+                    d.synchronize(); // every gate is open: nothing may still use what is freed below
                 } catch (RuntimeException closedOrFaulted) {
-                    // a closed device's work is its own business now; its context goes with it
+                    // a closed device: its context (and what was registered with it) goes with it
+                }
+            }
+            for (GatePage p : pages) {
+                try {
+                    p.device().makeCurrent();
+                    cuMemHostUnregister(Pointer.to(p.page()));
+                } catch (IllegalStateException closed) {
+                    // the device was closed by the test: the registration ends with its context
                 }
             }
             for (AutoCloseable c : toClose) {
