@@ -73,6 +73,11 @@ import org.junit.jupiter.params.provider.MethodSource;
  *       {@link #theConfiguredStrategyIsThePathThatServesTheAwaits} checks that the strategy is
  *       really the one used.
  * </ol>
+ * Two bullets are checked elsewhere: "every completer wakes its waiter with a volatile write before
+ * the unpark" by the stress module's jcstress tests (WaiterHandoffTest and its broken twin), and the
+ * quarantine of a faulted stream's slots while a write into them can still land by
+ * {@link ReactorContractRegressionTest} (only the instant device can keep a dead stream's write
+ * pending); here the fault test checks the recycling that follows, with the device otherwise idle.
  *
  * <p>Every test ends with an open gate and a check that no slot leaked, where it can. Nothing here
  * sleeps to synchronise: waits are Awaitility conditions, latches and joins, and "does not happen"

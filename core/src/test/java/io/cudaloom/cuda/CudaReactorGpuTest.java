@@ -4,7 +4,6 @@ import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.*;
 
 import io.cudaloom.GpuDevice;
-import io.cudaloom.GpuFaultException;
 import io.cudaloom.ReactorConfig;
 import io.cudaloom.ReactorStats;
 import java.nio.IntBuffer;
