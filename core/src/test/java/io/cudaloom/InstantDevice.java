@@ -4,6 +4,8 @@ import io.cudaloom.protocol.OffHeapFlagArray;
 import io.cudaloom.spi.FlagMemory;
 import io.cudaloom.spi.StreamBackend;
 import io.cudaloom.spi.StreamState;
+import java.util.ArrayDeque;
+import java.util.concurrent.atomic.AtomicLong;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -14,11 +16,19 @@ import org.jspecify.annotations.Nullable;
  * is set (then runs them at once). {@link #holding} makes one whose flag writes never land, with
  * each stream's fault and settlement set by the test ({@link InstantStream#faulted},
  * {@link InstantStream#settled}).
+ *
+ * <p>Any stream can also be held like a real one ({@link InstantStream#hold}): a gate is counted as
+ * a submission, and the flag writes and host callbacks enqueued behind a closed gate wait, in
+ * order, until it opens; {@link InstantStream#fault} discards them, as a sticky device error does.
+ * The semantics suite ({@link SemanticsSuite}) uses that; a stream never held behaves as above.
  */
 final class InstantDevice extends GpuDevice {
     private final boolean refuseFlagWrites;
     private final boolean holdFlagWrites;
     volatile boolean acceptHostCallbacks = true;
+    /** Set once the reactor has freed the flag memory; flag writes landing after it are counted. */
+    private volatile boolean flagsReleased;
+    private final AtomicLong writesAfterRelease = new AtomicLong();
 
     private InstantDevice(boolean refuseFlagWrites, boolean holdFlagWrites) {
         this.refuseFlagWrites = refuseFlagWrites;
@@ -60,7 +70,20 @@ final class InstantDevice extends GpuDevice {
     }
 
     private FlagMemory allocateFlags(int count) {
-        return new FlagMemory(OffHeapFlagArray.allocate(count), () -> {});
+        return new FlagMemory(OffHeapFlagArray.allocate(count), () -> flagsReleased = true);
+    }
+
+    /** Flag writes that landed after the reactor had freed the flag memory: must stay 0. */
+    long writesAfterRelease() {
+        return writesAfterRelease.get();
+    }
+
+    private void land(FlagMemory memory, int slot) {
+        if (flagsReleased) {
+            writesAfterRelease.incrementAndGet(); // on a GPU: a write into freed pinned memory
+            return;
+        }
+        memory.flags().setRelease(slot, 1);
     }
 
     /** A stream that is its own backend (a test double; real backends keep that side private). */
@@ -76,6 +99,15 @@ final class InstantDevice extends GpuDevice {
         volatile @Nullable Throwable queryFailure;
         volatile @Nullable Throwable describeFailure;
         volatile @Nullable Throwable settleFailure;
+        /** Refuse flag writes from now on (host callbacks are still taken). */
+        volatile boolean refuseFlagWritesNow;
+        /**
+         * Gates and what waits behind them: {@link Gate}s and deferred actions (flag writes, host
+         * callbacks), in submission order. Guarded by this stream's monitor.
+         */
+        private final ArrayDeque<Object> held = new ArrayDeque<>();
+        /** Guarded by this stream's monitor: a thread is running the actions freed by a gate. */
+        private boolean draining;
 
         InstantStream(InstantDevice device, boolean refuseFlagWrites, boolean holdFlagWrites) {
             super(device, s -> (InstantStream) s);
@@ -116,12 +148,19 @@ final class InstantDevice extends GpuDevice {
 
         @Override
         public boolean enqueueFlagWrite(FlagMemory memory, int slot) {
-            if (refuseFlagWrites) {
+            if (refuseFlagWrites || refuseFlagWritesNow) {
                 return false;
             }
-            if (!holdFlagWrites) {
-                memory.flags().setRelease(slot, 1);
+            if (holdFlagWrites) {
+                return true;
             }
+            synchronized (this) {
+                if (!held.isEmpty()) { // behind a closed gate: lands when it opens
+                    held.add((Runnable) () -> ((InstantDevice) device()).land(memory, slot));
+                    return true;
+                }
+            }
+            ((InstantDevice) device()).land(memory, slot); // allocates nothing: AwaitAllocationTest
             return true;
         }
 
@@ -130,6 +169,12 @@ final class InstantDevice extends GpuDevice {
             if (!((InstantDevice) device()).acceptHostCallbacks) {
                 return false;
             }
+            synchronized (this) {
+                if (!held.isEmpty()) {
+                    held.add(callback);
+                    return true;
+                }
+            }
             callback.run();
             return true;
         }
@@ -137,7 +182,77 @@ final class InstantDevice extends GpuDevice {
         @Override
         public boolean flagWritesSettled() {
             throwOnScanner(settleFailure);
-            return settled;
+            if (!settled) {
+                return false;
+            }
+            synchronized (this) {
+                return held.stream().noneMatch(Runnable.class::isInstance);
+            }
+        }
+
+        /**
+         * Work that holds the stream: flag writes and host callbacks enqueued after it wait until
+         * the returned gate opens. Counted as a submission, like a launch.
+         */
+        Gate hold() {
+            Gate gate = new Gate();
+            synchronized (this) {
+                held.add(gate);
+            }
+            noteSubmission();
+            return gate;
+        }
+
+        /** A sticky fault, now: the stream reports FAULTED, and what waits behind a gate is discarded. */
+        void fault() {
+            faulted = true;
+            synchronized (this) {
+                held.clear();
+            }
+        }
+
+        /** Runs the actions no longer behind a closed gate, in order, outside the monitor; one drainer at a time. */
+        private void drain() {
+            synchronized (this) {
+                if (draining) {
+                    return; // the running drainer sees the opened gate on its next look
+                }
+                draining = true;
+            }
+            while (true) {
+                Runnable next = null;
+                synchronized (this) {
+                    while (!held.isEmpty()) {
+                        Object head = held.peek();
+                        if (head instanceof Gate g) {
+                            if (!g.open) {
+                                break;
+                            }
+                            held.poll();
+                        } else {
+                            next = (Runnable) held.poll();
+                            break;
+                        }
+                    }
+                    if (next == null) {
+                        draining = false;
+                        return;
+                    }
+                }
+                next.run();
+            }
+        }
+
+        /** Holds its stream until {@link #open()}ed. */
+        final class Gate {
+            private boolean open; // guarded by the stream's monitor
+
+            void open() {
+                synchronized (InstantStream.this) {
+                    open = true;
+                }
+                drain();
+            }
         }
     }
 }

@@ -10,16 +10,17 @@ import io.cudaloom.sim.SimulatedStream;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
-/** The reactor and GpuEvent.await() end to end on the simulated device. */
+/**
+ * The reactor and GpuEvent.await() end to end on the simulated device: scale, the scanner's parking,
+ * and what only this backend shows. The README's semantics, the same on every backend, are the
+ * {@link SemanticsSuite}'s ({@link SimulatedSemanticsTest} here).
+ */
 class SimulatedReactorTest {
     private static final Duration LONG = Duration.ofSeconds(30);
 
@@ -82,67 +83,10 @@ class SimulatedReactorTest {
                 kernelsEach, threads * kernelsEach / seconds, s);
     }
 
+    /** Close: every stream thread ends once its work ran, and the one flag memory is freed, nothing written after. */
     @Test
-    void spuriousUnparksDoNotReturnEarly() throws Exception {
-        SimulatedDevice device = device(ReactorConfig.builder().waiterSpin(Duration.ZERO).build());
-        SimulatedStream stream = device.newStream();
-        CountDownLatch gate = gate(stream);
-        AtomicInteger returned = new AtomicInteger();
-        Thread waiter = Thread.ofVirtual().start(() -> {
-            stream.event().awaitUninterruptibly();
-            returned.incrementAndGet();
-        });
-        await().atMost(LONG).until(() -> device.reactor().stats().armedNow() == 1 && ReactorTestSupport.parked(waiter));
-        for (int i = 0; i < 1_000; i++) {
-            java.util.concurrent.locks.LockSupport.unpark(waiter);
-        }
-        await().during(Duration.ofMillis(200)).atMost(LONG).until(() -> returned.get() == 0);
-        assertTrue(waiter.isAlive());
-        gate.countDown();
-        waiter.join();
-        assertEquals(1, returned.get());
-        assertNothingLeaked(device);
-    }
-
-    @Test
-    void lateCompletionOfATimedOutAwaitNeverCompletesTheThreadsNextAwait() throws Exception {
-        SimulatedDevice device = device(ReactorConfig.builder().waiterSpin(Duration.ZERO).build());
-        SimulatedStream first = device.newStream();
-        SimulatedStream second = device.newStream();
-        CountDownLatch firstGate = gate(first);
-        CountDownLatch secondGate = gate(second);
-        AtomicReference<Boolean> timedOut = new AtomicReference<>();
-        AtomicInteger secondReturned = new AtomicInteger();
-        CountDownLatch secondArmed = new CountDownLatch(1);
-        Thread waiter = Thread.ofVirtual().start(() -> {
-            try {
-                timedOut.set(!first.event().await(Duration.ofMillis(20)));
-                secondArmed.countDown();
-                second.event().await();
-                secondReturned.incrementAndGet();
-            } catch (InterruptedException e) {
-                throw new IllegalStateException(e);
-            }
-        });
-        secondArmed.await();
-        assertEquals(Boolean.TRUE, timedOut.get(), "the first await timed out");
-        await().atMost(LONG).until(() -> device.reactor().stats().armedNow() == 2);
-
-        firstGate.countDown(); // the abandoned registration completes late, same thread parked again
-        await().atMost(LONG).until(() -> device.reactor().stats().armedNow() == 1);
-        await().during(Duration.ofMillis(200)).atMost(LONG).until(() -> secondReturned.get() == 0);
-        assertTrue(waiter.isAlive(), "the late completion must not complete the next await");
-
-        secondGate.countDown();
-        waiter.join();
-        assertEquals(1, secondReturned.get());
-        assertEquals(1, device.reactor().stats().abandoned());
-        assertNothingLeaked(device);
-    }
-
-    @Test
-    void interruptThrowsAndTheSlotIsRecycledOnceTheWriteLands() throws Exception {
-        SimulatedDevice device = device(ReactorConfig.builder().waiterSpin(Duration.ZERO).build());
+    void closeEndsTheStreamThreadsOnceTheirWorkRanAndFreesTheFlagMemory() throws Exception {
+        SimulatedDevice device = SimulatedDevice.create(); // closed by the test itself
         SimulatedStream stream = device.newStream();
         CountDownLatch gate = gate(stream);
         AtomicReference<Throwable> thrown = new AtomicReference<>();
@@ -153,157 +97,33 @@ class SimulatedReactorTest {
                 thrown.set(e);
             }
         });
-        await().atMost(LONG).until(() -> device.reactor().stats().armedNow() == 1 && ReactorTestSupport.parked(waiter));
-        waiter.interrupt();
-        waiter.join();
-        assertInstanceOf(InterruptedException.class, thrown.get());
-        assertEquals(1, device.reactor().stats().armedNow(), "the write is still in flight: slot stays armed");
-        gate.countDown();
-        assertNothingLeaked(device);
-        assertEquals(1, device.reactor().stats().abandoned());
-    }
-
-    @Test
-    void interruptedBeforeAwaitThrowsAtOnce() {
-        SimulatedDevice device = device();
-        SimulatedStream stream = device.newStream();
-        CountDownLatch gate = gate(stream);
-        Thread.currentThread().interrupt();
-        assertThrows(InterruptedException.class, () -> stream.event().await());
-        assertFalse(Thread.interrupted(), "status cleared, as j.u.c does");
-        gate.countDown();
-        assertNothingLeaked(device);
-    }
-
-    @Test
-    void awaitUninterruptiblyKeepsTheInterruptStatus() throws Exception {
-        SimulatedDevice device = device();
-        SimulatedStream stream = device.newStream();
-        CountDownLatch gate = gate(stream);
-        AtomicReference<Boolean> stillInterrupted = new AtomicReference<>();
-        Thread waiter = Thread.ofVirtual().start(() -> {
-            stream.event().awaitUninterruptibly();
-            stillInterrupted.set(Thread.currentThread().isInterrupted());
-        });
-        await().atMost(LONG).until(() -> ReactorTestSupport.parked(waiter));
-        waiter.interrupt();
-        await().during(Duration.ofMillis(100)).atMost(LONG).until(waiter::isAlive);
-        gate.countDown();
-        waiter.join();
-        assertEquals(Boolean.TRUE, stillInterrupted.get());
-        assertNothingLeaked(device);
-    }
-
-    @Test
-    void closeWakesParkedWaitersAndFreesFlagMemoryOnlyAfterTheWritesLand() throws Exception {
-        SimulatedDevice device = SimulatedDevice.create(); // closed by the test itself
-        SimulatedStream stream = device.newStream();
-        CountDownLatch gate = gate(stream);
-        final int n = 50;
-        List<Thread> waiters = new ArrayList<>();
-        AtomicInteger closedErrors = new AtomicInteger();
-        for (int i = 0; i < n; i++) {
-            waiters.add(Thread.ofVirtual().start(() -> {
-                try {
-                    stream.event().await();
-                } catch (ReactorClosedException e) {
-                    closedErrors.incrementAndGet();
-                } catch (InterruptedException e) {
-                    throw new IllegalStateException(e);
-                }
-            }));
-        }
-        await().atMost(LONG).until(() -> device.reactor().stats().armedNow() == n);
+        await().atMost(LONG).until(() -> device.reactor().stats().armedNow() == 1);
+        assertEquals(1, device.liveFlagMemories());
         device.close();
-        for (Thread w : waiters) {
-            w.join();
-        }
-        assertEquals(n, closedErrors.get(), "every parked waiter woke with ReactorClosedException");
-        assertFalse(device.reactor().scannerThread().isAlive(), "scanner stopped");
-        assertFalse(device.reactor().isMemoryReleased(), "writes still in flight: memory kept");
-        assertThrows(ReactorClosedException.class, () -> stream.event(), "use after close");
-
+        assertTrue(waiter.join(LONG));
+        assertInstanceOf(ReactorClosedException.class, thrown.get());
+        assertEquals(1, device.liveStreams(), "the held stream's thread still runs its work");
+        assertThrows(ReactorClosedException.class, () -> stream.launchKernel(Duration.ZERO), "no work after close");
+        assertThrows(ReactorClosedException.class, device::newStream);
         gate.countDown();
-        await().atMost(LONG).until(() -> device.reactor().isMemoryReleased());
-        assertEquals(0, device.liveFlagMemories());
-        assertEquals(0, device.writesAfterRelease(), "no write landed in freed flag memory");
-        await().atMost(LONG).until(() -> device.liveStreams() == 0);
+        await().atMost(LONG).until(() -> device.liveStreams() == 0 && device.liveFlagMemories() == 0);
+        assertEquals(0, device.writesAfterRelease());
     }
 
+    /** A faulted simulated stream refuses launches, as CUDA does after a sticky error; other streams go on. */
     @Test
-    void closeWithNothingInFlightFreesAtOnce() {
-        SimulatedDevice device = SimulatedDevice.create();
-        device.close();
-        assertTrue(device.reactor().isMemoryReleased());
-        device.close(); // idempotent
-        assertEquals(0, device.liveFlagMemories());
-    }
-
-    @Test
-    void deviceFaultWakesWaitersWithTheNamedError() throws Exception {
-        SimulatedDevice device = device(ReactorConfig.builder().faultProbeInterval(Duration.ofMillis(1)).build());
-        SimulatedStream stream = device.newStream();
+    void aFaultedStreamRefusesLaunchesAndOtherStreamsGoOn() throws Exception {
+        SimulatedDevice device = device();
+        SimulatedStream faulty = device.newStream();
         SimulatedStream healthy = device.newStream();
-        CountDownLatch gate = gate(stream);
-        stream.injectFault("CUDA_ERROR_ILLEGAL_ADDRESS (simulated)");
-        final int n = 20;
-        List<Thread> waiters = new ArrayList<>();
-        AtomicInteger faults = new AtomicInteger();
-        for (int i = 0; i < n; i++) {
-            waiters.add(Thread.ofVirtual().start(() -> {
-                try {
-                    stream.event().await();
-                } catch (GpuFaultException e) {
-                    if (e.getMessage().contains("CUDA_ERROR_ILLEGAL_ADDRESS")) {
-                        faults.incrementAndGet();
-                    }
-                } catch (InterruptedException e) {
-                    throw new IllegalStateException(e);
-                }
-            }));
-        }
-        await().atMost(LONG).until(() -> device.reactor().stats().armedNow() == n);
-        gate.countDown(); // the fault command runs now; the flag writes behind it never land
-        for (Thread w : waiters) {
-            w.join();
-        }
-        assertEquals(n, faults.get(), "every waiter woke with the named error");
-        assertThrows(GpuFaultException.class, () -> stream.event().await(), "later awaits fail at once");
-        assertThrows(GpuFaultException.class, () -> stream.launchKernel(Duration.ZERO), "launches are refused");
+        faulty.injectFault("CUDA_ERROR_ILLEGAL_ADDRESS (simulated)");
+        GpuFaultException e = assertThrows(GpuFaultException.class, () -> faulty.event().await());
+        assertTrue(e.getMessage().contains("CUDA_ERROR_ILLEGAL_ADDRESS"), e.getMessage());
+        GpuFaultException launch = assertThrows(GpuFaultException.class, () -> faulty.launchKernel(Duration.ZERO));
+        assertTrue(launch.getMessage().contains("CUDA_ERROR_ILLEGAL_ADDRESS"), launch.getMessage());
+        assertThrows(GpuFaultException.class, () -> faulty.launch(() -> {}));
         healthy.launchKernel(Duration.ofMillis(1));
-        healthy.event().await(); // other streams keep working
-        assertNothingLeaked(device); // quarantined slots recycled once the dead stream settled
-    }
-
-    @Test
-    void poolExhaustionCompletesEveryoneThroughTheFallback() throws Exception {
-        SimulatedDevice device = device(ReactorConfig.builder().capacity(8).build());
-        List<SimulatedStream> streams = List.of(device.newStream(), device.newStream());
-        CountDownLatch gate0 = gate(streams.get(0));
-        CountDownLatch gate1 = gate(streams.get(1));
-        final int n = 1_000;
-        AtomicInteger done = new AtomicInteger();
-        List<Thread> waiters = new ArrayList<>();
-        for (int i = 0; i < n; i++) {
-            SimulatedStream s = streams.get(i % 2);
-            waiters.add(Thread.ofVirtual().start(() -> {
-                s.event().awaitUninterruptibly();
-                done.incrementAndGet();
-            }));
-        }
-        await().atMost(LONG).until(() -> {
-            ReactorStats st = device.reactor().stats();
-            return st.armedNow() + st.fallbacks() == n;
-        });
-        gate0.countDown();
-        gate1.countDown();
-        for (Thread w : waiters) {
-            w.join();
-        }
-        assertEquals(n, done.get());
-        ReactorStats s = device.reactor().stats();
-        assertEquals(8, s.registrations(), "the 8 slots were used");
-        assertEquals(n - 8, s.fallbacks(), "everyone else completed through host callbacks");
+        healthy.event().await();
         assertNothingLeaked(device);
     }
 
@@ -331,87 +151,6 @@ class SimulatedReactorTest {
         await().atMost(LONG).until(() -> scanner.getState() == Thread.State.WAITING
                 && device.reactor().stats().armedNow() == 0);
         assertTrue(device.reactor().stats().scannerParks() > parksBefore, "parked again once idle");
-    }
-
-    @Test
-    void awaitReturnsAtOnceWhenTheStreamIsIdle() throws Exception {
-        SimulatedDevice device = device();
-        SimulatedStream stream = device.newStream();
-        GpuEvent event = stream.event();
-        event.await();
-        assertTrue(event.isDone());
-        ReactorStats s = device.reactor().stats();
-        assertEquals(1, s.immediate());
-        assertEquals(0, s.registrations(), "nothing registered for idle work");
-    }
-
-    @Test
-    void platformThreadsCanAwaitToo() throws Exception {
-        SimulatedDevice device = device(ReactorConfig.builder().waiterSpin(Duration.ZERO).build());
-        SimulatedStream stream = device.newStream();
-        for (int i = 0; i < 100; i++) {
-            stream.launchKernel(Duration.ofNanos(50_000));
-            stream.event().await();
-        }
-        assertTrue(device.reactor().stats().completions() >= 100);
-        assertNothingLeaked(device);
-    }
-
-    @Test
-    void timedAwaitCompletesWhenTheWorkFinishesInTime() throws Exception {
-        SimulatedDevice device = device();
-        SimulatedStream stream = device.newStream();
-        stream.launchKernel(Duration.ofMillis(2));
-        assertTrue(stream.event().await(10, TimeUnit.SECONDS));
-        stream.launchKernel(Duration.ofMillis(2));
-        assertTrue(stream.event().await(Duration.ofSeconds(10)));
-        CountDownLatch gate = gate(stream);
-        assertFalse(stream.event().await(Duration.ZERO), "zero timeout on busy work");
-        gate.countDown();
-        assertNothingLeaked(device);
-    }
-
-    @Test
-    void completableFutureParksNoThreadAndFollowsFaultAndCloseRules() throws Exception {
-        SimulatedDevice device = device();
-        SimulatedStream stream = device.newStream();
-        CountDownLatch gate = gate(stream);
-        CompletableFuture<Void> ok = stream.event().toCompletableFuture();
-        assertFalse(ok.isDone());
-        gate.countDown();
-        ok.get(30, TimeUnit.SECONDS);
-
-        SimulatedStream faulty = device.newStream();
-        faulty.injectFault("simulated illegal address");
-        CompletableFuture<Void> failed = faulty.event().toCompletableFuture();
-        ExecutionException e = assertThrows(ExecutionException.class, () -> failed.get(30, TimeUnit.SECONDS));
-        assertInstanceOf(GpuFaultException.class, e.getCause());
-
-        SimulatedStream held = device.newStream();
-        CountDownLatch heldGate = gate(held);
-        CompletableFuture<Void> pending = held.event().toCompletableFuture();
-        device.close();
-        ExecutionException closed = assertThrows(ExecutionException.class, () -> pending.get(30, TimeUnit.SECONDS));
-        assertInstanceOf(ReactorClosedException.class, closed.getCause());
-        heldGate.countDown();
-    }
-
-    @Test
-    void hostCallbackAndSynchronizeStrategiesComplete() throws Exception {
-        for (CompletionStrategy strategy : CompletionStrategy.values()) {
-            SimulatedDevice device = device(ReactorConfig.builder().strategy(strategy).build());
-            SimulatedStream stream = device.newStream();
-            for (int i = 0; i < 20; i++) {
-                stream.launchKernel(Duration.ofNanos(100_000));
-                stream.event().await();
-            }
-            ReactorStats s = device.reactor().stats();
-            assertEquals(20, s.completions(), strategy + ": " + s);
-            if (strategy == CompletionStrategy.HOST_CALLBACK) {
-                assertTrue(s.fallbacks() > 0, "host callbacks used: " + s);
-            }
-            assertNothingLeaked(device);
-        }
     }
 
     /**

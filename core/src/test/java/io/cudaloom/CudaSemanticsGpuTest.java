@@ -1,0 +1,186 @@
+package io.cudaloom;
+
+import static jcuda.driver.JCudaDriver.CU_MEMHOSTREGISTER_DEVICEMAP;
+import static jcuda.driver.JCudaDriver.CU_MEMHOSTREGISTER_PORTABLE;
+import static jcuda.driver.JCudaDriver.cuMemHostGetDevicePointer;
+import static jcuda.driver.JCudaDriver.cuMemHostRegister;
+import static jcuda.driver.JCudaDriver.cuMemHostUnregister;
+import static jcuda.driver.JCudaDriver.cuStreamWaitValue32;
+
+import io.cudaloom.cuda.CudaDevice;
+import io.cudaloom.cuda.CudaStream;
+import io.cudaloom.cuda.DeviceBuffer;
+import io.cudaloom.cuda.GpuTestSupport;
+import io.cudaloom.cuda.Kernels;
+import io.cudaloom.cuda.PinnedBuffer;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.IntBuffer;
+import java.util.ArrayList;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.IntSupplier;
+import jcuda.Pointer;
+import jcuda.driver.CUdeviceptr;
+import jcuda.driver.CUresult;
+import jcuda.driver.CUstreamWaitValue_flags;
+import org.junit.jupiter.api.Tag;
+
+/**
+ * The {@link SemanticsSuite} on a real GPU (tag {@code gpu}: CI, which has none, excludes it; each
+ * test skips with a printed reason where no CUDA device is present). A gate is a
+ * {@code cuStreamWaitValue32} on a word of host memory registered with the device: the stream waits
+ * on the GPU until the test writes 1 there. A device fault cannot be made in-process (a sticky error poisons the
+ * whole process's CUDA context on this driver), so that test is skipped here; the fault is tested
+ * in a child JVM by {@code CudaReactorGpuTest.faultWakesWaitersWithTheCudaErrorAndAFreshContextWorks}.
+ */
+@Tag("gpu")
+class CudaSemanticsGpuTest extends SemanticsSuite {
+    @Override
+    BackendFixture fixture(CompletionStrategy strategy) {
+        return new CudaFixture(strategy);
+    }
+
+    static final class CudaFixture extends BackendFixture {
+        private static final VarHandle INT = MethodHandles.byteBufferViewVarHandle(int[].class, ByteOrder.nativeOrder());
+        private static final int WORDS = 256;
+        private static final int PAGE = 4096;
+
+        /** A gate's registered page, kept reachable (and registered) until cleanup. */
+        private record GatePage(CudaDevice device, ByteBuffer page) {}
+
+        private final List<GatePage> gatePages = new ArrayList<>();
+
+        private final Map<CudaDevice, Kernels> kernels = new IdentityHashMap<>();
+        private final List<AutoCloseable> buffers = new ArrayList<>();
+
+        CudaFixture(CompletionStrategy strategy) {
+            super(strategy);
+        }
+
+        @Override
+        String backend() {
+            return "CUDA device";
+        }
+
+        @Override
+        GpuDevice openDevice(ReactorConfig config) {
+            return GpuTestSupport.openOrSkip(config);
+        }
+
+        /**
+         * {@code cuStreamWaitValue32(word >= 1)} on the first word of a page of Java-owned memory
+         * registered with the device ({@code cuMemHostRegister(DEVICEMAP)}), counted as a submission
+         * ({@link GpuStream#noteExternalSubmission()}: coalescing needs it). The memory is the
+         * fixture's, not the context's: opening a gate after the device's close released its context
+         * writes into memory that is still there.
+         */
+        @Override
+        Gate holdStream(GpuStream stream) {
+            CudaStream cs = (CudaStream) stream;
+            CudaDevice device = cs.cudaDevice();
+            ByteBuffer page = ByteBuffer.allocateDirect(2 * PAGE).alignedSlice(PAGE).order(ByteOrder.nativeOrder());
+            INT.setVolatile(page, 0, 0);
+            device.makeCurrent();
+            check(cuMemHostRegister(Pointer.to(page), PAGE, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP),
+                    "cuMemHostRegister");
+            synchronized (this) {
+                gatePages.add(new GatePage(device, page));
+            }
+            CUdeviceptr onDevice = new CUdeviceptr();
+            check(cuMemHostGetDevicePointer(onDevice, Pointer.to(page), 0), "cuMemHostGetDevicePointer");
+            device.makeCurrent(); // immediately before the raw call (CudaDevice's context rule)
+            check(cuStreamWaitValue32(cs.handle(), onDevice, 1, CUstreamWaitValue_flags.CU_STREAM_WAIT_VALUE_GEQ),
+                    "cuStreamWaitValue32");
+            cs.noteExternalSubmission();
+            return () -> INT.setVolatile(page, 0, 1);
+        }
+
+        @Override
+        Fault fault(GpuStream stream) {
+            unsupported("a device fault is sticky and poisons the whole process's CUDA context on this driver"
+                    + " (FaultRecoveryProbe), so it cannot be made in-process; it is tested in a child JVM by"
+                    + " CudaReactorGpuTest.faultWakesWaitersWithTheCudaErrorAndAFreshContextWorks");
+            throw new AssertionError("unreachable");
+        }
+
+        /** {@code fill_u32} into a device buffer, then an async copy into pinned memory; reads check every word. */
+        @Override
+        IntSupplier write(GpuStream stream, int value) {
+            CudaStream cs = (CudaStream) stream;
+            CudaDevice device = cs.cudaDevice();
+            Kernels k;
+            DeviceBuffer buf;
+            PinnedBuffer host;
+            synchronized (this) {
+                k = kernels.computeIfAbsent(device, CudaDevice::loadKernels);
+                buf = device.allocate(4L * WORDS);
+                host = device.allocatePinned(4L * WORDS);
+                buffers.add(buf);
+                buffers.add(host);
+            }
+            host.ints().put(0, ~value).put(WORDS - 1, ~value); // poison the ends
+            cs.launch(k.fill, 1, WORDS, buf, value, WORDS);
+            cs.copy(buf, host, 4L * WORDS);
+            return () -> {
+                IntBuffer ints = host.ints();
+                for (int i = 0; i < WORDS; i++) {
+                    if (ints.get(i) != value) {
+                        return ints.get(i);
+                    }
+                }
+                return value;
+            };
+        }
+
+        @Override
+        void released() {
+            List<AutoCloseable> toClose;
+            List<Kernels> modules;
+            List<GatePage> pages;
+            synchronized (this) {
+                toClose = List.copyOf(buffers);
+                modules = List.copyOf(kernels.values());
+                pages = List.copyOf(gatePages);
+                buffers.clear();
+                kernels.clear();
+                gatePages.clear();
+            }
+            java.util.Set<CudaDevice> devices = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
+            modules.forEach(k -> devices.add(k.module().device()));
+            pages.forEach(p -> devices.add(p.device()));
+            for (CudaDevice d : devices) {
+                try {
+                    d.synchronize(); // every gate is open: nothing may still use what is freed below
+                } catch (RuntimeException closedOrFaulted) {
+                    // a closed device: its context (and what was registered with it) goes with it
+                }
+            }
+            for (GatePage p : pages) {
+                try {
+                    p.device().makeCurrent();
+                    cuMemHostUnregister(Pointer.to(p.page()));
+                } catch (IllegalStateException closed) {
+                    // the device was closed by the test: the registration ends with its context
+                }
+            }
+            for (AutoCloseable c : toClose) {
+                try {
+                    c.close();
+                } catch (Exception e) {
+                    throw new IllegalStateException(e);
+                }
+            }
+            modules.forEach(Kernels::close);
+        }
+
+        private static void check(int result, String call) {
+            if (result != CUresult.CUDA_SUCCESS) {
+                throw new AssertionError(call + " failed: " + CUresult.stringFor(result));
+            }
+        }
+    }
+}
