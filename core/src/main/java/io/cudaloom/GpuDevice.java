@@ -107,6 +107,23 @@ public abstract class GpuDevice implements AutoCloseable {
     public abstract GpuStream newStream();
 
     /**
+     * Device memory of {@code bytes} bytes, for kernels and copies (on a GPU {@code cuMemAlloc}).
+     *
+     * @throws IllegalArgumentException if {@code bytes} is not positive (or too large for the backend)
+     * @throws ReactorClosedException if the device is closed
+     */
+    public abstract DeviceMemory allocate(long bytes);
+
+    /**
+     * Host memory of {@code bytes} bytes that this device's copies use (pinned on a GPU, so the
+     * copies are asynchronous).
+     *
+     * @throws IllegalArgumentException if {@code bytes} is not positive or above {@link Integer#MAX_VALUE}
+     * @throws ReactorClosedException if the device is closed
+     */
+    public abstract HostMemory allocateHost(long bytes);
+
+    /**
      * Wakes every waiter with {@link ReactorClosedException}, stops the reactor and releases the
      * device. Work already submitted still runs; flag memory is freed once it cannot be written.
      */

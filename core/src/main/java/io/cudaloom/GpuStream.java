@@ -3,6 +3,7 @@ package io.cudaloom;
 import io.cudaloom.spi.FlagMemory;
 import io.cudaloom.spi.StreamBackend;
 import io.cudaloom.spi.StreamState;
+import java.time.Duration;
 import java.util.Objects;
 import java.util.function.Function;
 
@@ -104,6 +105,72 @@ public abstract class GpuStream implements AutoCloseable {
     protected final void noteSubmission() {
         submissions.incrementAndGet();
     }
+
+    // ---- work, the same on every backend ------------------------------------------------------------
+
+    /**
+     * Launches {@code kernel} on a 1-D grid of {@code gridX} blocks of {@code blockX} threads,
+     * behind the work already on this stream. On a GPU its PTX runs; on the simulated device its
+     * Java body, once per thread.
+     *
+     * @param args {@link DeviceMemory} of this device, {@code Integer}, {@code Long}, {@code Float}
+     *     or {@code Double}, in the order of the kernel's parameters
+     * @throws IllegalArgumentException if a dimension is below 1, an argument has another type, or
+     *     memory belongs to another device
+     * @throws GpuFaultException if the stream has faulted
+     * @throws ReactorClosedException if the device is closed
+     * @throws IllegalStateException if the stream is closed
+     */
+    public abstract void launch(GpuKernel kernel, int gridX, int blockX, Object... args);
+
+    /**
+     * Launches a kernel that keeps the stream busy for {@code duration} (a GPU spins on its
+     * global timer; the simulated device spends the time): for demos, tests and benchmarks.
+     *
+     * @throws IllegalArgumentException if the duration is negative or longer than an hour
+     * @throws GpuFaultException if the stream has faulted
+     * @throws ReactorClosedException if the device is closed
+     * @throws IllegalStateException if the stream is closed
+     */
+    public abstract void launchKernel(Duration duration);
+
+    /** Copies {@code bytes} bytes from the start of {@code src} to the start of {@code dst}, in stream order. */
+    public final void copy(HostMemory src, DeviceMemory dst, long bytes) {
+        copy(src, 0, dst, 0, bytes);
+    }
+
+    /** Copies {@code bytes} bytes from the start of {@code src} to the start of {@code dst}, in stream order. */
+    public final void copy(DeviceMemory src, HostMemory dst, long bytes) {
+        copy(src, 0, dst, 0, bytes);
+    }
+
+    /**
+     * Copies a range host to device, in stream order (asynchronously: await the stream before
+     * reusing {@code src}).
+     *
+     * @throws IllegalArgumentException if a range is out of bounds or memory belongs to another device
+     * @throws GpuFaultException if the stream has faulted
+     * @throws IllegalStateException if the stream or the memory is closed
+     */
+    public abstract void copy(HostMemory src, long srcOffset, DeviceMemory dst, long dstOffset, long bytes);
+
+    /**
+     * Copies a range device to host, in stream order; the data is in {@code dst} once an await
+     * covering the copy has returned.
+     *
+     * @throws IllegalArgumentException if a range is out of bounds or memory belongs to another device
+     * @throws GpuFaultException if the stream has faulted
+     * @throws IllegalStateException if the stream or the memory is closed
+     */
+    public abstract void copy(DeviceMemory src, long srcOffset, HostMemory dst, long dstOffset, long bytes);
+
+    /**
+     * Fills the first {@code count} 32-bit words of {@code dst} with {@code value}, in stream order.
+     *
+     * @throws IllegalArgumentException if {@code count} is negative or does not fit, or the memory
+     *     belongs to another device
+     */
+    public abstract void memset32(DeviceMemory dst, int value, long count);
 
     /** Whether {@link #close()} was called. */
     public abstract boolean isClosed();

@@ -118,7 +118,7 @@ class CudaSemanticsGpuTest extends SemanticsSuite {
             synchronized (this) {
                 k = kernels.computeIfAbsent(device, CudaDevice::loadKernels);
                 buf = device.allocate(4L * WORDS);
-                host = device.allocatePinned(4L * WORDS);
+                host = device.allocateHost(4L * WORDS);
                 buffers.add(buf);
                 buffers.add(host);
             }

@@ -87,6 +87,16 @@ final class InstantDevice extends GpuDevice {
     }
 
     /** A stream that is its own backend (a test double; real backends keep that side private). */
+    @Override
+    public DeviceMemory allocate(long bytes) {
+        throw new UnsupportedOperationException("the instant test device runs no work: it has no memory");
+    }
+
+    @Override
+    public HostMemory allocateHost(long bytes) {
+        throw new UnsupportedOperationException("the instant test device runs no work: it has no memory");
+    }
+
     static final class InstantStream extends GpuStream implements StreamBackend {
         private final boolean refuseFlagWrites;
         private final boolean holdFlagWrites;
@@ -123,6 +133,31 @@ final class InstantDevice extends GpuDevice {
         @Override
         public void close() {
             closed = true;
+        }
+
+        @Override
+        public void launch(GpuKernel kernel, int gridX, int blockX, Object... args) {
+            throw new UnsupportedOperationException("the instant test device runs no work; use hold()");
+        }
+
+        @Override
+        public void launchKernel(java.time.Duration duration) {
+            throw new UnsupportedOperationException("the instant test device runs no work; use hold()");
+        }
+
+        @Override
+        public void copy(HostMemory src, long srcOffset, DeviceMemory dst, long dstOffset, long bytes) {
+            throw new UnsupportedOperationException("the instant test device runs no work");
+        }
+
+        @Override
+        public void copy(DeviceMemory src, long srcOffset, HostMemory dst, long dstOffset, long bytes) {
+            throw new UnsupportedOperationException("the instant test device runs no work");
+        }
+
+        @Override
+        public void memset32(DeviceMemory dst, int value, long count) {
+            throw new UnsupportedOperationException("the instant test device runs no work");
         }
 
         @Override

@@ -4,9 +4,12 @@ import static io.cudaloom.cuda.Cuda.check;
 import static jcuda.driver.JCudaDriver.*;
 
 import io.cudaloom.GpuDevice;
+import io.cudaloom.GpuKernel;
+import io.cudaloom.ReactorClosedException;
 import io.cudaloom.ReactorConfig;
 import io.cudaloom.protocol.OffHeapFlagArray;
 import io.cudaloom.spi.FlagMemory;
+import io.cudaloom.spi.WorkChecks;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.Objects;
@@ -43,6 +46,9 @@ import org.jspecify.annotations.Nullable;
 public final class CudaDevice extends GpuDevice {
 
     private final Set<CudaStream> streams = ConcurrentHashMap.newKeySet();
+    /** Modules loaded for device-agnostic kernels ({@link GpuKernel#module()}), unloaded on close. */
+    private final ConcurrentHashMap<Object, CudaModule> modules = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<GpuKernel, CudaKernel> kernels = new ConcurrentHashMap<>();
     private final int ordinal;
     private final CUdevice device = new CUdevice();
     private final CUcontext context = new CUcontext();
@@ -146,21 +152,21 @@ public final class CudaDevice extends GpuDevice {
     }
 
     /** Device memory of {@code bytes} bytes ({@code cuMemAlloc}). */
+    @Override
     public DeviceBuffer allocate(long bytes) {
-        if (bytes <= 0) {
-            throw new IllegalArgumentException("allocation size must be positive, was " + bytes);
-        }
+        WorkChecks.allocation("device memory", bytes, Long.MAX_VALUE);
+        checkOpen("allocates no memory");
         makeCurrent();
         CUdeviceptr p = new CUdeviceptr();
         check(cuMemAlloc(p, bytes), "cuMemAlloc(" + bytes + ")");
         return new DeviceBuffer(this, p, bytes);
     }
 
-    /** Pinned host memory of {@code bytes} bytes, for async copies ({@code cuMemHostAlloc}). */
-    public PinnedBuffer allocatePinned(long bytes) {
-        if (bytes <= 0 || bytes > Integer.MAX_VALUE) {
-            throw new IllegalArgumentException("pinned allocation size must be 1.." + Integer.MAX_VALUE + ", was " + bytes);
-        }
+    /** Pinned host memory of {@code bytes} bytes, for async copies ({@code cuMemHostAlloc}, portable). */
+    @Override
+    public PinnedBuffer allocateHost(long bytes) {
+        WorkChecks.allocation("host memory", bytes, Integer.MAX_VALUE);
+        checkOpen("allocates no memory");
         makeCurrent();
         Pointer p = new Pointer();
         check(cuMemHostAlloc(p, bytes, CU_MEMHOSTALLOC_PORTABLE), "cuMemHostAlloc(" + bytes + ")");
@@ -172,6 +178,26 @@ public final class CudaDevice extends GpuDevice {
         Objects.requireNonNull(ptx, "ptx");
         makeCurrent();
         return new CudaModule(this, ptx);
+    }
+
+    /**
+     * The loaded form of a device-agnostic kernel: its module is loaded on first use and kept
+     * (one per module per device) until the device closes.
+     */
+    CudaKernel kernel(GpuKernel kernel) {
+        CudaKernel k = kernels.get(kernel);
+        if (k == null) {
+            checkOpen("loads no kernels");
+            CudaModule module = modules.computeIfAbsent(kernel.module(), m -> loadModule(kernel.ptx()));
+            k = kernels.computeIfAbsent(kernel, g -> module.kernel(g.entry()));
+        }
+        return k;
+    }
+
+    private void checkOpen(String what) {
+        if (closed) {
+            throw new ReactorClosedException(name + " is closed: it " + what);
+        }
     }
 
     /** Loads the library's own kernels ({@link Kernels#PTX_RESOURCE}). */
@@ -202,6 +228,10 @@ public final class CudaDevice extends GpuDevice {
         }
         super.close(); // reactor: waiters woken, scanner stopped
         closed = true;
+        // Not unloaded here: kernels of busy streams may still run; the modules go with the
+        // primary context when its last user releases it (below).
+        modules.clear();
+        kernels.clear();
         for (CudaStream s : streams) {
             s.close(); // idle streams are destroyed now, busy ones with the context
         }

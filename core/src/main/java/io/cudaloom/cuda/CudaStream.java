@@ -2,11 +2,15 @@ package io.cudaloom.cuda;
 
 import static jcuda.driver.JCudaDriver.*;
 
+import io.cudaloom.DeviceMemory;
 import io.cudaloom.GpuFaultException;
+import io.cudaloom.GpuKernel;
+import io.cudaloom.HostMemory;
 import io.cudaloom.GpuStream;
 import io.cudaloom.spi.FlagMemory;
 import io.cudaloom.spi.StreamBackend;
 import io.cudaloom.spi.StreamState;
+import io.cudaloom.spi.WorkChecks;
 import java.util.Objects;
 import jcuda.Pointer;
 import jcuda.driver.CUdeviceptr;
@@ -74,54 +78,48 @@ public final class CudaStream extends GpuStream {
         noteSubmission();
     }
 
-    /** Async copy host to device; {@code src} must be pinned (a {@link PinnedBuffer}). */
-    public void copy(PinnedBuffer src, DeviceBuffer dst, long bytes) {
-        checkCopy(src.bytes(), dst.bytes(), bytes, dst);
-        ready();
-        submitted(cuMemcpyHtoDAsync(dst.pointer(), src.pointer(), bytes, stream), "cuMemcpyHtoDAsync");
+    /** Launches a device-agnostic kernel: its PTX, loaded on this device on first use. */
+    @Override
+    public void launch(GpuKernel kernel, int gridX, int blockX, Object... args) {
+        WorkChecks.launch(device, kernel, gridX, blockX, args);
+        launch(device.kernel(kernel), gridX, 1, 1, blockX, 1, 1, 0, args);
     }
 
-    /** Async copy device to host; {@code dst} must be pinned (a {@link PinnedBuffer}). */
-    public void copy(DeviceBuffer src, PinnedBuffer dst, long bytes) {
-        checkCopy(src.bytes(), dst.bytes(), bytes, src);
-        ready();
-        submitted(cuMemcpyDtoHAsync(dst.pointer(), src.pointer(), bytes, stream), "cuMemcpyDtoHAsync");
+    /** Launches the library's {@code spin_kernel} (one thread), which spins on %globaltimer. */
+    @Override
+    public void launchKernel(java.time.Duration duration) {
+        long nanos = WorkChecks.durationNanos(duration);
+        launch(device.kernel(GpuKernel.SPIN), 1, 1, 1, 1, 1, 1, 0, new Object[] {nanos});
     }
 
-    /** Async copy of a range, host to device; {@code src} must be pinned. */
-    public void copy(PinnedBuffer src, long srcOffset, DeviceBuffer dst, long dstOffset, long bytes) {
-        checkRange(src.bytes(), srcOffset, dst.bytes(), dstOffset, bytes, dst);
+    /** Async copy host to device; {@code src} is pinned ({@link CudaDevice#allocateHost}). */
+    @Override
+    public void copy(HostMemory src, long srcOffset, DeviceMemory dst, long dstOffset, long bytes) {
+        WorkChecks.copy(device, src, srcOffset, dst, dstOffset, bytes);
+        PinnedBuffer host = (PinnedBuffer) src; // the checks above: allocated by this CUDA device
+        DeviceBuffer memory = (DeviceBuffer) dst;
         ready();
-        submitted(cuMemcpyHtoDAsync(dst.pointer().withByteOffset(dstOffset), src.pointer().withByteOffset(srcOffset),
-                bytes, stream), "cuMemcpyHtoDAsync");
+        submitted(cuMemcpyHtoDAsync(memory.pointer().withByteOffset(dstOffset),
+                host.pointer().withByteOffset(srcOffset), bytes, stream), "cuMemcpyHtoDAsync");
     }
 
-    /** Async copy of a range, device to host; {@code dst} must be pinned. */
-    public void copy(DeviceBuffer src, long srcOffset, PinnedBuffer dst, long dstOffset, long bytes) {
-        checkRange(src.bytes(), srcOffset, dst.bytes(), dstOffset, bytes, src);
+    /** Async copy device to host; {@code dst} is pinned ({@link CudaDevice#allocateHost}). */
+    @Override
+    public void copy(DeviceMemory src, long srcOffset, HostMemory dst, long dstOffset, long bytes) {
+        WorkChecks.copy(device, dst, dstOffset, src, srcOffset, bytes);
+        DeviceBuffer memory = (DeviceBuffer) src;
+        PinnedBuffer host = (PinnedBuffer) dst;
         ready();
-        submitted(cuMemcpyDtoHAsync(dst.pointer().withByteOffset(dstOffset), src.pointer().withByteOffset(srcOffset),
-                bytes, stream), "cuMemcpyDtoHAsync");
-    }
-
-    private void checkRange(long srcBytes, long srcOffset, long dstBytes, long dstOffset, long bytes, DeviceBuffer deviceSide) {
-        if (srcOffset < 0 || dstOffset < 0 || bytes < 0 || srcOffset + bytes > srcBytes || dstOffset + bytes > dstBytes) {
-            throw new IllegalArgumentException("copy of " + bytes + " bytes from offset " + srcOffset + " of "
-                    + srcBytes + " to offset " + dstOffset + " of " + dstBytes + " is out of range");
-        }
-        checkSameDevice(deviceSide);
+        submitted(cuMemcpyDtoHAsync(host.pointer().withByteOffset(dstOffset),
+                memory.pointer().withByteOffset(srcOffset), bytes, stream), "cuMemcpyDtoHAsync");
     }
 
     /** Async fill of {@code count} 32-bit words of {@code dst} with {@code value}. */
-    public void memset32(DeviceBuffer dst, int value, long count) {
-        Objects.requireNonNull(dst, "dst");
-        if (count < 0 || count * 4 > dst.bytes()) {
-            throw new IllegalArgumentException("memset of " + count + " words does not fit a buffer of "
-                    + dst.bytes() + " bytes");
-        }
-        checkSameDevice(dst);
+    @Override
+    public void memset32(DeviceMemory dst, int value, long count) {
+        WorkChecks.memset32(device, dst, count);
         ready();
-        submitted(cuMemsetD32Async(dst.pointer(), value, count, stream), "cuMemsetD32Async");
+        submitted(cuMemsetD32Async(((DeviceBuffer) dst).pointer(), value, count, stream), "cuMemsetD32Async");
     }
 
     @Override
@@ -276,20 +274,6 @@ public final class CudaStream extends GpuStream {
             fault = Cuda.errorName(result);
         }
         device.markFaulted();
-    }
-
-    private void checkCopy(long srcBytes, long dstBytes, long bytes, DeviceBuffer deviceSide) {
-        if (bytes < 0 || bytes > srcBytes || bytes > dstBytes) {
-            throw new IllegalArgumentException("copy of " + bytes + " bytes does not fit source (" + srcBytes
-                    + " bytes) and destination (" + dstBytes + " bytes)");
-        }
-        checkSameDevice(deviceSide);
-    }
-
-    private void checkSameDevice(DeviceBuffer b) {
-        if (b.device() != device) {
-            throw new IllegalArgumentException("buffer on " + b.device().name() + " used on a stream of " + device.name());
-        }
     }
 
     /** The reactor's side of this stream (the SPI), delegating to the private methods above. */

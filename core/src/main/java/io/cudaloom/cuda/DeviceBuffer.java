@@ -1,10 +1,12 @@
 package io.cudaloom.cuda;
 
+import io.cudaloom.DeviceMemory;
+
 import jcuda.driver.CUdeviceptr;
 import jcuda.driver.JCudaDriver;
 
 /** Device memory ({@code cuMemAlloc}); freed by {@link #close()}. */
-public final class DeviceBuffer implements AutoCloseable {
+public final class DeviceBuffer implements DeviceMemory {
     private final CudaDevice device;
     private final CUdeviceptr pointer;
     private final long bytes;
@@ -16,10 +18,12 @@ public final class DeviceBuffer implements AutoCloseable {
         this.bytes = bytes;
     }
 
+    @Override
     public CudaDevice device() {
         return device;
     }
 
+    @Override
     public long bytes() {
         return bytes;
     }

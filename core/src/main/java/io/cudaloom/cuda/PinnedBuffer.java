@@ -1,14 +1,14 @@
 package io.cudaloom.cuda;
 
+import io.cudaloom.HostMemory;
+
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.FloatBuffer;
-import java.nio.IntBuffer;
 import jcuda.Pointer;
 import jcuda.driver.JCudaDriver;
 
 /** Pinned host memory ({@code cuMemHostAlloc(PORTABLE)}) for async copies; freed by {@link #close()}. */
-public final class PinnedBuffer implements AutoCloseable {
+public final class PinnedBuffer implements HostMemory {
     private final CudaDevice device;
     private final Pointer pointer;
     private final long bytes;
@@ -22,6 +22,12 @@ public final class PinnedBuffer implements AutoCloseable {
         this.view = pointer.getByteBuffer(0, bytes).order(ByteOrder.nativeOrder());
     }
 
+    @Override
+    public CudaDevice device() {
+        return device;
+    }
+
+    @Override
     public long bytes() {
         return bytes;
     }
@@ -30,14 +36,6 @@ public final class PinnedBuffer implements AutoCloseable {
     public ByteBuffer byteBuffer() {
         checkLive();
         return view.duplicate().order(ByteOrder.nativeOrder());
-    }
-
-    public FloatBuffer floats() {
-        return byteBuffer().asFloatBuffer();
-    }
-
-    public IntBuffer ints() {
-        return byteBuffer().asIntBuffer();
     }
 
     Pointer pointer() {

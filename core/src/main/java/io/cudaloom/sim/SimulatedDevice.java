@@ -1,5 +1,9 @@
 package io.cudaloom.sim;
 
+import io.cudaloom.DeviceMemory;
+import io.cudaloom.HostMemory;
+import io.cudaloom.spi.WorkChecks;
+
 import io.cudaloom.GpuDevice;
 import io.cudaloom.ReactorClosedException;
 import io.cudaloom.ReactorConfig;
@@ -66,6 +70,42 @@ public final class SimulatedDevice extends GpuDevice {
         }
         SimulatedStream s = new SimulatedStream(this, streamIds.incrementAndGet());
         streams.add(s);
+        return s;
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * @throws ReactorClosedException if the device is closed
+     */
+    @Override
+    public DeviceMemory allocate(long bytes) {
+        return allocate(bytes, false);
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * @throws ReactorClosedException if the device is closed
+     */
+    @Override
+    public HostMemory allocateHost(long bytes) {
+        return allocate(bytes, true);
+    }
+
+    private SimulatedMemory allocate(long bytes, boolean host) {
+        WorkChecks.allocation(host ? "host memory" : "device memory", bytes, Integer.MAX_VALUE - 8);
+        if (closed) {
+            throw new ReactorClosedException(name() + " is closed: it allocates no memory");
+        }
+        return new SimulatedMemory(this, bytes, host);
+    }
+
+    /** The simulated memory behind {@code m}, checked to be of the kind the copy expects. */
+    SimulatedMemory memory(Object m, boolean host) {
+        if (!(m instanceof SimulatedMemory s) || s.isHost() != host) {
+            throw new IllegalArgumentException(m + " is not " + (host ? "host" : "device") + " memory of " + name());
+        }
         return s;
     }
 

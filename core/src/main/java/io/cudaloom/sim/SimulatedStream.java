@@ -1,11 +1,17 @@
 package io.cudaloom.sim;
 
+import io.cudaloom.DeviceMemory;
 import io.cudaloom.GpuFaultException;
+import io.cudaloom.GpuKernel;
+import io.cudaloom.HostMemory;
+import io.cudaloom.KernelThread;
 import io.cudaloom.GpuStream;
 import io.cudaloom.ReactorClosedException;
 import io.cudaloom.spi.FlagMemory;
 import io.cudaloom.spi.StreamBackend;
 import io.cudaloom.spi.StreamState;
+import io.cudaloom.spi.WorkChecks;
+import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -42,21 +48,51 @@ public final class SimulatedStream extends GpuStream {
         worker.start();
     }
 
-    /**
-     * Submit a kernel that keeps the stream busy for {@code duration}.
-     *
-     * @throws IllegalArgumentException if the duration is negative or longer than an hour
-     * @throws GpuFaultException if the stream has faulted (as a CUDA launch would report)
-     * @throws ReactorClosedException if the device is closed
-     * @throws IllegalStateException if the stream is closed
-     */
+    /** Spends {@code duration} on the stream's thread (parking, then spinning for the last 20 us). */
+    @Override
     public void launchKernel(Duration duration) {
-        Objects.requireNonNull(duration, "duration");
-        if (duration.isNegative() || duration.compareTo(Duration.ofHours(1)) > 0) {
-            throw new IllegalArgumentException("kernel duration must be between 0 and 1 hour, was " + duration);
-        }
-        long nanos = duration.toNanos();
+        long nanos = WorkChecks.durationNanos(duration);
         submit(() -> spend(nanos));
+    }
+
+    /** Runs the kernel's Java body once per thread of the grid, on this stream's thread. */
+    @Override
+    public void launch(GpuKernel kernel, int gridX, int blockX, Object... args) {
+        WorkChecks.launch(device, kernel, gridX, blockX, args);
+        KernelThread threads = new KernelThread(gridX, blockX, args, m -> device.memory(m, false).view());
+        GpuKernel.Body body = kernel.body();
+        submit(() -> threads.runAll(body));
+    }
+
+    @Override
+    public void copy(HostMemory src, long srcOffset, DeviceMemory dst, long dstOffset, long bytes) {
+        WorkChecks.copy(device, src, srcOffset, dst, dstOffset, bytes);
+        ByteBuffer from = device.memory(src, true).view();
+        ByteBuffer to = device.memory(dst, false).view();
+        submit(() -> move(from, srcOffset, to, dstOffset, bytes));
+    }
+
+    @Override
+    public void copy(DeviceMemory src, long srcOffset, HostMemory dst, long dstOffset, long bytes) {
+        WorkChecks.copy(device, dst, dstOffset, src, srcOffset, bytes);
+        ByteBuffer from = device.memory(src, false).view();
+        ByteBuffer to = device.memory(dst, true).view();
+        submit(() -> move(from, srcOffset, to, dstOffset, bytes));
+    }
+
+    @Override
+    public void memset32(DeviceMemory dst, int value, long count) {
+        WorkChecks.memset32(device, dst, count);
+        ByteBuffer to = device.memory(dst, false).view();
+        submit(() -> {
+            for (int i = 0; i < count; i++) {
+                to.putInt(i * 4, value);
+            }
+        });
+    }
+
+    private static void move(ByteBuffer from, long fromOffset, ByteBuffer to, long toOffset, long bytes) {
+        to.put((int) toOffset, from, (int) fromOffset, (int) bytes);
     }
 
     /**

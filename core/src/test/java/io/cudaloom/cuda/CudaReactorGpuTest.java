@@ -62,7 +62,7 @@ class CudaReactorGpuTest {
     void memsetDataIsVisibleAfterAwait() throws Exception {
         try (CudaDevice device = GpuTestSupport.openOrSkip(GpuTestSupport.reactorOnly());
                 DeviceBuffer buf = device.allocate(4L * WORDS_64MIB);
-                PinnedBuffer host = device.allocatePinned(4L * WORDS_64MIB)) {
+                PinnedBuffer host = device.allocateHost(4L * WORDS_64MIB)) {
             CudaStream stream = device.newStream();
             for (int round = 0; round < 8; round++) {
                 int last = 0;
@@ -86,7 +86,7 @@ class CudaReactorGpuTest {
         try (CudaDevice device = GpuTestSupport.openOrSkip(GpuTestSupport.reactorOnly());
                 Kernels k = device.loadKernels();
                 DeviceBuffer buf = device.allocate(4L * 4096);
-                PinnedBuffer host = device.allocatePinned(4L * 4096)) {
+                PinnedBuffer host = device.allocateHost(4L * 4096)) {
             CudaStream stream = device.newStream();
             k.launchSpin(stream, 200_000_000L);
             List<Thread> quitters = new ArrayList<>();
@@ -132,7 +132,7 @@ class CudaReactorGpuTest {
         try (CudaDevice device = GpuTestSupport.openOrSkip(GpuTestSupport.reactorOnly());
                 Kernels k = device.loadKernels();
                 DeviceBuffer buf = device.allocate(4096);
-                PinnedBuffer host = device.allocatePinned(4096)) {
+                PinnedBuffer host = device.allocateHost(4096)) {
             CudaStream stream = device.newStream();
             Thread scanner = io.cudaloom.TestAccess.scannerThread(device);
             for (int i = 0; i < 200; i++) {
@@ -166,7 +166,7 @@ class CudaReactorGpuTest {
                 CudaStream s = streams.get(t % 8);
                 vts.add(Thread.ofVirtual().start(() -> {
                     try (DeviceBuffer buf = device.allocate(4L * words);
-                            PinnedBuffer host = device.allocatePinned(4L * words)) {
+                            PinnedBuffer host = device.allocateHost(4L * words)) {
                         for (int r = 0; r < rounds; r++) {
                             int value = id * 10 + r;
                             s.launch(k.fill, 1, words, buf, value, words);
@@ -228,7 +228,7 @@ class CudaReactorGpuTest {
         try (CudaDevice fresh = CudaDevice.open(0, GpuTestSupport.reactorOnly());
                 Kernels k = fresh.loadKernels();
                 DeviceBuffer buf = fresh.allocate(4096);
-                PinnedBuffer host = fresh.allocatePinned(4096)) {
+                PinnedBuffer host = fresh.allocateHost(4096)) {
             CudaStream s = fresh.newStream();
             s.launch(k.fill, 1, 1024, buf, 4242, 1024);
             s.copy(buf, host, 4096);
@@ -267,7 +267,7 @@ class CudaReactorGpuTest {
             for (int t = 0; t < 64; t++) {
                 int id = t;
                 vts.add(Thread.ofVirtual().start(() -> {
-                    try (DeviceBuffer buf = device.allocate(1024); PinnedBuffer host = device.allocatePinned(1024)) {
+                    try (DeviceBuffer buf = device.allocate(1024); PinnedBuffer host = device.allocateHost(1024)) {
                         for (int i = 0; i < 20; i++) {
                             String before = carrierOf(Thread.currentThread());
                             stream.launch(k.fill, 1, 256, buf, id * 100 + i, 256);

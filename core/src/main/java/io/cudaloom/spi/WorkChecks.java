@@ -1,0 +1,88 @@
+package io.cudaloom.spi;
+
+import io.cudaloom.DeviceMemory;
+import io.cudaloom.GpuDevice;
+import io.cudaloom.GpuKernel;
+import io.cudaloom.HostMemory;
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * The argument checks every backend makes before enqueueing work, so that bad input gets the
+ * same clear exception on every backend.
+ */
+public final class WorkChecks {
+    private WorkChecks() {}
+
+    /** Checks a launch's kernel, dimensions and argument types, and that memory is {@code device}'s. */
+    public static void launch(GpuDevice device, GpuKernel kernel, int gridX, int blockX, Object[] args) {
+        Objects.requireNonNull(kernel, "kernel");
+        Objects.requireNonNull(args, "args");
+        if (gridX < 1 || blockX < 1) {
+            throw new IllegalArgumentException("grid and block sizes must be >= 1, were " + gridX + " and " + blockX
+                    + " (launching " + kernel.entry() + ")");
+        }
+        for (int i = 0; i < args.length; i++) {
+            Object a = args[i];
+            if (a instanceof DeviceMemory m) {
+                sameDevice(device, m, "argument " + i + " of " + kernel.entry());
+            } else if (!(a instanceof Integer || a instanceof Long || a instanceof Float || a instanceof Double)) {
+                throw new IllegalArgumentException("argument " + i + " of " + kernel.entry() + " has unsupported type "
+                        + (a == null ? "null" : a.getClass().getName())
+                        + " (use DeviceMemory, Integer, Long, Float or Double)");
+            }
+        }
+    }
+
+    /** Checks a busy kernel's duration: 0 to 1 hour. */
+    public static long durationNanos(Duration duration) {
+        Objects.requireNonNull(duration, "duration");
+        if (duration.isNegative() || duration.compareTo(Duration.ofHours(1)) > 0) {
+            throw new IllegalArgumentException("kernel duration must be between 0 and 1 hour, was " + duration);
+        }
+        return duration.toNanos();
+    }
+
+    /** Checks a copy's ranges and that both sides belong to {@code device}. */
+    public static void copy(GpuDevice device, HostMemory host, long hostOffset, DeviceMemory memory, long memoryOffset,
+            long bytes) {
+        Objects.requireNonNull(host, "host memory");
+        Objects.requireNonNull(memory, "device memory");
+        sameDevice(device, memory, "the copy's device memory");
+        if (host.device() != device) {
+            throw new IllegalArgumentException("the copy's host memory was allocated by " + host.device().name()
+                    + ", not by " + device.name() + " (allocate it with that device's allocateHost)");
+        }
+        range("host memory", host.bytes(), hostOffset, bytes);
+        range("device memory", memory.bytes(), memoryOffset, bytes);
+    }
+
+    /** Checks a 32-bit fill of {@code count} words. */
+    public static void memset32(GpuDevice device, DeviceMemory dst, long count) {
+        Objects.requireNonNull(dst, "dst");
+        sameDevice(device, dst, "memset's memory");
+        if (count < 0 || count > dst.bytes() / 4) {
+            throw new IllegalArgumentException("memset of " + count + " words does not fit " + dst.bytes() + " bytes");
+        }
+    }
+
+    /** Checks an allocation size: positive, and at most {@code max}. */
+    public static void allocation(String what, long bytes, long max) {
+        if (bytes <= 0 || bytes > max) {
+            throw new IllegalArgumentException(what + " size must be 1.." + max + " bytes, was " + bytes);
+        }
+    }
+
+    private static void sameDevice(GpuDevice device, DeviceMemory m, String what) {
+        if (m.device() != device) {
+            throw new IllegalArgumentException(what + " belongs to " + m.device().name() + ", not to " + device.name());
+        }
+    }
+
+    private static void range(String what, long size, long offset, long bytes) {
+        if (offset < 0 || bytes < 0 || offset > size || bytes > size - offset) {
+            throw new IllegalArgumentException("copy of " + bytes + " bytes at offset " + offset + " is out of the "
+                    + size + " bytes of " + what);
+        }
+    }
+}
