@@ -82,6 +82,9 @@ class CudaSemanticsGpuTest extends SemanticsSuite {
         Gate holdStream(GpuStream stream) {
             CudaStream cs = (CudaStream) stream;
             CudaDevice device = cs.cudaDevice();
+            synchronized (this) {
+                kernels.computeIfAbsent(device, CudaFixture::loadAndWarm);
+            }
             ByteBuffer page = ByteBuffer.allocateDirect(2 * PAGE).alignedSlice(PAGE).order(ByteOrder.nativeOrder());
             INT.setVolatile(page, 0, 0);
             device.makeCurrent();
@@ -97,6 +100,24 @@ class CudaSemanticsGpuTest extends SemanticsSuite {
                     "cuStreamWaitValue32");
             cs.noteExternalSubmission();
             return () -> INT.setVolatile(page, 0, 1);
+        }
+
+        /**
+         * Loads the kernels and runs {@code fill_u32} once, before any gate closes: with the
+         * driver's lazy loading (the default since CUDA 12.2) a kernel's first launch loads its code
+         * with a context-wide operation that waits behind a stream blocked in
+         * {@code cuStreamWaitValue32}, so a first launch behind a closed gate never returns.
+         */
+        private static Kernels loadAndWarm(CudaDevice device) {
+            Kernels k = device.loadKernels();
+            CudaStream s = device.newStream();
+            try (DeviceBuffer b = device.allocate(4L * WORDS)) {
+                s.launch(k.fill, 1, WORDS, b, 0, WORDS);
+                s.synchronize();
+            } finally {
+                s.close();
+            }
+            return k;
         }
 
         @Override

@@ -301,14 +301,31 @@ public final class CudaDevice extends GpuDevice {
         return memory;
     }
 
-    /** The reactor's final step: nothing can write the flags any more. */
+    /**
+     * The reactor's final step: nothing can write the flags any more. {@code cuMemFreeHost}
+     * synchronizes the context (it waits for all of its work, such as a stream blocked in
+     * {@code cuStreamWaitValue32} or a long kernel), so while a stream still has work the free and
+     * the context's release run on a thread of their own: {@link #close()} never waits for GPU work.
+     */
     private void freeFlagsAndContext(Pointer host) {
-        if (!contextGone) {
-            cuCtxSetCurrent(context);
-            cuMemFreeHost(host);
-            releaseContext();
+        if (contextGone) {
+            return; // the reset context took its pinned allocations with it
         }
-        // else: the reset context took its pinned allocations with it
+        boolean busy = streams.stream().anyMatch(CudaStream::mayHaveWork);
+        if (!busy) {
+            freeAndRelease(host);
+            return;
+        }
+        Thread t = Thread.ofPlatform().daemon(true).inheritInheritableThreadLocals(false)
+                .name("cuda-loom release " + name).unstarted(() -> freeAndRelease(host));
+        t.setContextClassLoader(ClassLoader.getSystemClassLoader()); // pin no application's loader
+        t.start();
+    }
+
+    private void freeAndRelease(Pointer host) {
+        cuCtxSetCurrent(context);
+        cuMemFreeHost(host);
+        releaseContext();
     }
 
     private void releaseContext() {

@@ -142,6 +142,15 @@ public final class CudaStream extends GpuStream {
         }
     }
 
+    /** Whether this stream may still hold work: not destroyed, and not reporting idle. */
+    boolean mayHaveWork() {
+        if (destroyed || device.isContextGone()) {
+            return false;
+        }
+        cuCtxSetCurrent(device.contextHandle()); // not makeCurrent: the device is closed by now
+        return cuStreamQuery(stream) != CUresult.CUDA_SUCCESS;
+    }
+
     void destroy() {
         if (!destroyed && !device.isContextGone()) {
             destroyed = true;

@@ -48,7 +48,7 @@ final class CudaWorkload implements DemoWorkload {
             this.streams[i] = device.newStream();
         }
         this.deviceBlocks = device.allocate(BLOCKS * BLOCK_BYTES);
-        this.hostBlocks = device.allocatePinned(BLOCKS * BLOCK_BYTES);
+        this.hostBlocks = device.allocateHost(BLOCKS * BLOCK_BYTES);
         this.deviceBase = deviceBlocks.address();
         for (int i = 0; i < BLOCKS; i++) {
             free.add(i);

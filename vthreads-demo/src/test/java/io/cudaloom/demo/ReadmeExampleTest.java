@@ -2,6 +2,12 @@ package io.cudaloom.demo;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import io.cudaloom.DeviceMemory;
+import io.cudaloom.GpuDevice;
+import io.cudaloom.GpuKernel;
+import io.cudaloom.GpuStream;
+import io.cudaloom.HostMemory;
+
 import io.cudaloom.sim.SimulatedDevice;
 import io.cudaloom.sim.SimulatedStream;
 import java.util.concurrent.Executors;
@@ -10,6 +16,27 @@ import org.junit.jupiter.api.Test;
 
 /** The Java example of README.md, kept compiling and passing here. */
 class ReadmeExampleTest {
+
+    /** The first example, as written; with no GPU here, {@code GpuDevice.open()} picks the simulated device. */
+    @Test
+    void deviceAgnosticExample() throws InterruptedException {
+        float last;
+        // --- README: device-agnostic example ---
+        int n = 1 << 20;
+        try (GpuDevice device = GpuDevice.open();            // CUDA if present, else simulated
+             GpuStream stream = device.newStream();
+             DeviceMemory data = device.allocate(4L * n);
+             HostMemory host = device.allocateHost(4L * n)) { // pinned on a GPU
+            for (int i = 0; i < n; i++) host.floats().put(i, i);
+            stream.copy(host, data, 4L * n);
+            stream.launch(GpuKernel.SCALE_F32, (n + 255) / 256, 256, data, 2f, n); // grid, block, arguments
+            stream.copy(data, host, 4L * n);
+            stream.await();                                  // parks this virtual thread, nothing else
+            last = host.floats().get(n - 1);                 // 2 * (n - 1)
+        }
+        // --- end ---
+        assertEquals(2f * ((1 << 20) - 1), last);
+    }
 
     @Test
     void javaExample() {
