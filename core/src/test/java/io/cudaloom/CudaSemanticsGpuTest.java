@@ -103,10 +103,11 @@ class CudaSemanticsGpuTest extends SemanticsSuite {
         }
 
         /**
-         * Loads the kernels and runs {@code fill_u32} once, before any gate closes: with the
-         * driver's lazy loading (the default since CUDA 12.2) a kernel's first launch loads its code
-         * with a context-wide operation that waits behind a stream blocked in
-         * {@code cuStreamWaitValue32}, so a first launch behind a closed gate never returns.
+         * Loads the kernels and runs {@code fill_u32} once, before any gate closes. On the H200
+         * (driver 580) the suite hung when a module was loaded and its kernel first launched while
+         * another stream was blocked in {@code cuStreamWaitValue32}, and passed once they were
+         * warmed up first; the driver's lazy module loading (its default since CUDA 12.2), which
+         * loads a kernel's code at its first launch, is the likely reason (not isolated further).
          */
         private static Kernels loadAndWarm(CudaDevice device) {
             Kernels k = device.loadKernels();
