@@ -6,6 +6,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
+import org.jetbrains.annotations.Blocking;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -18,6 +19,11 @@ import org.jspecify.annotations.Nullable;
  * completion flags that the device writes into pinned host memory. Conventions follow
  * {@code java.util.concurrent}: interruptible {@link #await()}, timed {@link #await(Duration)}
  * returning whether the work completed, and {@link #awaitUninterruptibly()}.
+ *
+ * <p>The awaits block the calling thread: annotated {@code @org.jetbrains.annotations.Blocking},
+ * so IntelliJ flags a call in a Kotlin suspend function ("Possibly blocking call in non-blocking
+ * context"). A coroutine calls {@code awaitSuspending()} ({@code io.cudaloom.kotlin}) instead;
+ * a Kotlin extension cannot be named {@code await}, since the member would always win.
  *
  * <p>An event may be awaited any number of times, from any threads; once one await has completed,
  * later ones return at once.
@@ -61,7 +67,8 @@ public final class GpuEvent {
     }
 
     /**
-     * Waits until the work is done.
+     * Waits until the work is done, parking the calling thread (a virtual thread's carrier is
+     * freed). Blocking: in a Kotlin coroutine call {@code awaitSuspending()} instead.
      *
      * @throws InterruptedException if interrupted before or while waiting, also when the work is
      *     already done (as {@code CountDownLatch.await}); the interrupt status is cleared
@@ -70,6 +77,7 @@ public final class GpuEvent {
      * @throws IllegalStateException if called on a thread of the reactor itself (its scanner, or a
      *     completion callback run there), which would stall every waiter of the device
      */
+    @Blocking
     public void await() throws InterruptedException {
         if (Thread.interrupted()) {
             throw new InterruptedException();
@@ -88,6 +96,7 @@ public final class GpuEvent {
      * @return true if the work completed, false if the timeout elapsed first
      * @throws InterruptedException if interrupted before or while waiting
      */
+    @Blocking
     public boolean await(Duration timeout) throws InterruptedException {
         Objects.requireNonNull(timeout, "timeout");
         return awaitNanos(saturatedNanos(timeout));
@@ -99,12 +108,14 @@ public final class GpuEvent {
      * @return true if the work completed, false if the timeout elapsed first
      * @throws InterruptedException if interrupted before or while waiting
      */
+    @Blocking
     public boolean await(long timeout, TimeUnit unit) throws InterruptedException {
         Objects.requireNonNull(unit, "unit");
         return awaitNanos(unit.toNanos(timeout)); // toNanos saturates
     }
 
     /** Waits until the work is done, ignoring interrupts (the interrupt status is kept). */
+    @Blocking
     public void awaitUninterruptibly() {
         if (!done) {
             try {
