@@ -377,8 +377,23 @@ class KotlinCallersTest {
     }
 }
 
-/** The Kotlin example of README.md, kept compiling and passing here. */
+// --- README: Use it, Kotlin ---
+suspend fun scaleOnGpu(device: GpuDevice) = device.newStream().use { stream ->
+    // ... launch work on the stream ...
+    stream.event().awaitSuspending() // suspends: no thread blocks; cancelling the coroutine withdraws the wait
+}
+// --- end ---
+
+/** The Kotlin examples of README.md, kept compiling and passing here. */
 class ReadmeKotlinExampleTest {
+    @Test
+    fun useItExample() {
+        GpuDevice.open().use { device ->   // surefire sets cudaloom.device=sim
+            runBlocking { withTimeout(30_000) { scaleOnGpu(device) } }
+            assertEquals(1L, device.reactor().stats().immediate, "the new stream's event was done at once")
+        }
+    }
+
     @Test
     fun kotlinExample() {
         var blockingDone = false
