@@ -21,8 +21,8 @@ final class CallbackRegistrations {
     }
 
     /**
-     * Non-blocking registration of {@link GpuEvent#toCompletableFuture} and
-     * {@link GpuEvent#onComplete}: either {@code onDone} runs exactly once (possibly before this
+     * Non-blocking registration of {@link GpuEvent#subscribe} (and through it
+     * {@link GpuEvent#onComplete}) and {@link GpuEvent#toCompletableFuture}: either {@code onDone} runs exactly once (possibly before this
      * returns, on this thread; else on the scanner, a host-callback or the closing thread), or this
      * throws and {@code onDone} never runs.
      *

@@ -29,7 +29,7 @@ import org.jspecify.annotations.Nullable;
  * atomic operation on one cell: <em>retired</em> by the {@link Scanner} when the flag reads 1 (its
  * get-and-set takes the payload, the waiter is delivered its ticket and unparked);
  * <em>withdrawn</em> by the registrant on timeout, interrupt, inline completion or a cancelled
- * future (a compare-and-set on the same cell, which the scanner's get-and-set then finds empty); or
+ * future or subscription (a compare-and-set on the same cell, which the scanner's get-and-set then finds empty); or
  * <em>failed</em> by the scanner's fault probe or by close (the scanner's {@code failArmed}).
  * Finally the slot is <em>recycled</em> (retired slots at once, since the device's write has
  * landed), or <em>quarantined</em> while a write into it might still land (a faulted stream, or
@@ -250,7 +250,7 @@ public final class CompletionReactor {
         return state;
     }
 
-    /** Non-blocking registration of {@link GpuEvent#toCompletableFuture} and {@link GpuEvent#onComplete}. */
+    /** Non-blocking registration of {@link GpuEvent#subscribe}, {@link GpuEvent#toCompletableFuture} and {@link GpuEvent#onComplete}. */
     Registration register(GpuStream stream, Consumer<@Nullable RuntimeException> onDone) {
         return callbacks.register(stream, onDone);
     }

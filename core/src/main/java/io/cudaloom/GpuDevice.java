@@ -6,6 +6,8 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
+import java.util.Iterator;
+import java.util.ServiceConfigurationError;
 import java.util.ServiceLoader;
 import org.jspecify.annotations.Nullable;
 
@@ -21,6 +23,10 @@ public abstract class GpuDevice implements AutoCloseable {
     /** System property choosing the backend of {@link #open()}: {@code auto} (default), {@code cuda}, {@code sim}. */
     public static final String BACKEND_PROPERTY = "cudaloom.device";
 
+    private static final System.Logger LOG = System.getLogger(GpuDevice.class.getName());
+    /** At most this many failed providers in a row are skipped before the lookup gives up. */
+    private static final int MAX_PROVIDER_FAILURES = 16;
+
     private volatile @Nullable CompletionReactor reactor;
 
     protected GpuDevice() {}
@@ -31,14 +37,22 @@ public abstract class GpuDevice implements AutoCloseable {
     }
 
     /**
-     * Opens a device of the best backend available: a CUDA device if the driver finds one, else the
-     * embedded simulated device. Backends are {@link GpuDeviceProvider}s found through
-     * {@link ServiceLoader}; the system property {@value #BACKEND_PROPERTY} names one to use
-     * instead ({@code cuda}, {@code sim}, or {@code auto}, the default): a named backend is opened
-     * even if it says it is unavailable, so its own error says why.
+     * Opens a device of the best backend available: a CUDA device if JCuda is on the class path and
+     * the driver finds a device, else the embedded simulated device. Backends are
+     * {@link GpuDeviceProvider}s found through {@link ServiceLoader}; the system property
+     * {@value #BACKEND_PROPERTY} names one to use instead ({@code cuda}, {@code sim}, or
+     * {@code auto}, the default): a named backend is opened even if it says it is unavailable, so
+     * its own error says why, and no other backend is asked whether it is available.
+     *
+     * <p>The CUDA backend needs JCuda ({@code org.jcuda:jcuda} and its natives), an optional
+     * dependency: without it, {@code auto} opens the simulated device (the reason is logged at
+     * DEBUG by the {@code System.Logger} named after this class), and no JCuda class is loaded
+     * unless the CUDA backend is asked for ({@code auto} or {@code cuda}).
      *
      * @throws RuntimeException from the backend: with {@code cuda}, a {@code CudaDriverException}
      *     if the driver cannot be loaded ("no CUDA driver: ...") or initialised
+     * @throws IllegalStateException with {@code cuda} when JCuda is not on the class path (the
+     *     message names the artifacts to add), or when no backend at all is available
      * @throws IllegalArgumentException if there is no CUDA device with {@code cuda}, or the property
      *     names no known backend
      */
@@ -48,7 +62,7 @@ public abstract class GpuDevice implements AutoCloseable {
         List<GpuDeviceProvider> providers = providers();
         if (choice.equals("auto") || choice.isEmpty()) {
             for (GpuDeviceProvider p : providers) {
-                if (p.isAvailable()) {
+                if (isAvailable(p)) {
                     return p.open(config);
                 }
             }
@@ -64,11 +78,47 @@ public abstract class GpuDevice implements AutoCloseable {
                 + providers.stream().map(GpuDeviceProvider::name).toList() + ", was '" + choice + "'");
     }
 
-    /** The backends on the class path, the highest priority first. */
+    /**
+     * {@link GpuDeviceProvider#isAvailable()}, which should never throw; one that does, e.g. with a
+     * {@link LinkageError} because a library it needs is missing, counts as unavailable.
+     */
+    private static boolean isAvailable(GpuDeviceProvider p) {
+        try {
+            if (p.isAvailable()) {
+                return true;
+            }
+            LOG.log(System.Logger.Level.DEBUG, () -> "device backend " + p.name() + " is unavailable: "
+                    + p.unavailableReason());
+        } catch (RuntimeException | LinkageError e) {
+            LOG.log(System.Logger.Level.DEBUG, "device backend " + p.name() + " failed its availability check", e);
+        }
+        return false;
+    }
+
+    /**
+     * The backends on the class path, the highest priority first. A provider that cannot be loaded
+     * or instantiated (a {@link ServiceConfigurationError}, or a {@link LinkageError} when a library
+     * it needs is absent) is left out and logged at DEBUG; the others are still returned.
+     */
     public static List<GpuDeviceProvider> providers() {
         List<GpuDeviceProvider> found = new ArrayList<>();
-        for (GpuDeviceProvider p : ServiceLoader.load(GpuDeviceProvider.class, GpuDevice.class.getClassLoader())) {
-            found.add(p);
+        Iterator<GpuDeviceProvider> it = ServiceLoader.load(GpuDeviceProvider.class, GpuDevice.class.getClassLoader()).iterator();
+        int failures = 0;
+        while (true) {
+            try {
+                if (!it.hasNext()) {
+                    break;
+                }
+                found.add(it.next());
+                failures = 0;
+            } catch (ServiceConfigurationError | LinkageError e) {
+                // ServiceLoader goes on with the next provider after an error, "best effort": bound
+                // the retries in case it keeps failing on the same one.
+                LOG.log(System.Logger.Level.DEBUG, "a device backend could not be loaded; skipped", e);
+                if (++failures >= MAX_PROVIDER_FAILURES) {
+                    break;
+                }
+            }
         }
         found.sort(Comparator.comparingInt(GpuDeviceProvider::priority).reversed());
         return List.copyOf(found);

@@ -6,6 +6,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
+import org.jetbrains.annotations.Blocking;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -19,13 +20,26 @@ import org.jspecify.annotations.Nullable;
  * {@code java.util.concurrent}: interruptible {@link #await()}, timed {@link #await(Duration)}
  * returning whether the work completed, and {@link #awaitUninterruptibly()}.
  *
+ * <p>The awaits block the calling thread: annotated {@code @org.jetbrains.annotations.Blocking},
+ * so IntelliJ flags a call in a Kotlin suspend function ("Possibly blocking call in non-blocking
+ * context"). A coroutine calls {@code awaitSuspending()} ({@code io.cudaloom.kotlin}) instead;
+ * a Kotlin extension cannot be named {@code await}, since the member would always win.
+ *
  * <p>An event may be awaited any number of times, from any threads; once one await has completed,
  * later ones return at once.
+ *
+ * <p>Without parking a thread: {@link #subscribe} (a callback on an executor, with a handle that
+ * withdraws it), {@link #onComplete} and {@link #toCompletableFuture}, all served by the same
+ * reactor and slots. From Kotlin coroutines, {@code awaitSuspending()} (in
+ * {@code io.cudaloom.kotlin}) suspends on {@link #subscribe}.
  *
  * <p>Failures: {@link GpuFaultException} if the stream faulted (the work will never complete),
  * {@link ReactorClosedException} if the device was closed.
  */
 public final class GpuEvent {
+    /** What {@link #subscribe} returns when the outcome was handed to the executor at once. */
+    private static final Subscription DELIVERED = () -> false;
+
     private final CompletionReactor reactor;
     private final GpuStream stream;
     /** The stream's submission count when the event was taken: the work this event stands for. */
@@ -53,7 +67,8 @@ public final class GpuEvent {
     }
 
     /**
-     * Waits until the work is done.
+     * Waits until the work is done, parking the calling thread (a virtual thread's carrier is
+     * freed). Blocking: in a Kotlin coroutine call {@code awaitSuspending()} instead.
      *
      * @throws InterruptedException if interrupted before or while waiting, also when the work is
      *     already done (as {@code CountDownLatch.await}); the interrupt status is cleared
@@ -62,6 +77,7 @@ public final class GpuEvent {
      * @throws IllegalStateException if called on a thread of the reactor itself (its scanner, or a
      *     completion callback run there), which would stall every waiter of the device
      */
+    @Blocking
     public void await() throws InterruptedException {
         if (Thread.interrupted()) {
             throw new InterruptedException();
@@ -80,6 +96,7 @@ public final class GpuEvent {
      * @return true if the work completed, false if the timeout elapsed first
      * @throws InterruptedException if interrupted before or while waiting
      */
+    @Blocking
     public boolean await(Duration timeout) throws InterruptedException {
         Objects.requireNonNull(timeout, "timeout");
         return awaitNanos(saturatedNanos(timeout));
@@ -91,12 +108,14 @@ public final class GpuEvent {
      * @return true if the work completed, false if the timeout elapsed first
      * @throws InterruptedException if interrupted before or while waiting
      */
+    @Blocking
     public boolean await(long timeout, TimeUnit unit) throws InterruptedException {
         Objects.requireNonNull(unit, "unit");
         return awaitNanos(unit.toNanos(timeout)); // toNanos saturates
     }
 
     /** Waits until the work is done, ignoring interrupts (the interrupt status is kept). */
+    @Blocking
     public void awaitUninterruptibly() {
         if (!done) {
             try {
@@ -173,7 +192,8 @@ public final class GpuEvent {
     /**
      * Runs {@code onDone} on {@code executor} once the work is done, or {@code onError} with the
      * failure ({@link GpuFaultException}, or {@link ReactorClosedException}, also when the reactor
-     * is already closed); parks no thread. Exactly one of them runs, once.
+     * is already closed); parks no thread. Exactly one of them runs, once. To be able to withdraw
+     * the registration, use {@link #subscribe}.
      *
      * <p>The executor may run them on the reactor's scanner thread (a direct executor such as
      * {@code Runnable::run} does): then they must be short and must never block or await GPU work,
@@ -183,30 +203,99 @@ public final class GpuEvent {
      * @throws IllegalStateException if the stream is closed (while its device is open)
      */
     public void onComplete(Executor executor, Runnable onDone, Consumer<? super RuntimeException> onError) {
-        Objects.requireNonNull(executor, "executor");
         Objects.requireNonNull(onDone, "onDone");
         Objects.requireNonNull(onError, "onError");
+        subscribe(executor, failure -> {
+            if (failure == null) {
+                onDone.run();
+            } else {
+                onError.accept(failure);
+            }
+        });
+    }
+
+    /**
+     * The non-blocking primitive beneath the other non-blocking forms: calls {@code onDone} on
+     * {@code executor} once the work is done, with {@code null}, or with the failure
+     * ({@link GpuFaultException}, or {@link ReactorClosedException}, also when the reactor is
+     * already closed). Parks no thread and creates none: {@code onDone} runs as a task of
+     * {@code executor}, handed to it by whichever thread delivers the outcome (usually the reactor's
+     * scanner thread; the calling thread if the outcome is known at once; a host-callback or the
+     * closing thread otherwise). The returned {@link Subscription} withdraws the registration.
+     *
+     * <p><b>Exactly one outcome.</b> Unless {@link Subscription#cancel()} returns true,
+     * {@code onDone} is handed to {@code executor} exactly once. {@code cancel()} and the delivery
+     * race on one atomic cell of the reactor (a compare-and-set against the deliverer's
+     * get-and-set, as for a timed-out {@link #await(Duration)}), so exactly one of them wins:
+     * <ul>
+     * <li>{@code cancel()} returns true: the registration is withdrawn and {@code onDone} will
+     *     never run, nor will {@code executor} be called for it; counted in
+     *     {@link ReactorStats#abandoned()}. The GPU work goes on; a slot it held is recycled once
+     *     the device's write lands.</li>
+     * <li>{@code cancel()} returns false: the delivery won (or the outcome was known when
+     *     subscribing, or the subscription was already cancelled): {@code onDone} has been or is
+     *     about to be handed to {@code executor}. It may not have run yet when {@code cancel()}
+     *     returns.</li>
+     * </ul>
+     * A successful delivery happens-before {@code onDone} runs (through the executor's hand-off),
+     * and {@link #isDone()} is true in {@code onDone} when it is given {@code null}.
+     *
+     * <p><b>Where {@code onDone} runs.</b> With a direct executor such as {@code Runnable::run} it
+     * runs on the delivering thread, usually the scanner: it must then be short and must never
+     * block or await GPU work, or every waiter of the reactor waits with it (an await there throws
+     * {@link IllegalStateException}). Handing a task to a queue (a thread pool, or a coroutine
+     * dispatcher, as Kotlin's {@code awaitSuspending} does) is short. If {@code executor} throws
+     * (e.g. rejects the task), {@code onDone} does not run and the exception is reported to the
+     * delivering thread's uncaught-exception handler, or thrown to the caller of this method when
+     * the outcome was known at once.
+     *
+     * @param executor runs {@code onDone}; called at most once per subscription
+     * @param onDone given {@code null} on success, else the failure
+     * @return the handle that withdraws the registration
+     * @throws NullPointerException if an argument is null
+     * @throws IllegalStateException if the stream is closed (while its device is open)
+     */
+    public Subscription subscribe(Executor executor, Consumer<? super @Nullable RuntimeException> onDone) {
+        Objects.requireNonNull(executor, "executor");
+        Objects.requireNonNull(onDone, "onDone");
         if (done) {
-            executor.execute(onDone);
-            return;
+            executor.execute(() -> onDone.accept(null));
+            return DELIVERED;
         }
+        Registration registration;
         try {
-            reactor.register(stream, (failure) -> {
+            registration = reactor.register(stream, (failure) -> {
                 if (failure == null) {
                     stream.completedThrough(required); // delivered without failure: proven
                 }
                 executor.execute(() -> {
                     if (failure == null) {
                         done = true;
-                        onDone.run();
-                    } else {
-                        onError.accept(failure);
                     }
+                    onDone.accept(failure);
                 });
             });
         } catch (ReactorClosedException closed) {
-            executor.execute(() -> onError.accept(closed)); // register threw: its callback never runs
+            executor.execute(() -> onDone.accept(closed)); // register threw: its callback never runs
+            return DELIVERED;
         }
+        return registration == Registration.DELIVERED ? DELIVERED : registration::withdraw;
+    }
+
+    /**
+     * A registration made by {@link GpuEvent#subscribe}, which {@link #cancel()} withdraws.
+     * Callable from any thread, non-blocking, idempotent.
+     */
+    @FunctionalInterface
+    public interface Subscription {
+        /**
+         * Withdraws the registration unless its delivery has begun.
+         *
+         * @return true if the callback will now never run (this call withdrew it; counted in
+         *     {@link ReactorStats#abandoned()}); false if the delivery won, or an earlier
+         *     {@code cancel()} already withdrew it
+         */
+        boolean cancel();
     }
 
     private boolean awaitNanos(long nanos) throws InterruptedException {

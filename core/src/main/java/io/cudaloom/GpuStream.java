@@ -80,7 +80,14 @@ public abstract class GpuStream implements AutoCloseable {
     /**
      * Waits for all work submitted to this stream so far; the same as {@code event().await()}
      * without creating an event object, so a loop of launches and awaits allocates nothing.
+     * Blocking (parks the calling thread; annotated {@code @Blocking}): in a Kotlin coroutine call
+     * {@code awaitSuspending()} ({@code io.cudaloom.kotlin}) instead.
+     *
+     * @throws InterruptedException if interrupted before or while waiting
+     * @throws GpuFaultException if the stream faulted
+     * @throws ReactorClosedException if the device was closed
      */
+    @org.jetbrains.annotations.Blocking
     public final void await() throws InterruptedException {
         device.reactor().await(this, submissionCount(), true, false, 0L);
     }

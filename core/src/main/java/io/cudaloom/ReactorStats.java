@@ -13,7 +13,9 @@ package io.cudaloom;
  * @param immediate awaits that found their stream already idle and registered nothing
  * @param fallbacks awaits completed through a host callback (pool exhausted, write refused, or
  *     the HOST_CALLBACK strategy)
- * @param abandoned awaits that gave up (timeout, interrupt) while their registration was in flight
+ * @param abandoned awaits that gave up (timeout, interrupt) while their registration was in flight,
+ *     and non-blocking registrations withdrawn before delivery (a cancelled future or coroutine,
+ *     {@link GpuEvent.Subscription#cancel()} returning true)
  * @param faults awaits woken with a device fault
  * @param scannerParks times the scanner parked with nothing armed
  * @param scannerTimedParks timed parks of the scanner's back-off while slots stayed armed

@@ -15,7 +15,9 @@ import org.junit.jupiter.api.Test;
 /**
  * The package layering has no cycle: the protocol core depends on no other package of the
  * project, the backend SPI ({@code spi}) only on the protocol core, the API package ({@code io.cudaloom}) on no backend ({@code cuda}, {@code sim}; those
- * are found through {@link GpuDeviceProvider}), and the backends on each other not at all. Checked
+ * are found through {@link GpuDeviceProvider}) and not on the Kotlin support ({@code kotlin}, which
+ * needs kotlin-stdlib, an optional dependency), the Kotlin support only on the API, and the backends
+ * on each other not at all. Checked
  * on the compiled classes' constant pools, which name every class a class refers to.
  */
 class PackageDependencyTest {
@@ -24,11 +26,14 @@ class PackageDependencyTest {
     void theApiNamesNoBackendAndTheProtocolNamesNothingOfOurs() throws Exception {
         Path root = Path.of(GpuDevice.class.getProtectionDomain().getCodeSource().getLocation().toURI());
         List<String> offences = new ArrayList<>();
-        check(root.resolve("io/cudaloom"), List.of("io/cudaloom/cuda/", "io/cudaloom/sim/"), List.of(), offences);
+        check(root.resolve("io/cudaloom"), List.of("io/cudaloom/cuda/", "io/cudaloom/sim/", "io/cudaloom/kotlin/"),
+                List.of(), offences);
         check(root.resolve("io/cudaloom/protocol"), List.of("io/cudaloom/"), List.of("protocol/"), offences);
         check(root.resolve("io/cudaloom/spi"), List.of("io/cudaloom/"), List.of("spi/", "protocol/"), offences);
         check(root.resolve("io/cudaloom/sim"), List.of("io/cudaloom/cuda/"), List.of(), offences);
         check(root.resolve("io/cudaloom/cuda"), List.of("io/cudaloom/sim/"), List.of(), offences);
+        check(root.resolve("io/cudaloom/kotlin"), List.of("io/cudaloom/cuda/", "io/cudaloom/sim/",
+                "io/cudaloom/protocol/", "io/cudaloom/spi/"), List.of(), offences);
         assertEquals(List.of(), offences);
     }
 

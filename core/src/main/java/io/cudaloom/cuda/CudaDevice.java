@@ -205,7 +205,8 @@ public final class CudaDevice extends GpuDevice {
         return new Kernels(loadModule(Kernels.ptx()));
     }
 
-    /** Blocks until all work on the device is done ({@code cuCtxSynchronize}). */
+    /** Blocks the calling thread until all work on the device is done ({@code cuCtxSynchronize}). */
+    @org.jetbrains.annotations.Blocking
     public void synchronize() {
         makeCurrent();
         check(cuCtxSynchronize(), "cuCtxSynchronize");

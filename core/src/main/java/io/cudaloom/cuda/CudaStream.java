@@ -231,6 +231,7 @@ public final class CudaStream extends GpuStream {
      *
      * @throws GpuFaultException if the stream's context has faulted
      */
+    @org.jetbrains.annotations.Blocking
     public void synchronize() {
         ready();
         check(cuStreamSynchronize(stream), "cuStreamSynchronize");

@@ -8,6 +8,7 @@ import io.cudaloom.GpuStream
 import io.cudaloom.ReactorClosedException
 import io.cudaloom.ReactorConfig
 import io.cudaloom.ReactorStats
+import io.cudaloom.kotlin.awaitSuspending
 import io.cudaloom.sim.SimulatedDevice
 import io.cudaloom.sim.SimulatedStream
 import java.time.Duration
@@ -18,6 +19,8 @@ import java.util.concurrent.Executors
 import java.util.concurrent.TimeUnit
 import java.util.concurrent.atomic.AtomicInteger
 import java.util.concurrent.atomic.AtomicReference
+import kotlinx.coroutines.CoroutineScope
+import kotlinx.coroutines.Dispatchers
 import kotlinx.coroutines.async
 import kotlinx.coroutines.asCoroutineDispatcher
 import kotlinx.coroutines.future.await
@@ -39,8 +42,9 @@ import org.junit.jupiter.api.Test
 
 /**
  * The library called from Kotlin: `use {}` on the AutoCloseable types, blocking `await()` on
- * virtual threads, coroutines suspending on `toCompletableFuture().await()` (served by the same
- * reactor and slots, parking no thread), and the fault, close and bad-input rules seen from Kotlin.
+ * virtual threads, coroutines suspending on `awaitSuspending()` (served by the same reactor and
+ * slots, parking no thread; `toCompletableFuture().await()` still works, for comparison), and the
+ * fault, close and bad-input rules seen from Kotlin.
  */
 class KotlinCallersTest {
 
@@ -137,7 +141,7 @@ class KotlinCallersTest {
                             stream.launch { for (k in data.indices) data[k] *= 5f }
                             val event: GpuEvent = stream.event()
                             suspended.incrementAndGet()
-                            event.toCompletableFuture().await()        // suspends; no thread parks
+                            event.awaitSuspending()                    // suspends; no thread parks
                             assertEquals(35f, data[7])
                             finished.incrementAndGet()
                         }
@@ -154,6 +158,30 @@ class KotlinCallersTest {
             }
             assertEquals(200, finished.get())
             streams.forEach(GpuStream::close)
+        }
+    }
+
+    @Test
+    fun theFutureBasedAwaitServesCoroutinesToo() {
+        // The earlier way, kept for comparison: a CompletableFuture per await, whose cancellation
+        // also withdraws the registration. awaitSuspending() needs no future.
+        SimulatedDevice.create().use { device ->
+            device.newStream().use { stream ->
+                val gate = CountDownLatch(1)
+                stream.holdUntil(gate)
+                val data = FloatArray(4) { it.toFloat() }
+                stream.launch { for (k in data.indices) data[k] += 1f }
+                val event = stream.event()
+                runBlocking {
+                    val viaFuture = async { event.toCompletableFuture().await(); data.sum() }
+                    val viaSubscribe = async { event.awaitSuspending(); data.sum() }
+                    yield()
+                    assertFalse(viaFuture.isCompleted || viaSubscribe.isCompleted, "both wait for the work")
+                    gate.countDown()
+                    assertEquals(10f, withTimeout(30_000) { viaFuture.await() })
+                    assertEquals(10f, withTimeout(30_000) { viaSubscribe.await() })
+                }
+            }
         }
     }
 
@@ -218,22 +246,23 @@ class KotlinCallersTest {
                         blockingFailure.set(e)
                     }
                 }
-                val future: CompletableFuture<Void?> = event.toCompletableFuture()
+                val suspending = CoroutineScope(Dispatchers.Default).async {
+                    runCatching { event.awaitSuspending() }.exceptionOrNull()
+                }
                 Awaitility.await().atMost(Duration.ofSeconds(10)).until { waiter.state == Thread.State.WAITING || waiter.state == Thread.State.TIMED_WAITING }
+                Awaitility.await().atMost(Duration.ofSeconds(10)).until { device.reactor().stats().armedNow == 2L }
                 gate.countDown()                                    // now the fault happens
 
                 assertTrue(waiter.join(Duration.ofSeconds(30)))
                 val blocking = assertInstanceOf(GpuFaultException::class.java, blockingFailure.get())
                 assertTrue(blocking.message.orEmpty().contains("illegal address (injected)"), blocking.message)
 
-                val suspending = runBlocking { runCatching { future.await() }.exceptionOrNull() }
-                assertInstanceOf(GpuFaultException::class.java, suspending)
-                assertTrue(future.isCompletedExceptionally)
+                assertInstanceOf(GpuFaultException::class.java, runBlocking { withTimeout(30_000) { suspending.await() } })
 
                 // Later awaits and launches see the same fault.
                 assertThrows(GpuFaultException::class.java) { event.await() }
                 assertThrows(GpuFaultException::class.java) { stream.event().await() }
-                val late = runBlocking { runCatching { stream.event().toCompletableFuture().await() }.exceptionOrNull() }
+                val late = runBlocking { runCatching { stream.event().awaitSuspending() }.exceptionOrNull() }
                 assertInstanceOf(GpuFaultException::class.java, late)
                 assertThrows(GpuFaultException::class.java) { stream.launchKernel(Duration.ZERO) }
             }
@@ -256,20 +285,22 @@ class KotlinCallersTest {
                     blockingFailure.set(e)
                 }
             }
-            val future = event.toCompletableFuture()
+            val suspending = CoroutineScope(Dispatchers.Default).async {
+                runCatching { event.awaitSuspending() }.exceptionOrNull()
+            }
             Awaitility.await().atMost(Duration.ofSeconds(10)).until { waiter.state == Thread.State.WAITING || waiter.state == Thread.State.TIMED_WAITING }
+            Awaitility.await().atMost(Duration.ofSeconds(10)).until { device.reactor().stats().armedNow == 2L }
 
             device.close()                                          // the work is still running
 
             assertTrue(waiter.join(Duration.ofSeconds(30)))
             assertInstanceOf(ReactorClosedException::class.java, blockingFailure.get())
-            val suspending = runBlocking { runCatching { future.await() }.exceptionOrNull() }
-            assertInstanceOf(ReactorClosedException::class.java, suspending)
+            assertInstanceOf(ReactorClosedException::class.java, runBlocking { withTimeout(30_000) { suspending.await() } })
 
             // And every later call, blocking or not.
             assertThrows(ReactorClosedException::class.java) { event.await() }
             assertThrows(ReactorClosedException::class.java) { stream.event() }
-            val late = runBlocking { runCatching { event.toCompletableFuture().await() }.exceptionOrNull() }
+            val late = runBlocking { runCatching { event.awaitSuspending() }.exceptionOrNull() }
             assertInstanceOf(ReactorClosedException::class.java, late)
         } finally {
             gate.countDown()
@@ -283,8 +314,9 @@ class KotlinCallersTest {
             SimulatedDevice.create().use { other ->
                 device.newStream().use { stream ->
                     val event = stream.event()
-                    assertThrows(IllegalArgumentException::class.java) { event.await(Duration.ofMillis(-1)) }
-                    assertThrows(IllegalArgumentException::class.java) { event.await(-1, TimeUnit.MILLISECONDS) }
+                    // A negative timeout is no bad input: it polls (java.util.concurrent's convention).
+                    assertTrue(event.await(Duration.ofMillis(-1)), "nothing submitted: done")
+                    assertTrue(event.await(-1, TimeUnit.MILLISECONDS))
                     assertThrows(IllegalArgumentException::class.java) { stream.launchKernel(Duration.ofMillis(-1)) }
                     assertThrows(IllegalArgumentException::class.java) { ReactorConfig.builder().capacity(0) }
                     other.newStream().use { foreign ->
@@ -345,8 +377,23 @@ class KotlinCallersTest {
     }
 }
 
-/** The Kotlin example of README.md, kept compiling and passing here. */
+// --- README: Use it, Kotlin ---
+suspend fun scaleOnGpu(device: GpuDevice) = device.newStream().use { stream ->
+    // ... launch work on the stream ...
+    stream.event().awaitSuspending() // suspends: no thread blocks; cancelling the coroutine withdraws the wait
+}
+// --- end ---
+
+/** The Kotlin examples of README.md, kept compiling and passing here. */
 class ReadmeKotlinExampleTest {
+    @Test
+    fun useItExample() {
+        GpuDevice.open().use { device ->   // surefire sets cudaloom.device=sim
+            runBlocking { withTimeout(30_000) { scaleOnGpu(device) } }
+            assertEquals(1L, device.reactor().stats().immediate, "the new stream's event was done at once")
+        }
+    }
+
     @Test
     fun kotlinExample() {
         var blockingDone = false
@@ -363,7 +410,7 @@ class ReadmeKotlinExampleTest {
                 // Coroutines: suspend on the same reactor and slots, parking no thread at all.
                 runBlocking {
                     stream.launchKernel(Duration.ofMillis(1))
-                    stream.event().toCompletableFuture().await()  // kotlinx.coroutines.future.await
+                    stream.event().awaitSuspending()              // import io.cudaloom.kotlin.awaitSuspending
                     suspendingDone = true
                 }
             }

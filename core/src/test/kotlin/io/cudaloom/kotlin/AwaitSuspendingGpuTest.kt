@@ -1,0 +1,146 @@
+package io.cudaloom.kotlin
+
+import io.cudaloom.GpuDevice
+import io.cudaloom.ReactorConfig
+import io.cudaloom.cuda.CudaDevice
+import io.cudaloom.cuda.GpuTestSupport
+import java.time.Duration
+import java.util.concurrent.Executors
+import java.util.concurrent.atomic.AtomicInteger
+import kotlin.coroutines.CoroutineContext
+import kotlinx.coroutines.CoroutineDispatcher
+import kotlinx.coroutines.Dispatchers
+import kotlinx.coroutines.asCoroutineDispatcher
+import kotlinx.coroutines.cancelAndJoin
+import kotlinx.coroutines.joinAll
+import kotlinx.coroutines.launch
+import kotlinx.coroutines.runBlocking
+import kotlinx.coroutines.withTimeout
+import org.awaitility.Awaitility
+import org.junit.jupiter.api.Assertions.assertEquals
+import org.junit.jupiter.api.Assertions.assertFalse
+import org.junit.jupiter.api.Assertions.assertTrue
+import org.junit.jupiter.api.Tag
+import org.junit.jupiter.api.Test
+
+/** [awaitSuspending] on a real GPU: kernels, copies, 10,000 suspended coroutines, cancellation. */
+@Tag("gpu")
+class AwaitSuspendingGpuTest {
+
+    /** Counts dispatches made from the reactor's scanner thread, then hands the block on. */
+    private class ScannerCountingDispatcher(private val delegate: CoroutineDispatcher) : CoroutineDispatcher() {
+        val fromScanner = AtomicInteger()
+
+        override fun isDispatchNeeded(context: CoroutineContext): Boolean = delegate.isDispatchNeeded(context)
+
+        override fun dispatch(context: CoroutineContext, block: Runnable) {
+            if (Thread.currentThread().name.startsWith("cuda-loom-scanner-")) fromScanner.incrementAndGet()
+            delegate.dispatch(context, block)
+        }
+    }
+
+    private fun assertNothingLeaked(device: GpuDevice) {
+        Awaitility.await().atMost(Duration.ofSeconds(30)).untilAsserted {
+            val s = device.reactor().stats()
+            assertEquals(0L, s.armedNow, "armed slots left: $s")
+            assertEquals(s.capacity, s.freeSlots, "slots not back on the free list: $s")
+            assertEquals(0, s.quarantined, "quarantined slots left: $s")
+        }
+    }
+
+    @Test
+    fun openPicksTheGpuWhenJCudaAndADeviceAreThere() {
+        GpuTestSupport.openOrSkip(ReactorConfig.defaults()).close()
+        val old = System.clearProperty(GpuDevice.BACKEND_PROPERTY)
+        try {
+            GpuDevice.open().use { device ->
+                assertFalse(device.isSimulated, "auto opened ${device.name()}")
+                assertTrue(device is CudaDevice)
+            }
+        } finally {
+            if (old != null) System.setProperty(GpuDevice.BACKEND_PROPERTY, old)
+        }
+    }
+
+    @Test
+    fun aKernelAndACopyAreAwaitedBySuspending() {
+        GpuTestSupport.openOrSkip(GpuTestSupport.reactorOnly()).use { gpu ->
+            gpu.loadKernels().use { k ->
+                gpu.allocate(4096).use { buf ->
+                    gpu.allocatePinned(4096).use { host ->
+                        val stream = gpu.newStream()
+                        runBlocking {
+                            withTimeout(30_000) {
+                                k.launchSpin(stream, 5_000_000L) // 5 ms: the await surely suspends
+                                stream.launch(k.fill, 1, 1024, buf, 42, 1024)
+                                stream.copy(buf, host, 4096)
+                                stream.awaitSuspending()
+                            }
+                        }
+                        assertEquals(42, host.ints().get(0))
+                        assertEquals(42, host.ints().get(1023))
+                        stream.close()
+                    }
+                }
+            }
+        }
+    }
+
+    @Test
+    fun tenThousandCoroutinesOnTwoThreadsResumeFromTheScanner() {
+        val n = 10_000
+        GpuTestSupport.openOrSkip(ReactorConfig.builder().capacity(16_384).build()).use { gpu ->
+            gpu.loadKernels().use { k ->
+                val streams = List(8) { gpu.newStream() }
+                streams.forEach { k.launchSpin(it, 2_000_000_000L) } // 2 s: everyone registers behind it
+                val pool = Executors.newFixedThreadPool(2)
+                val dispatcher = ScannerCountingDispatcher(pool.asCoroutineDispatcher())
+                val finished = AtomicInteger()
+                try {
+                    runBlocking {
+                        val jobs = (0 until n).map { i ->
+                            launch(dispatcher) {
+                                val stream = streams[i % streams.size]
+                                k.launchEmpty(stream)
+                                stream.event().awaitSuspending()
+                                finished.incrementAndGet()
+                            }
+                        }
+                        Awaitility.await().atMost(Duration.ofSeconds(30))
+                            .until { gpu.reactor().stats().armedNow == n.toLong() || finished.get() > 0 }
+                        assertEquals(0, finished.get(), "all registered while the 2 s kernels ran")
+                        withTimeout(60_000) { jobs.joinAll() }
+                    }
+                } finally {
+                    pool.shutdownNow()
+                }
+                assertEquals(n, finished.get())
+                assertEquals(n, dispatcher.fromScanner.get(), "each resumed straight from the scanner's delivery")
+                val s = gpu.reactor().stats()
+                assertEquals(0L, s.fallbacks, s.toString())
+                assertNothingLeaked(gpu)
+                streams.forEach { it.close() }
+            }
+        }
+    }
+
+    @Test
+    fun cancellingWithdrawsAndTheSlotComesBackWhenTheKernelEnds() {
+        GpuTestSupport.openOrSkip(ReactorConfig.defaults()).use { gpu ->
+            gpu.loadKernels().use { k ->
+                val stream = gpu.newStream()
+                k.launchSpin(stream, 300_000_000L) // 300 ms
+                runBlocking {
+                    val job = launch(Dispatchers.Default) { stream.awaitSuspending() }
+                    Awaitility.await().atMost(Duration.ofSeconds(10)).until { gpu.reactor().stats().armedNow == 1L }
+                    withTimeout(10_000) { job.cancelAndJoin() }
+                    assertTrue(job.isCancelled)
+                }
+                assertEquals(1L, gpu.reactor().stats().abandoned)
+                assertNothingLeaked(gpu) // once the kernel ends and the flag write lands
+                runBlocking { withTimeout(30_000) { stream.awaitSuspending() } }
+                stream.close()
+            }
+        }
+    }
+}
