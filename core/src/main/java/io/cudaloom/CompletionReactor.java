@@ -182,27 +182,29 @@ public final class CompletionReactor {
         return new GpuEvent(this, stream);
     }
 
+    /** A snapshot of this reactor's counters (readable after close too). */
     public ReactorStats stats() {
-        return new ReactorStats(
-                table.capacity(),
-                table.armedCount(),
-                table.freeCount(),
-                counters.registrations.sum(),
-                counters.completions.sum(),
-                counters.inlineCompletions.sum(),
-                counters.immediate.sum(),
-                counters.fallbacks.sum(),
-                counters.abandoned.sum(),
-                counters.faults.sum(),
-                scanner.count(Scanner.PARKS),
-                scanner.count(Scanner.TIMED_PARKS),
-                counters.scannerUnparks.sum(),
-                scanner.count(Scanner.PASSES),
-                scanner.count(Scanner.PROBES),
-                (int) scanner.count(Scanner.QUARANTINED),
-                counters.coalesced.sum(),
-                scanner.count(Scanner.ERRORS),
-                scannerCpuNanos());
+        return ReactorStats.builder()
+                .capacity(table.capacity())
+                .armedNow(table.armedCount())
+                .freeSlots(table.freeCount())
+                .registrations(counters.registrations.sum())
+                .completions(counters.completions.sum())
+                .inlineCompletions(counters.inlineCompletions.sum())
+                .immediate(counters.immediate.sum())
+                .fallbacks(counters.fallbacks.sum())
+                .abandoned(counters.abandoned.sum())
+                .faults(counters.faults.sum())
+                .scannerParks(scanner.count(Scanner.PARKS))
+                .scannerTimedParks(scanner.count(Scanner.TIMED_PARKS))
+                .scannerUnparks(counters.scannerUnparks.sum())
+                .scanPasses(scanner.count(Scanner.PASSES))
+                .faultProbes(scanner.count(Scanner.PROBES))
+                .quarantined((int) scanner.count(Scanner.QUARANTINED))
+                .coalesced(counters.coalesced.sum())
+                .scannerErrors(scanner.count(Scanner.ERRORS))
+                .scannerCpuNanos(scannerCpuNanos())
+                .build();
     }
 
     private long scannerCpuNanos() {

@@ -112,7 +112,7 @@ class KotlinCallersTest {
                 assertTrue(onVirtualThread { event.await(Duration.ofSeconds(30)) })
                 assertTrue(event.isDone)
                 assertTrue(event.await(0, TimeUnit.SECONDS), "a completed event returns at once")
-                assertEquals(0L, device.reactor().stats().faults)
+                assertEquals(0L, device.reactor().stats().faults())
             }
         }
     }
@@ -145,9 +145,9 @@ class KotlinCallersTest {
                     while (suspended.get() < 200) yield()
                     assertEquals(0, finished.get(), "all 200 are waiting on GPU work")
                     val waiting = device.reactor().stats()
-                    assertEquals(200L, waiting.registrations - before.registrations, "each armed a slot of the reactor")
-                    assertEquals(200L, waiting.armedNow)
-                    assertEquals(0L, waiting.fallbacks - before.fallbacks)
+                    assertEquals(200L, waiting.registrations() - before.registrations(), "each armed a slot of the reactor")
+                    assertEquals(200L, waiting.armedNow())
+                    assertEquals(0L, waiting.fallbacks() - before.fallbacks())
                     gate.countDown()
                     jobs.joinAll()
                 }
@@ -308,7 +308,7 @@ class KotlinCallersTest {
             val stats: ReactorStats = reactor.stats()
             assertTrue(name.startsWith("simulated device"))
             assertEquals(stream, event.stream())
-            assertTrue(stats.capacity > 0 && stats.completions >= 1)
+            assertTrue(stats.capacity() > 0 && stats.completions() >= 1)
             assertEquals(device, reactor.device())
         }
     }
