@@ -54,8 +54,11 @@ import org.jspecify.annotations.Nullable;
  * <p><b>Where things are.</b> {@link BlockingWait} and {@link CoalescedWait}: the blocking wait;
  * {@link CallbackRegistrations}: the non-blocking registration of futures and callbacks;
  * {@link Registrar}: arming and fallback; {@link Scanner}: the loop, delivery, fault probe and
- * quarantine, and the consumer's half of shutdown; {@link ReactorCounters}: the counters; this
- * class: the checks before registering, the lifecycle and close.
+ * quarantine, and the consumer's half of shutdown; {@link ReactorCounters}: the counters;
+ * {@link ReactorEvents}: the JFR events (slow awaits, fallbacks, faults, periodic counters), each
+ * allocation-free while disabled; {@link ReactorObservability}: the periodic JFR hook, installed
+ * when the reactor opens and removed when it closes; this class: the checks before registering,
+ * the lifecycle and close.
  *
  * <h2>Close</h2>
  * {@link #close()} wakes every waiter with a {@link ReactorClosedException}, stops the scanner,
@@ -89,6 +92,8 @@ public final class CompletionReactor {
     private final Scanner scanner;
     private final Thread scannerThread;
     private final Executor callbackExecutor;
+    /** The periodic JFR hook: installed at the end of construction, removed by finishClose. */
+    private final ReactorObservability observability;
 
     /**
      * {@link #OPEN}, {@link #CLOSED} or {@link #RELEASED}; leaves OPEN by one compare-and-set, so
@@ -126,7 +131,10 @@ public final class CompletionReactor {
             t.start();
         };
         this.scannerThread = systemThread("cuda-loom-scanner-" + id + " (" + device.name() + ")", scanner);
+        this.observability = new ReactorObservability(this);
         scannerThread.start();
+        // Last: JFR's hook list publishes this reactor to another thread.
+        observability.open();
     }
 
     private static Thread systemThread(String name, Runnable task) {
@@ -146,6 +154,11 @@ public final class CompletionReactor {
     /** The scanner thread (for tests and the device's own diagnostics; not API). */
     Thread scannerThread() {
         return scannerThread;
+    }
+
+    /** The periodic JFR hook (for tests; not API). */
+    ReactorObservability observability() {
+        return observability;
     }
 
     /** Runs completion callbacks of {@link GpuEvent#toCompletableFuture()}: a virtual thread each. */
@@ -324,6 +337,7 @@ public final class CompletionReactor {
         if (!beginClose()) {
             return;
         }
+        observability.closing(); // the final JFR counters, before the shutdown changes them
         if (Thread.currentThread() == scannerThread) {
             scanner.finishCloseOnExit(); // the scanner finishes it when it leaves its loop
             return;
@@ -371,16 +385,23 @@ public final class CompletionReactor {
         return beginClose();
     }
 
-    /** Shutdown as the consumer: one reclaim step now, the rest (if any) on a reclaimer thread. */
+    /**
+     * Shutdown as the consumer: one reclaim step now, the rest (if any) on a reclaimer thread; then
+     * the JFR hook goes (last, so nothing it does can keep a waiter from being woken).
+     */
     void finishClose() {
-        if (!reclaimStep()) {
-            systemThread(scannerThread.getName().replace("scanner", "reclaimer"), () -> {
-                // Streams settle within milliseconds, unless dead or a backend keeps failing:
-                // then look again less and less often (at most once a second).
-                for (long pause = 1_000_000L; !reclaimStep(); pause = Math.min(pause << 1, 1_000_000_000L)) {
-                    LockSupport.parkNanos(this, pause);
-                }
-            }).start();
+        try {
+            if (!reclaimStep()) {
+                systemThread(scannerThread.getName().replace("scanner", "reclaimer"), () -> {
+                    // Streams settle within milliseconds, unless dead or a backend keeps failing:
+                    // then look again less and less often (at most once a second).
+                    for (long pause = 1_000_000L; !reclaimStep(); pause = Math.min(pause << 1, 1_000_000_000L)) {
+                        LockSupport.parkNanos(this, pause);
+                    }
+                }).start();
+            }
+        } finally {
+            observability.close();
         }
     }
 

@@ -1,0 +1,411 @@
+package io.cudaloom;
+
+import static io.cudaloom.ReactorTestSupport.LONG;
+import static io.cudaloom.ReactorTestSupport.gate;
+import static io.cudaloom.ReactorTestSupport.parkedOn;
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.cudaloom.InstantDevice.InstantStream;
+import io.cudaloom.sim.SimulatedDevice;
+import io.cudaloom.sim.SimulatedStream;
+import java.lang.reflect.Method;
+import java.lang.reflect.Modifier;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
+import jdk.jfr.EventType;
+import jdk.jfr.FlightRecorder;
+import jdk.jfr.Recording;
+import jdk.jfr.consumer.RecordedEvent;
+import jdk.jfr.consumer.RecordingFile;
+import jdk.jfr.consumer.RecordingStream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * What operators see: the JFR events (a slow await with its path and outcome, a fallback with its
+ * reason, a device fault, the periodic counters) recorded with the fields they promise.
+ * Events are read back from a recording file, or live from a {@link RecordingStream}; each
+ * assertion picks the events of its own device by name, since other devices may be open.
+ */
+class ObservabilityTest {
+    @TempDir
+    Path dir;
+
+    /** The events named {@code name} that {@code device} emitted. */
+    private static List<RecordedEvent> of(List<RecordedEvent> events, String name, GpuDevice device) {
+        return events.stream()
+                .filter(e -> e.getEventType().getName().equals(name) && e.getString("device").equals(device.name()))
+                .toList();
+    }
+
+    /** Runs {@code body} under a recording set up by {@code settings}; returns what it recorded. */
+    private List<RecordedEvent> record(Consumer<Recording> settings, ThrowingRunnable body) throws Exception {
+        Path file = dir.resolve("test.jfr");
+        try (Recording recording = new Recording()) {
+            settings.accept(recording);
+            recording.start();
+            body.run();
+            recording.stop(); // flushes every event committed before it
+            recording.dump(file);
+        }
+        return RecordingFile.readAllEvents(file);
+    }
+
+    interface ThrowingRunnable {
+        void run() throws Exception;
+    }
+
+    private static Consumer<Recording> slowAwaitsOverZeroMs() {
+        return r -> {
+            r.enable(SlowAwaitEvent.NAME).withThreshold(Duration.ZERO);
+            r.enable(FallbackEvent.NAME);
+            r.enable(DeviceFaultEvent.NAME);
+        };
+    }
+
+    /** Starts a virtual thread awaiting {@code stream}'s work; its outcome goes to {@code failure}. */
+    private static Thread awaiting(GpuStream stream, AtomicReference<Throwable> failure) {
+        GpuEvent event = stream.event();
+        return Thread.ofVirtual().start(() -> {
+            try {
+                event.await();
+            } catch (Throwable t) {
+                failure.set(t);
+            }
+        });
+    }
+
+    // ---- JFR: SlowAwait ---------------------------------------------------------------------------
+
+    @Test
+    void aParkedAwaitOverTheThresholdIsRecordedWithDeviceStreamPathAndOutcome() throws Exception {
+        try (SimulatedDevice device = SimulatedDevice.create(ReactorConfig.builder().waiterSpin(Duration.ZERO).build())) {
+            SimulatedStream stream = device.newStream();
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            List<RecordedEvent> events = record(slowAwaitsOverZeroMs(), () -> {
+                CountDownLatch gate = gate(stream);
+                Thread waiter = awaiting(stream, failure);
+                await().atMost(LONG).until(() -> parkedOn(waiter, device.reactor()));
+                gate.countDown();
+                waiter.join();
+            });
+            assertNull(failure.get());
+            List<RecordedEvent> slow = of(events, SlowAwaitEvent.NAME, device);
+            assertEquals(1, slow.size(), "one slow await: " + slow);
+            RecordedEvent e = slow.get(0);
+            assertEquals(stream.toString(), e.getString("stream"));
+            assertEquals("parked", e.getString("path"));
+            assertEquals("completed", e.getString("outcome"));
+            assertTrue(e.getDuration().toNanos() > 0, "a duration: " + e);
+            assertTrue(e.getThread().isVirtual(), "the awaiting (virtual) thread: " + e.getThread());
+            assertNotNull(e.getStackTrace(), "the await's stack trace");
+            assertTrue(e.getStackTrace().getFrames().stream()
+                    .anyMatch(f -> f.getMethod().getName().equals("await")), "await() on the stack: " + e);
+        }
+    }
+
+    @Test
+    void anAwaitUnderTheThresholdIsNotRecorded() throws Exception {
+        try (SimulatedDevice device = SimulatedDevice.create(ReactorConfig.builder().waiterSpin(Duration.ZERO).build())) {
+            SimulatedStream stream = device.newStream();
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            List<RecordedEvent> events = record(r -> r.enable(SlowAwaitEvent.NAME).withThreshold(Duration.ofHours(1)),
+                    () -> {
+                        CountDownLatch gate = gate(stream);
+                        Thread waiter = awaiting(stream, failure);
+                        await().atMost(LONG).until(() -> parkedOn(waiter, device.reactor()));
+                        gate.countDown();
+                        waiter.join();
+                    });
+            assertNull(failure.get());
+            assertEquals(1, device.reactor().stats().registrations(), "the await registered (so it was timed)");
+            assertEquals(List.of(), of(events, SlowAwaitEvent.NAME, device));
+        }
+    }
+
+    @Test
+    void theDefaultThresholdIs20Ms() {
+        String threshold = EventType.getEventType(SlowAwaitEvent.class).getSettingDescriptors().stream()
+                .filter(s -> s.getName().equals("threshold")).findFirst().orElseThrow().getDefaultValue();
+        assertEquals("20 ms", threshold);
+    }
+
+    @Test
+    void theInlinePathAndATimeoutAreNamed() throws Exception {
+        try (InstantDevice device = InstantDevice.create(ReactorConfig.builder()
+                .waiterSpin(Duration.ofMillis(1), 64).build())) {
+            InstantStream stream = device.newStream();
+            InstantStream held = device.newStream();
+            List<RecordedEvent> events = record(slowAwaitsOverZeroMs(), () -> {
+                // Hold the scanner in a completion callback (a direct executor runs it there), so
+                // only the waiter's own spin can see its flag, which lands at once: an inline completion.
+                CountDownLatch scannerHeld = new CountDownLatch(1);
+                CountDownLatch release = new CountDownLatch(1);
+                device.newStream().event().onComplete(Runnable::run, () -> {
+                    scannerHeld.countDown();
+                    awaitUninterruptibly(release);
+                }, e -> { });
+                scannerHeld.await();
+                stream.await();
+                release.countDown();
+                InstantStream.Gate gate = held.hold();
+                assertFalse(held.event().await(Duration.ofMillis(1)));
+                gate.open();
+            });
+            assertEquals(1, device.reactor().stats().inlineCompletions());
+            List<RecordedEvent> slow = of(events, SlowAwaitEvent.NAME, device);
+            assertEquals(2, slow.size(), "both awaits (threshold 0): " + slow);
+            RecordedEvent inline = slow.stream().filter(e -> e.getString("stream").equals(stream.toString()))
+                    .findFirst().orElseThrow();
+            assertEquals("inline", inline.getString("path"));
+            assertEquals("completed", inline.getString("outcome"));
+            RecordedEvent timedOut = slow.stream().filter(e -> e.getString("stream").equals(held.toString()))
+                    .findFirst().orElseThrow();
+            assertEquals("timed out", timedOut.getString("outcome"));
+            assertTrue(timedOut.getDuration().toNanos() >= 1_000_000, "waited its 1 ms: " + timedOut);
+        }
+    }
+
+    private static void awaitUninterruptibly(CountDownLatch latch) {
+        boolean interrupted = false;
+        while (true) {
+            try {
+                latch.await();
+                break;
+            } catch (InterruptedException e) {
+                interrupted = true;
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    @Test
+    void aCoalescedAwaitIsNamed() throws Exception {
+        try (SimulatedDevice device = SimulatedDevice.create(ReactorConfig.builder().coalesce(true).build())) {
+            SimulatedStream stream = device.newStream();
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            List<RecordedEvent> events = record(slowAwaitsOverZeroMs(), () -> {
+                CountDownLatch gate = gate(stream);
+                Thread waiter = awaiting(stream, failure);
+                await().atMost(LONG).until(() -> parkedOn(waiter, device.reactor()));
+                gate.countDown();
+                waiter.join();
+            });
+            assertNull(failure.get());
+            List<RecordedEvent> slow = of(events, SlowAwaitEvent.NAME, device);
+            assertEquals(List.of("coalesced"), slow.stream().map(e -> e.getString("path")).toList());
+        }
+    }
+
+    // ---- JFR: Fallback ----------------------------------------------------------------------------
+
+    @Test
+    void theHostCallbackStrategyRecordsAFallbackWithItsReason() throws Exception {
+        try (SimulatedDevice device = SimulatedDevice.create(ReactorConfig.builder()
+                .strategy(CompletionStrategy.HOST_CALLBACK).build())) {
+            SimulatedStream stream = device.newStream();
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            List<RecordedEvent> events = record(slowAwaitsOverZeroMs(), () -> {
+                CountDownLatch gate = gate(stream);
+                Thread waiter = awaiting(stream, failure);
+                await().atMost(LONG).until(() -> parkedOn(waiter, device.reactor()));
+                gate.countDown();
+                waiter.join();
+            });
+            assertNull(failure.get());
+            List<RecordedEvent> fallbacks = of(events, FallbackEvent.NAME, device);
+            assertEquals(1, fallbacks.size(), "one fallback: " + fallbacks);
+            assertEquals("HOST_CALLBACK strategy", fallbacks.get(0).getString("reason"));
+            assertEquals(stream.toString(), fallbacks.get(0).getString("stream"));
+            assertEquals(List.of("fallback"), of(events, SlowAwaitEvent.NAME, device).stream()
+                    .map(e -> e.getString("path")).toList());
+        }
+    }
+
+    @Test
+    void anExhaustedPoolRecordsAFallback() throws Exception {
+        try (SimulatedDevice device = SimulatedDevice.create(ReactorConfig.builder().capacity(1).build())) {
+            SimulatedStream stream = device.newStream();
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            List<RecordedEvent> events = record(slowAwaitsOverZeroMs(), () -> {
+                CountDownLatch gate = gate(stream);
+                Thread first = awaiting(stream, failure);
+                await().atMost(LONG).until(() -> parkedOn(first, device.reactor()));
+                Thread second = awaiting(stream, failure); // the only slot is taken
+                await().atMost(LONG).until(() -> parkedOn(second, device.reactor()));
+                gate.countDown();
+                first.join();
+                second.join();
+            });
+            assertNull(failure.get());
+            assertEquals(1, device.reactor().stats().fallbacks());
+            List<RecordedEvent> fallbacks = of(events, FallbackEvent.NAME, device);
+            assertEquals(List.of("pool exhausted"), fallbacks.stream().map(e -> e.getString("reason")).toList());
+        }
+    }
+
+    @Test
+    void aRefusedFlagWriteRecordsAFallback() throws Exception {
+        try (InstantDevice device = InstantDevice.create(ReactorConfig.defaults())) {
+            InstantStream stream = device.newStream();
+            stream.refuseFlagWritesNow = true; // host callbacks are still taken (and run at once)
+            List<RecordedEvent> events = record(slowAwaitsOverZeroMs(), stream::await);
+            assertEquals(1, device.reactor().stats().fallbacks());
+            assertEquals(List.of("write refused"), of(events, FallbackEvent.NAME, device).stream()
+                    .map(e -> e.getString("reason")).toList());
+        }
+    }
+
+    // ---- JFR: DeviceFault -------------------------------------------------------------------------
+
+    @Test
+    void aFaultFoundByTheProbeRecordsTheErrorAndTheRegistrationsItFailed() throws Exception {
+        try (SimulatedDevice device = SimulatedDevice.create(ReactorConfig.builder()
+                .waiterSpin(Duration.ZERO).faultProbeInterval(Duration.ofMillis(1)).build())) {
+            SimulatedStream stream = device.newStream();
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            List<RecordedEvent> events = record(slowAwaitsOverZeroMs(), () -> {
+                CountDownLatch gate = gate(stream);
+                stream.injectFault("CUDA_ERROR_ILLEGAL_ADDRESS (simulated)"); // runs when the gate opens
+                Thread waiter = awaiting(stream, failure); // its flag write comes after the fault: never lands
+                await().atMost(LONG).until(() -> parkedOn(waiter, device.reactor()));
+                gate.countDown();
+                waiter.join();
+                // The scanner commits the event after waking the waiters it failed: seen parked
+                // after the join, it has left that delivery, so the event is in the recording.
+                Thread scanner = device.reactor().scannerThread();
+                await().atMost(LONG).until(() -> ReactorTestSupport.parked(scanner));
+            });
+            assertInstanceOf(GpuFaultException.class, failure.get());
+            List<RecordedEvent> faults = of(events, DeviceFaultEvent.NAME, device);
+            assertEquals(1, faults.size(), "one fault: " + faults);
+            RecordedEvent fault = faults.get(0);
+            assertEquals(stream.toString(), fault.getString("stream"));
+            assertTrue(fault.getString("error").contains("CUDA_ERROR_ILLEGAL_ADDRESS"), fault.getString("error"));
+            assertEquals(1, fault.getInt("registrationsFailed"));
+            assertEquals(List.of("fault"), of(events, SlowAwaitEvent.NAME, device).stream()
+                    .map(e -> e.getString("outcome")).toList());
+        }
+    }
+
+    // ---- JFR: periodic counters -------------------------------------------------------------------
+
+    @Test
+    void thePeriodicCountersFollowEachOpenDeviceAndAClosedDevicesHookIsGone() throws Exception {
+        ConcurrentLinkedQueue<RecordedEvent> seen = new ConcurrentLinkedQueue<>();
+        SimulatedDevice closing = SimulatedDevice.create(); // closed in the test, and again (a no-op) below
+        try (RecordingStream rs = new RecordingStream(); SimulatedDevice staying = SimulatedDevice.create()) {
+            rs.setReuse(false); // the events are kept
+            rs.enable(ReactorCountersEvent.NAME).withPeriod(Duration.ofMillis(10));
+            rs.onEvent(ReactorCountersEvent.NAME, seen::add);
+            rs.startAsync();
+            SimulatedStream stream = closing.newStream();
+            for (int i = 0; i < 3; i++) {
+                stream.launchKernel(Duration.ofMillis(1));
+                stream.await();
+            }
+            ReactorStats s = closing.reactor().stats();
+            await().atMost(LONG).until(() -> seen.stream().anyMatch(e -> e.getString("device").equals(closing.name())
+                    && e.getLong("completions") == s.completions()));
+            RecordedEvent e = seen.stream().filter(x -> x.getString("device").equals(closing.name())
+                    && x.getLong("completions") == s.completions()).findFirst().orElseThrow();
+            assertEquals(s.capacity(), e.getInt("capacity"));
+            assertEquals(s.registrations(), e.getLong("registrations"));
+            assertEquals(s.immediate(), e.getLong("immediate"));
+            assertEquals(s.fallbacks(), e.getLong("fallbacks"));
+            assertEquals(0, e.getInt("quarantined"));
+            assertTrue(e.getLong("scanPasses") > 0, "the scanner's counters too: " + e);
+
+            Runnable hook = closing.reactor().observability().countersHook();
+            closing.close();
+            Instant closed = Instant.now();
+            assertFalse(FlightRecorder.removePeriodicEvent(hook), "close removed the hook already");
+            // The other device's hook is still there: it goes on reporting after the close.
+            await().atMost(LONG).until(() -> seen.stream().anyMatch(x -> x.getString("device").equals(staying.name())
+                    && x.getStartTime().isAfter(closed)));
+        } finally {
+            closing.close();
+        }
+    }
+
+    @Test
+    void closingADeviceRecordsItsFinalCounters() throws Exception {
+        SimulatedDevice device = SimulatedDevice.create();
+        AtomicReference<ReactorStats> last = new AtomicReference<>();
+        List<RecordedEvent> events;
+        try {
+            // A period no test lasts: the one event is the one close emits.
+            events = record(r -> r.enable(ReactorCountersEvent.NAME).withPeriod(Duration.ofHours(1)), () -> {
+                SimulatedStream stream = device.newStream();
+                stream.launchKernel(Duration.ofMillis(1));
+                stream.await();
+                stream.launchKernel(Duration.ofMillis(1));
+                stream.await();
+                ReactorTestSupport.assertNothingLeaked(device);
+                last.set(device.reactor().stats());
+                device.close();
+            });
+        } finally {
+            device.close();
+        }
+        List<RecordedEvent> counters = of(events, ReactorCountersEvent.NAME, device);
+        assertEquals(1, counters.size(), "the closing snapshot: " + counters);
+        assertEquals(last.get().completions(), counters.get(0).getLong("completions"));
+        assertEquals(last.get().registrations(), counters.get(0).getLong("registrations"));
+        assertEquals(last.get().capacity(), counters.get(0).getInt("freeSlots"), "taken before close holds them");
+        assertTrue(last.get().completions() >= 2, "counted: " + last.get());
+    }
+
+    // ---- one set of counters everywhere -----------------------------------------------------------
+
+    @Test
+    void everyStatsCounterIsAFieldOfThePeriodicEvent() {
+        List<String> missing = new ArrayList<>();
+        EventType counters = EventType.getEventType(ReactorCountersEvent.class);
+        int checked = 0;
+        for (Method m : ReactorStats.class.getDeclaredMethods()) {
+            if (!Modifier.isPublic(m.getModifiers()) || Modifier.isStatic(m.getModifiers())
+                    || m.getParameterCount() != 0 || !(m.getReturnType() == int.class || m.getReturnType() == long.class)
+                    || m.getName().equals("hashCode")) {
+                continue;
+            }
+            checked++;
+            if (counters.getField(m.getName()) == null) {
+                missing.add(ReactorCountersEvent.NAME + "." + m.getName());
+            }
+        }
+        assertEquals(19, checked, "ReactorStats' counters");
+        assertEquals(List.of(), missing);
+    }
+
+    @Test
+    void theStatsValueClassComparesAndPrintsEveryCounter() {
+        ReactorStats a = ReactorStats.builder().capacity(8).freeSlots(8).completions(3).scannerCpuNanos(-1).build();
+        ReactorStats b = ReactorStats.builder().capacity(8).freeSlots(8).completions(3).scannerCpuNanos(-1).build();
+        assertEquals(a, b);
+        assertEquals(a.hashCode(), b.hashCode());
+        assertNotEquals(a, ReactorStats.builder().capacity(8).freeSlots(8).completions(4).scannerCpuNanos(-1).build());
+        assertTrue(a.toString().startsWith("ReactorStats[capacity=8, armedNow=0, freeSlots=8, registrations=0, "
+                + "completions=3,"), a.toString());
+        assertTrue(a.toString().endsWith(", scannerCpuNanos=-1]"), a.toString());
+        assertThrows(NoSuchMethodException.class, () -> ReactorStats.class.getConstructor(ReactorStats.Builder.class),
+                "no public constructor");
+    }
+}
