@@ -56,9 +56,9 @@ import org.jspecify.annotations.Nullable;
  * {@link Registrar}: arming and fallback; {@link Scanner}: the loop, delivery, fault probe and
  * quarantine, and the consumer's half of shutdown; {@link ReactorCounters}: the counters;
  * {@link ReactorEvents}: the JFR events (slow awaits, fallbacks, faults, periodic counters), each
- * allocation-free while disabled; {@link ReactorObservability}: the periodic JFR hook, installed
- * when the reactor opens and removed when it closes; this class: the checks before registering,
- * the lifecycle and close.
+ * allocation-free while disabled; {@link ReactorObservability}: the {@link ReactorMXBean} and the
+ * periodic JFR hook, installed when the reactor opens and removed when it closes; this class: the
+ * checks before registering, the lifecycle and close.
  *
  * <h2>Close</h2>
  * {@link #close()} wakes every waiter with a {@link ReactorClosedException}, stops the scanner,
@@ -92,7 +92,7 @@ public final class CompletionReactor {
     private final Scanner scanner;
     private final Thread scannerThread;
     private final Executor callbackExecutor;
-    /** The periodic JFR hook: installed at the end of construction, removed by finishClose. */
+    /** The MXBean and the periodic JFR hook: installed at the end of construction, removed by finishClose. */
     private final ReactorObservability observability;
 
     /**
@@ -131,9 +131,9 @@ public final class CompletionReactor {
             t.start();
         };
         this.scannerThread = systemThread("cuda-loom-scanner-" + id + " (" + device.name() + ")", scanner);
-        this.observability = new ReactorObservability(this);
+        this.observability = new ReactorObservability(this, id);
         scannerThread.start();
-        // Last: JFR's hook list publishes this reactor to another thread.
+        // Last: the MBean server and JFR's hook list publish this reactor to other threads.
         observability.open();
     }
 
@@ -156,7 +156,7 @@ public final class CompletionReactor {
         return scannerThread;
     }
 
-    /** The periodic JFR hook (for tests; not API). */
+    /** The MXBean registration and the JFR hook (for tests; not API). */
     ReactorObservability observability() {
         return observability;
     }
@@ -387,7 +387,7 @@ public final class CompletionReactor {
 
     /**
      * Shutdown as the consumer: one reclaim step now, the rest (if any) on a reclaimer thread; then
-     * the JFR hook goes (last, so nothing it does can keep a waiter from being woken).
+     * the MXBean and the JFR hook go (last, so nothing they do can keep a waiter from being woken).
      */
     void finishClose() {
         try {

@@ -10,6 +10,8 @@ import org.jspecify.annotations.Nullable;
  * <p>A value class that can grow: new counters are added as new accessors, never as constructor
  * parameters, so callers keep compiling. Snapshots are made by the reactor, or with
  * {@link #builder()} (for test doubles and tools). Two snapshots are equal when every counter is.
+ * The same counters are published as JMX attributes ({@link ReactorMXBean}) and as the periodic
+ * JDK Flight Recorder event {@code io.cudaloom.ReactorCounters}.
  */
 public final class ReactorStats {
     private final int capacity;

@@ -16,6 +16,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.cudaloom.InstantDevice.InstantStream;
 import io.cudaloom.sim.SimulatedDevice;
 import io.cudaloom.sim.SimulatedStream;
+import java.lang.management.ManagementFactory;
 import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
 import java.nio.file.Path;
@@ -23,10 +24,13 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
+import javax.management.MBeanServer;
+import javax.management.ObjectName;
 import jdk.jfr.EventType;
 import jdk.jfr.FlightRecorder;
 import jdk.jfr.Recording;
@@ -38,11 +42,14 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * What operators see: the JFR events (a slow await with its path and outcome, a fallback with its
- * reason, a device fault, the periodic counters) recorded with the fields they promise.
+ * reason, a device fault, the periodic counters) recorded with the fields they promise, and the
+ * reactor's MXBean on the platform MBean server while the device is open, gone once it closes.
  * Events are read back from a recording file, or live from a {@link RecordingStream}; each
  * assertion picks the events of its own device by name, since other devices may be open.
  */
 class ObservabilityTest {
+    private static final MBeanServer MBEANS = ManagementFactory.getPlatformMBeanServer();
+
     @TempDir
     Path dir;
 
@@ -373,10 +380,78 @@ class ObservabilityTest {
         assertTrue(last.get().completions() >= 2, "counted: " + last.get());
     }
 
+    // ---- JMX --------------------------------------------------------------------------------------
+
+    @Test
+    void theMXBeanIsRegisteredUnderTheDeviceNameWithItsCountersAndGoneAfterClose() throws Exception {
+        ObjectName name;
+        try (SimulatedDevice device = SimulatedDevice.create(ReactorConfig.builder().capacity(64).build())) {
+            name = new ObjectName("io.cudaloom:type=GpuDevice,name=" + ObjectName.quote(device.name()));
+            assertTrue(MBEANS.isRegistered(name), name + " registered");
+            assertEquals(name, device.reactor().observability().mbeanName());
+            SimulatedStream stream = device.newStream();
+            for (int i = 0; i < 5; i++) {
+                stream.launchKernel(Duration.ofMillis(1));
+                stream.await();
+            }
+            ReactorTestSupport.assertNothingLeaked(device);
+            ReactorStats s = device.reactor().stats();
+            assertEquals(device.name(), MBEANS.getAttribute(name, "DeviceName"));
+            assertEquals("REACTOR", MBEANS.getAttribute(name, "Strategy"));
+            assertEquals(64, MBEANS.getAttribute(name, "Capacity"));
+            assertEquals(64, MBEANS.getAttribute(name, "FreeSlots"));
+            assertEquals(0L, MBEANS.getAttribute(name, "ArmedNow"));
+            assertEquals(0, MBEANS.getAttribute(name, "Quarantined"));
+            assertEquals(s.completions(), MBEANS.getAttribute(name, "Completions"));
+            assertEquals(s.registrations(), MBEANS.getAttribute(name, "Registrations"));
+            assertEquals(s.immediate(), MBEANS.getAttribute(name, "Immediate"));
+            assertEquals(5L, s.completions());
+            assertTrue((Long) MBEANS.getAttribute(name, "ScanPasses") > 0);
+        }
+        assertFalse(MBEANS.isRegistered(name), name + " unregistered on close");
+    }
+
+    @Test
+    void devicesOfTheSameNameGetDistinctMXBeans() throws Exception {
+        ObjectName first;
+        ObjectName second;
+        try (InstantDevice a = InstantDevice.create(ReactorConfig.defaults());
+                InstantDevice b = InstantDevice.create(ReactorConfig.defaults())) {
+            assertEquals(a.name(), b.name());
+            first = a.reactor().observability().mbeanName();
+            second = b.reactor().observability().mbeanName();
+            assertNotNull(first);
+            assertNotNull(second);
+            assertNotEquals(first, second);
+            assertEquals(a.name(), MBEANS.getAttribute(first, "DeviceName"));
+            assertEquals(b.name(), MBEANS.getAttribute(second, "DeviceName"));
+        }
+        assertFalse(MBEANS.isRegistered(first));
+        assertFalse(MBEANS.isRegistered(second));
+    }
+
+    @Test
+    void noMXBeanWhenConfiguredOff() throws Exception {
+        try (SimulatedDevice device = SimulatedDevice.create(ReactorConfig.builder().jmx(false).build())) {
+            assertNull(device.reactor().observability().mbeanName());
+            assertFalse(MBEANS.isRegistered(ReactorObservability.objectName(device.name())));
+            assertFalse(device.reactor().config().jmx());
+        }
+        assertTrue(ReactorConfig.defaults().jmx(), "on by default");
+    }
+
+    @Test
+    void aQuotedNameSurvivesCharactersObjectNamesReserve() throws Exception {
+        ObjectName name = ReactorObservability.objectName("GPU \"0\", type=*?\\");
+        assertEquals("GPU \"0\", type=*?\\", ObjectName.unquote(name.getKeyProperty("name")));
+        assertEquals("GpuDevice", name.getKeyProperty("type"));
+        assertFalse(name.isPattern());
+    }
+
     // ---- one set of counters everywhere -----------------------------------------------------------
 
     @Test
-    void everyStatsCounterIsAFieldOfThePeriodicEvent() {
+    void everyStatsCounterIsAnMXBeanAttributeAndAFieldOfThePeriodicEvent() throws Exception {
         List<String> missing = new ArrayList<>();
         EventType counters = EventType.getEventType(ReactorCountersEvent.class);
         int checked = 0;
@@ -387,6 +462,15 @@ class ObservabilityTest {
                 continue;
             }
             checked++;
+            String getter = "get" + m.getName().substring(0, 1).toUpperCase(Locale.ROOT) + m.getName().substring(1);
+            try {
+                Method attribute = ReactorMXBean.class.getMethod(getter);
+                if (attribute.getReturnType() != m.getReturnType()) {
+                    missing.add("ReactorMXBean." + getter + " returns " + attribute.getReturnType());
+                }
+            } catch (NoSuchMethodException e) {
+                missing.add("ReactorMXBean." + getter);
+            }
             if (counters.getField(m.getName()) == null) {
                 missing.add(ReactorCountersEvent.NAME + "." + m.getName());
             }
