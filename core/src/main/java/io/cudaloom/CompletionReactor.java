@@ -222,7 +222,13 @@ public final class CompletionReactor {
 
     private long scannerCpuNanos() {
         java.lang.management.ThreadMXBean threads = java.lang.management.ManagementFactory.getThreadMXBean();
-        return threads.isThreadCpuTimeSupported() ? threads.getThreadCpuTime(scannerThread.threadId()) : -1L;
+        if (!threads.isThreadCpuTimeSupported()) {
+            return -1L;
+        }
+        long nanos = threads.getThreadCpuTime(scannerThread.threadId());
+        // -1 for a terminated thread: then the total it recorded on its way out (isAlive() false
+        // orders that write before this read).
+        return nanos >= 0 || scannerThread.isAlive() ? nanos : scanner.cpuNanosAtExit();
     }
 
     // ---- waiting and registering ----------------------------------------------------------------

@@ -121,7 +121,7 @@ public final class ReactorStats {
      */
     public long scannerErrors() { return scannerErrors; }
 
-    /** CPU time the scanner thread has used (-1 where the JVM cannot tell; 0 once it has stopped). */
+    /** CPU time the scanner thread has used (its total once it has stopped; -1 where the JVM cannot tell). */
     public long scannerCpuNanos() { return scannerCpuNanos; }
 
     /** Every counter in declaration order: what equals, hashCode and toString compare and print. */

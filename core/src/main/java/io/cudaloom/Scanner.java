@@ -6,6 +6,8 @@ import io.cudaloom.protocol.SlotTable;
 import io.cudaloom.spi.StreamState;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.IdentityHashMap;
@@ -69,6 +71,12 @@ final class Scanner implements Runnable {
     private long quarantineCheckNanos;
     /** Set by close() called on the scanner thread itself; read by that thread when it leaves run. */
     private boolean finishCloseOnExit;
+    /**
+     * The scanner thread's CPU time as it left {@link #run} (-1 before, or where the JVM cannot
+     * tell): read by {@link CompletionReactor#stats()} once the thread has terminated, which
+     * orders this write before the read.
+     */
+    private volatile long cpuNanosAtExit = -1L;
 
     Scanner(CompletionReactor reactor, Registrar registrar, SlotTable<Completion> table, ReactorConfig config) {
         this.reactor = reactor;
@@ -100,6 +108,19 @@ final class Scanner implements Runnable {
 
     @Override
     public void run() {
+        try {
+            loop();
+        } finally {
+            ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+            cpuNanosAtExit = threads.isCurrentThreadCpuTimeSupported() ? threads.getCurrentThreadCpuTime() : -1L;
+        }
+    }
+
+    long cpuNanosAtExit() {
+        return cpuNanosAtExit;
+    }
+
+    private void loop() {
         long now = System.nanoTime();
         nextProbeAt = now + config.faultProbeIntervalNanos();
         idle.reset(now);

@@ -378,6 +378,10 @@ class ObservabilityTest {
         assertEquals(last.get().registrations(), counters.get(0).getLong("registrations"));
         assertEquals(last.get().capacity(), counters.get(0).getInt("freeSlots"), "taken before close holds them");
         assertTrue(last.get().completions() >= 2, "counted: " + last.get());
+        if (ManagementFactory.getThreadMXBean().isThreadCpuTimeSupported()) {
+            assertTrue(counters.get(0).getDuration("scannerCpuNanos").toNanos() > 0, "scanner CPU: " + counters);
+            assertTrue(device.reactor().stats().scannerCpuNanos() > 0, "the stopped scanner's total");
+        }
     }
 
     // ---- JMX --------------------------------------------------------------------------------------
