@@ -12,7 +12,7 @@ import java.util.Objects;
  * the scanner spins 250 us after its last wake-up or retirement, then parks for 1/8 of the time it
  * has waited so far (between 20 us and 1 ms), and lingers 100 us once nothing is armed before it
  * parks untimed; streams of slots that stay armed are probed for device faults at most once per
- * millisecond.
+ * millisecond; the reactor's {@link ReactorMXBean} is registered while the device is open.
  */
 public final class ReactorConfig {
     /** The largest capacity accepted: 16 Mi slots (64 MiB of pinned flags). */

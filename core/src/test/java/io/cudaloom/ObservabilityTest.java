@@ -440,6 +440,8 @@ class ObservabilityTest {
             assertNull(device.reactor().observability().mbeanName());
             assertFalse(MBEANS.isRegistered(ReactorObservability.objectName(device.name())));
             assertFalse(device.reactor().config().jmx());
+            assertFalse(device.reactor().config().toBuilder().build().jmx(), "toBuilder keeps it");
+            assertTrue(device.reactor().config().toString().contains("no jmx"), device.reactor().config().toString());
         }
         assertTrue(ReactorConfig.defaults().jmx(), "on by default");
     }
