@@ -2,6 +2,7 @@ package io.cudaloom;
 
 import java.lang.management.ManagementFactory;
 import java.util.Objects;
+import java.util.function.Supplier;
 import javax.management.InstanceAlreadyExistsException;
 import javax.management.JMException;
 import javax.management.MBeanServer;
@@ -31,14 +32,21 @@ final class ReactorObservability {
 
     private final CompletionReactor reactor;
     private final int id;
+    private final Supplier<MBeanServer> mbeanServer;
     private final Runnable countersHook;
     private boolean hookAdded; // guarded by this
     private @Nullable ObjectName mbeanName; // guarded by this
     private boolean closed; // guarded by this
 
     ReactorObservability(CompletionReactor reactor, int id) {
+        this(reactor, id, ManagementFactory::getPlatformMBeanServer);
+    }
+
+    /** With another MBean server than the platform's (tests: one that refuses). */
+    ReactorObservability(CompletionReactor reactor, int id, Supplier<MBeanServer> mbeanServer) {
         this.reactor = reactor;
         this.id = id;
+        this.mbeanServer = mbeanServer;
         this.countersHook = () -> ReactorEvents.counters(reactor);
     }
 
@@ -66,7 +74,7 @@ final class ReactorObservability {
     private @Nullable ObjectName registerMBean() {
         String device = reactor.device().name();
         try {
-            MBeanServer server = ManagementFactory.getPlatformMBeanServer();
+            MBeanServer server = mbeanServer.get();
             StandardMBean bean = new StandardMBean(new Bean(reactor), ReactorMXBean.class, true);
             try {
                 return server.registerMBean(bean, objectName(device)).getObjectName();
@@ -109,7 +117,7 @@ final class ReactorObservability {
         if (name != null) {
             mbeanName = null;
             try {
-                ManagementFactory.getPlatformMBeanServer().unregisterMBean(name);
+                mbeanServer.get().unregisterMBean(name);
             } catch (JMException | RuntimeException e) {
                 LOG.log(System.Logger.Level.WARNING, () -> "cuda-loom: unregistering " + name + " failed: " + e, e);
             }

@@ -19,6 +19,7 @@ import io.cudaloom.sim.SimulatedStream;
 import java.lang.management.ManagementFactory;
 import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
+import java.lang.reflect.Proxy;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
@@ -26,9 +27,14 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
+import java.util.logging.Handler;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
+import javax.management.MBeanRegistrationException;
 import javax.management.MBeanServer;
 import javax.management.ObjectName;
 import jdk.jfr.EventType;
@@ -444,6 +450,42 @@ class ObservabilityTest {
             assertTrue(device.reactor().config().toString().contains("no jmx"), device.reactor().config().toString());
         }
         assertTrue(ReactorConfig.defaults().jmx(), "on by default");
+    }
+
+    @Test
+    void aRefusedRegistrationIsLoggedAndTheDeviceWorksOn() throws Exception {
+        MBeanServer refusing = (MBeanServer) Proxy.newProxyInstance(getClass().getClassLoader(),
+                new Class<?>[] {MBeanServer.class}, (proxy, method, args) -> {
+                    if (method.getName().equals("registerMBean")) {
+                        throw new MBeanRegistrationException(new Exception("refused by the test"));
+                    }
+                    throw new UnsupportedOperationException(method.getName());
+                });
+        List<LogRecord> logged = new CopyOnWriteArrayList<>();
+        Handler capture = new Handler() {
+            @Override public void publish(LogRecord r) { logged.add(r); }
+            @Override public void flush() { }
+            @Override public void close() { }
+        };
+        java.util.logging.Logger log = java.util.logging.Logger.getLogger("io.cudaloom"); // System.Logger's backend
+        log.addHandler(capture);
+        try (SimulatedDevice device = SimulatedDevice.create()) {
+            ReactorObservability refused = new ReactorObservability(device.reactor(), -1, () -> refusing);
+            refused.open(); // does not throw
+            assertNull(refused.mbeanName());
+            refused.close();
+            LogRecord warning = logged.stream().filter(r -> r.getMessage().contains("was not registered"))
+                    .findFirst().orElseThrow(() -> new AssertionError("no warning logged: " + logged));
+            assertEquals(Level.WARNING, warning.getLevel());
+            assertTrue(warning.getMessage().contains(device.name()), warning.getMessage());
+            assertInstanceOf(MBeanRegistrationException.class, warning.getThrown());
+            SimulatedStream stream = device.newStream();
+            stream.launchKernel(Duration.ofMillis(1));
+            stream.await(); // the device works on
+            assertTrue(MBEANS.isRegistered(device.reactor().observability().mbeanName()), "its own MXBean");
+        } finally {
+            log.removeHandler(capture);
+        }
     }
 
     @Test
