@@ -12,8 +12,9 @@ import jdk.jfr.Timespan;
  * JFR event {@value #NAME}: a reactor's counters, once per period (1 s unless a recording sets
  * another) for every open device, and once more as the device's close begins (its totals, also
  * for a run shorter than a period). Emitted by the periodic hook each reactor adds when it opens
- * and removes when it closes ({@link ReactorObservability}). The fields are {@link ReactorStats}'s
- * accessors, by the same names; counters are cumulative since the device opened.
+ * (or, if Flight Recorder is not initialized yet, when it is) and removes when it closes
+ * ({@link ReactorObservability}). The fields are {@link ReactorStats}'s accessors, by the same
+ * names; counters are cumulative since the device opened.
  */
 @Name(ReactorCountersEvent.NAME)
 @Label("Reactor Counters")

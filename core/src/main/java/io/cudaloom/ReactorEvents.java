@@ -8,28 +8,27 @@ import org.jspecify.annotations.Nullable;
  * Where the reactor emits its JDK Flight Recorder events ({@link SlowAwaitEvent},
  * {@link FallbackEvent}, {@link DeviceFaultEvent}, {@link ReactorCountersEvent}).
  *
- * <p>Cost when disabled: each emitter first asks a static {@link EventType} handle whether the
- * event is enabled in a running recording (a field read) and allocates nothing if not, so the
- * await path stays allocation-free without relying on escape analysis (AwaitAllocationTest
- * checks it, with no recording and with a recording that disables the event). On a JVM without
- * Flight Recorder the handles are null and every emitter returns at once.
+ * <p>Cost when disabled: each emitter first asks whether the event is enabled in a running
+ * recording, and allocates nothing if not, so the await path stays allocation-free without
+ * relying on escape analysis (AwaitAllocationTest checks it, with no recording and with a
+ * recording that disables the event). The question is two field reads: whether Flight Recorder
+ * has been initialized at all (no recording can run before), and then a static {@link EventType}
+ * handle's enabled flag. The handles are looked up only once Flight Recorder is initialized, since
+ * the lookup initializes JFR's metadata (about 0.1 s), which a JVM that never records should not
+ * pay. On a JVM without Flight Recorder it is never initialized, so every emitter returns at once.
  */
 final class ReactorEvents {
-    private static final @Nullable EventType SLOW_AWAIT;
-    private static final @Nullable EventType FALLBACK;
-    private static final @Nullable EventType DEVICE_FAULT;
-
-    static {
-        boolean available = FlightRecorder.isAvailable();
-        SLOW_AWAIT = available ? EventType.getEventType(SlowAwaitEvent.class) : null;
-        FALLBACK = available ? EventType.getEventType(FallbackEvent.class) : null;
-        DEVICE_FAULT = available ? EventType.getEventType(DeviceFaultEvent.class) : null;
+    /** The event types; loaded (holder idiom) on first use, after Flight Recorder is initialized. */
+    private static final class Types {
+        static final EventType SLOW_AWAIT = EventType.getEventType(SlowAwaitEvent.class);
+        static final EventType FALLBACK = EventType.getEventType(FallbackEvent.class);
+        static final EventType DEVICE_FAULT = EventType.getEventType(DeviceFaultEvent.class);
     }
 
     private ReactorEvents() {}
 
-    private static boolean enabled(@Nullable EventType type) {
-        return type != null && type.isEnabled();
+    private static boolean slowAwaitEnabled() {
+        return FlightRecorder.isInitialized() && Types.SLOW_AWAIT.isEnabled();
     }
 
     /**
@@ -37,7 +36,7 @@ final class ReactorEvents {
      * allocated). {@link BlockingWait} sets its path, ends it and commits it if it was slow.
      */
     static @Nullable SlowAwaitEvent beginAwait() {
-        if (!enabled(SLOW_AWAIT)) {
+        if (!slowAwaitEnabled()) {
             return null;
         }
         SlowAwaitEvent event = new SlowAwaitEvent();
@@ -46,7 +45,7 @@ final class ReactorEvents {
     }
 
     static void fallback(GpuStream stream, String reason) {
-        if (enabled(FALLBACK)) {
+        if (FlightRecorder.isInitialized() && Types.FALLBACK.isEnabled()) {
             FallbackEvent event = new FallbackEvent();
             event.device = stream.device().name();
             event.stream = stream.toString();
@@ -56,7 +55,7 @@ final class ReactorEvents {
     }
 
     static void deviceFault(GpuStream stream, String error, int registrationsFailed) {
-        if (enabled(DEVICE_FAULT)) {
+        if (FlightRecorder.isInitialized() && Types.DEVICE_FAULT.isEnabled()) {
             DeviceFaultEvent event = new DeviceFaultEvent();
             event.device = stream.device().name();
             event.stream = stream.toString();

@@ -9,22 +9,32 @@ import javax.management.MBeanServer;
 import javax.management.ObjectName;
 import javax.management.StandardMBean;
 import jdk.jfr.FlightRecorder;
+import jdk.jfr.FlightRecorderListener;
 import org.jspecify.annotations.Nullable;
 
 /**
  * What a reactor publishes for operators while it is open: its {@link ReactorMXBean} on the
  * platform MBean server (unless {@link ReactorConfig#jmx()} is off) and its hook for the periodic
  * JFR event {@link ReactorCountersEvent}. Both are installed when the reactor opens and removed
- * when it closes (the hook's event is emitted once more as the close begins, with the final
- * counters), so a closed device leaves no hook or MBean holding on to it.
+ * when it closes (the counters event is emitted once more as the close begins, with the final
+ * counters), so a closed device leaves no hook, listener or MBean holding on to it.
+ *
+ * <p>The JFR hook waits for Flight Recorder: a {@link FlightRecorderListener} adds it once JFR is
+ * initialized (at once if it already is), so a JVM that never records does not pay for
+ * initializing JFR's metadata (about 0.1 s) when it opens a device.
  *
  * <p>Monitoring never stops a device from opening or closing: a failure is logged and ignored.
  *
- * <p>Thread safety: {@link #open} (the constructing thread, last thing in the constructor) and
+ * <p>Thread safety: {@link #open} (the constructing thread, last thing in the constructor),
  * {@link #close} (whoever finishes the shutdown: the closing thread, or the scanner when it was
  * closed from its own thread or stopped by an Error, possibly before the constructor returned)
- * may race, so both hold this object's monitor, and a close that comes first makes the open
- * install nothing.
+ * and {@link #addHook} (the thread that initializes Flight Recorder) may race. The flags are
+ * guarded by this object's monitor, but no JFR method is called while holding it: JFR calls
+ * {@code recorderInitialized} while holding its own lock, and {@code addListener} takes that lock,
+ * so calling it under this monitor could deadlock. Instead each side sets its flag under the
+ * monitor, makes its JFR call outside, and the adding side looks at {@code closed} again after
+ * adding and undoes what it added if a close came in between; so whatever the interleaving, a
+ * closed reactor keeps neither its listener nor its hook.
  */
 final class ReactorObservability {
     private static final System.Logger LOG = System.getLogger("io.cudaloom");
@@ -34,6 +44,13 @@ final class ReactorObservability {
     private final int id;
     private final Supplier<MBeanServer> mbeanServer;
     private final Runnable countersHook;
+    private final FlightRecorderListener whenRecorderUp = new FlightRecorderListener() {
+        @Override
+        public void recorderInitialized(FlightRecorder recorder) {
+            addHook();
+        }
+    };
+    private boolean listening; // guarded by this
     private boolean hookAdded; // guarded by this
     private @Nullable ObjectName mbeanName; // guarded by this
     private boolean closed; // guarded by this
@@ -55,20 +72,54 @@ final class ReactorObservability {
         return new ObjectName(DOMAIN + ":type=GpuDevice,name=" + ObjectName.quote(deviceName));
     }
 
-    synchronized void open() {
-        if (closed) {
-            return;
+    void open() {
+        synchronized (this) {
+            if (closed) {
+                return;
+            }
+            if (reactor.config().jmx()) {
+                mbeanName = registerMBean();
+            }
+            listening = true;
         }
         try {
-            FlightRecorder.addPeriodicEvent(ReactorCountersEvent.class, countersHook);
-            hookAdded = true;
+            FlightRecorder.addListener(whenRecorderUp); // calls addHook now if JFR is initialized
         } catch (RuntimeException e) {
             LOG.log(System.Logger.Level.WARNING, () -> "cuda-loom: no periodic JFR counters for "
                     + reactor.device().name() + ": " + e, e);
         }
-        if (reactor.config().jmx()) {
-            mbeanName = registerMBean();
+        if (isClosed()) {
+            FlightRecorder.removeListener(whenRecorderUp); // closed meanwhile: close may have missed it
         }
+    }
+
+    /** Adds the periodic hook, once, unless closed (see the class comment for the races). */
+    private void addHook() {
+        synchronized (this) {
+            if (closed || hookAdded) {
+                return;
+            }
+            hookAdded = true;
+        }
+        try {
+            FlightRecorder.addPeriodicEvent(ReactorCountersEvent.class, countersHook);
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.WARNING, () -> "cuda-loom: no periodic JFR counters for "
+                    + reactor.device().name() + ": " + e, e);
+            return;
+        }
+        if (isClosed()) {
+            FlightRecorder.removePeriodicEvent(countersHook); // closed meanwhile: close may have missed it
+        }
+    }
+
+    private synchronized boolean isClosed() {
+        return closed;
+    }
+
+    /** Whether the periodic hook is in JFR's list now (for tests). */
+    synchronized boolean hookAdded() {
+        return hookAdded;
     }
 
     private @Nullable ObjectName registerMBean() {
@@ -92,8 +143,8 @@ final class ReactorObservability {
      * Emits the counters event once more, as {@link CompletionReactor#close()} begins: the totals
      * of a run shorter than a period, taken before the shutdown holds back the free slots.
      */
-    synchronized void closing() {
-        if (hookAdded) {
+    void closing() {
+        if (FlightRecorder.isInitialized()) { // else no recording runs
             try {
                 ReactorEvents.counters(reactor);
             } catch (RuntimeException e) {
@@ -102,20 +153,34 @@ final class ReactorObservability {
         }
     }
 
-    /** Removes the hook and the MXBean; idempotent. */
-    synchronized void close() {
-        closed = true;
-        if (hookAdded) {
-            hookAdded = false;
-            try {
-                FlightRecorder.removePeriodicEvent(countersHook);
-            } catch (RuntimeException e) {
-                LOG.log(System.Logger.Level.WARNING, () -> "cuda-loom: removing the periodic JFR hook failed: " + e, e);
+    /** Removes the listener, the hook and the MXBean; idempotent. */
+    void close() {
+        boolean stopListening;
+        boolean removeHook;
+        ObjectName name;
+        synchronized (this) {
+            if (closed) {
+                return;
             }
-        }
-        ObjectName name = mbeanName;
-        if (name != null) {
+            closed = true;
+            stopListening = listening;
+            listening = false;
+            removeHook = hookAdded;
+            hookAdded = false;
+            name = mbeanName;
             mbeanName = null;
+        }
+        try {
+            if (stopListening) {
+                FlightRecorder.removeListener(whenRecorderUp);
+            }
+            if (removeHook) {
+                FlightRecorder.removePeriodicEvent(countersHook);
+            }
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.WARNING, () -> "cuda-loom: removing the periodic JFR hook failed: " + e, e);
+        }
+        if (name != null) {
             try {
                 mbeanServer.get().unregisterMBean(name);
             } catch (JMException | RuntimeException e) {

@@ -16,10 +16,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.cudaloom.InstantDevice.InstantStream;
 import io.cudaloom.sim.SimulatedDevice;
 import io.cudaloom.sim.SimulatedStream;
+import java.io.File;
 import java.lang.management.ManagementFactory;
 import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
 import java.lang.reflect.Proxy;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
@@ -29,6 +32,7 @@ import java.util.Locale;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 import java.util.logging.Handler;
@@ -346,15 +350,95 @@ class ObservabilityTest {
             assertEquals(0, e.getInt("quarantined"));
             assertTrue(e.getLong("scanPasses") > 0, "the scanner's counters too: " + e);
 
+            assertTrue(closing.reactor().observability().hookAdded(), "JFR is up: the hook is in");
             Runnable hook = closing.reactor().observability().countersHook();
             closing.close();
             Instant closed = Instant.now();
+            assertFalse(closing.reactor().observability().hookAdded());
             assertFalse(FlightRecorder.removePeriodicEvent(hook), "close removed the hook already");
             // The other device's hook is still there: it goes on reporting after the close.
             await().atMost(LONG).until(() -> seen.stream().anyMatch(x -> x.getString("device").equals(staying.name())
                     && x.getStartTime().isAfter(closed)));
         } finally {
             closing.close();
+        }
+    }
+
+    @Test
+    void aJvmThatNeverRecordsDoesNotInitializeFlightRecorder() throws Exception {
+        Path launcher = Path.of(System.getProperty("java.home"), "bin", "java");
+        String classPath = String.join(File.pathSeparator, codeSource(NeverRecords.class),
+                codeSource(GpuDevice.class), System.getProperty("java.class.path"));
+        Path log = dir.resolve("child.log");
+        Process child = new ProcessBuilder(launcher.toString(), "-Xlog:class+load=info", "-cp", classPath,
+                NeverRecords.class.getName())
+                .redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        boolean ended = child.waitFor(LONG.toSeconds(), TimeUnit.SECONDS);
+        if (!ended) {
+            child.destroyForcibly();
+        }
+        String output = Files.readString(log, StandardCharsets.UTF_8);
+        assertTrue(ended, "the child JVM ended: " + output);
+        assertEquals(0, child.exitValue(), output);
+        assertTrue(output.contains("fallbacks=1,"), "a fallback was taken too: " + output);
+        assertTrue(output.contains("mxbean: io.cudaloom:type=GpuDevice"), output);
+        assertTrue(output.contains("flight recorder initialized: false"), output);
+        // JFR's metadata (what looking up an event type, or adding a periodic hook, initializes)
+        // and our event classes were never loaded: -Xlog:class+load lists every class loaded.
+        assertTrue(output.contains("io.cudaloom.ReactorObservability "), "the class-load log is there");
+        for (String unloaded : List.of("jdk.jfr.internal.MetadataRepository ", "io.cudaloom.SlowAwaitEvent ",
+                "io.cudaloom.ReactorCountersEvent ")) {
+            assertFalse(output.contains(unloaded), unloaded + "was loaded");
+        }
+    }
+
+    private static String codeSource(Class<?> type) throws Exception {
+        return Path.of(type.getProtectionDomain().getCodeSource().getLocation().toURI()).toString();
+    }
+
+    /**
+     * Opens a device (its MXBean registered), awaits through a slot and a fallback, closes it, and
+     * says whether Flight Recorder got initialized. Needs only the core's classes and this one.
+     * Nothing here may start a recording, so this JVM shows what a JVM that never records pays.
+     */
+    static final class NeverRecords {
+        public static void main(String[] args) throws Exception {
+            try (SimulatedDevice device = SimulatedDevice.create(ReactorConfig.builder().capacity(1).build())) {
+                SimulatedStream stream = device.newStream();
+                CountDownLatch gate = new CountDownLatch(1);
+                stream.launch(() -> {
+                    try {
+                        gate.await();
+                    } catch (InterruptedException e) {
+                        throw new IllegalStateException(e);
+                    }
+                });
+                GpuEvent event = stream.event();
+                List<Thread> waiters = new ArrayList<>();
+                for (int i = 0; i < 2; i++) { // one slot: the second falls back
+                    waiters.add(Thread.ofVirtual().start(() -> {
+                        try {
+                            event.await();
+                        } catch (InterruptedException e) {
+                            throw new IllegalStateException(e);
+                        }
+                    }));
+                }
+                long deadline = System.nanoTime() + 20_000_000_000L;
+                while (device.reactor().stats().registrations() + device.reactor().stats().fallbacks() < 2) {
+                    if (System.nanoTime() - deadline > 0) {
+                        throw new AssertionError("the two awaits never registered: " + device.reactor().stats());
+                    }
+                    Thread.onSpinWait(); // both registered? (no test library on this class path)
+                }
+                gate.countDown();
+                for (Thread t : waiters) {
+                    t.join();
+                }
+                System.out.println("stats: " + device.reactor().stats());
+                System.out.println("mxbean: " + device.reactor().observability().mbeanName());
+            }
+            System.out.println("flight recorder initialized: " + FlightRecorder.isInitialized());
         }
     }
 
