@@ -104,6 +104,9 @@ final class ReactorObservability {
         try {
             FlightRecorder.addPeriodicEvent(ReactorCountersEvent.class, countersHook);
         } catch (RuntimeException e) {
+            synchronized (this) {
+                hookAdded = false;
+            }
             LOG.log(System.Logger.Level.WARNING, () -> "cuda-loom: no periodic JFR counters for "
                     + reactor.device().name() + ": " + e, e);
             return;
@@ -117,7 +120,7 @@ final class ReactorObservability {
         return closed;
     }
 
-    /** Whether the periodic hook is in JFR's list now (for tests). */
+    /** Whether the periodic hook is in JFR's list (or being added) now (for tests). */
     synchronized boolean hookAdded() {
         return hookAdded;
     }
