@@ -79,24 +79,44 @@ final class BlockingWait {
             return false;
         }
         long start = System.nanoTime();
+        // Null unless a JFR recording has io.cudaloom.SlowAwait enabled: no allocation otherwise.
+        SlowAwaitEvent slow = ReactorEvents.beginAwait();
+        String outcome = SlowAwaitEvent.FAILED; // a constant: assigning it allocates nothing
         int inside = waiters.incrementAndGet();
         try {
-            boolean completed = register(stream, required, interruptible, timed, timed ? start + nanos : 0L, inside);
+            boolean completed = register(stream, required, interruptible, timed, timed ? start + nanos : 0L, inside,
+                    slow);
             if (completed) {
                 stream.completedThrough(required); // a normal return proves the event's work done
             }
+            outcome = completed ? SlowAwaitEvent.COMPLETED : SlowAwaitEvent.TIMED_OUT;
             return completed;
+        } catch (InterruptedException | GpuFaultException | ReactorClosedException e) {
+            outcome = SlowAwaitEvent.outcomeOf(e);
+            throw e;
         } finally {
             waiters.decrementAndGet();
             stream.recordWait(System.nanoTime() - start);
+            if (slow != null) {
+                // Ended and committed here, not in a helper, so the event's stack trace starts at the await.
+                slow.end();
+                if (slow.shouldCommit()) {
+                    slow.device = reactor.device().name();
+                    slow.stream = stream.toString();
+                    slow.outcome = outcome;
+                    slow.commit();
+                }
+            }
         }
     }
 
+    /** Registers and waits; {@code slow}, if recording, is told the path taken. */
     private boolean register(GpuStream stream, long required, boolean interruptible, boolean timed, long deadline,
-            int inside) throws InterruptedException {
+            int inside, @Nullable SlowAwaitEvent slow) throws InterruptedException {
         Waiter waiter = Waiter.current();
         waiter.reset();
         if (coalesced != null) {
+            path(slow, SlowAwaitEvent.COALESCED);
             return coalesced.await(stream, required, waiter, interruptible, timed, deadline);
         }
         long spinNanos = config.waiterSpinNanos();
@@ -104,13 +124,21 @@ final class BlockingWait {
                 && stream.recentWaitNanos() <= spinNanos && table.armedCount() < spinArmedLimit;
         long ticket = registrar.tryArm(stream, waiter);
         FallbackRegistration fallback = null;
-        if (ticket == SlotTable.NO_SLOT) {
-            fallback = registrar.registerFallback(stream, waiter);
+        if (!Registrar.armed(ticket)) {
+            path(slow, SlowAwaitEvent.FALLBACK);
+            fallback = registrar.registerFallback(stream, waiter, ticket);
             ticket = fallback.ticket;
         } else if (spin && spinOnOwnFlag(waiter, ticket)) {
+            path(slow, SlowAwaitEvent.INLINE);
             return true;
         }
         return parkUntilDelivered(waiter, ticket, fallback, interruptible, timed, deadline);
+    }
+
+    private static void path(@Nullable SlowAwaitEvent slow, String path) {
+        if (slow != null) {
+            slow.path = path;
+        }
     }
 
     /**

@@ -59,12 +59,12 @@ final class CallbackRegistrations {
             onDone.accept(failure);
         };
         long ticket = registrar.tryArm(stream, completion);
-        if (ticket != SlotTable.NO_SLOT) {
+        if (Registrar.armed(ticket)) {
             return () -> counters.abandoned(table.cancel(ticket, completion));
         }
         FallbackRegistration fb;
         try {
-            fb = registrar.registerFallback(stream, completion);
+            fb = registrar.registerFallback(stream, completion, ticket);
         } catch (GpuFaultException e) {
             // The stream faulted after the check above (the registrar counted it): report it the
             // way a fault seen by that check is reported, through onDone.

@@ -56,8 +56,9 @@ final class CoalescedWait {
     /** Register an installed group; on failure every member that joined gets the error. */
     private void register(GpuStream stream, WaitGroup group) {
         try {
-            if (registrar.tryArm(stream, group) == io.cudaloom.protocol.SlotTable.NO_SLOT) {
-                registrar.registerFallback(stream, group);
+            long ticket = registrar.tryArm(stream, group);
+            if (!Registrar.armed(ticket)) {
+                registrar.registerFallback(stream, group, ticket);
             }
         } catch (RuntimeException e) {
             group.complete(0L, e); // members must not wait for a write that was never enqueued

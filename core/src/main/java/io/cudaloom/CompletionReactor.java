@@ -54,8 +54,11 @@ import org.jspecify.annotations.Nullable;
  * <p><b>Where things are.</b> {@link BlockingWait} and {@link CoalescedWait}: the blocking wait;
  * {@link CallbackRegistrations}: the non-blocking registration of futures and callbacks;
  * {@link Registrar}: arming and fallback; {@link Scanner}: the loop, delivery, fault probe and
- * quarantine, and the consumer's half of shutdown; {@link ReactorCounters}: the counters; this
- * class: the checks before registering, the lifecycle and close.
+ * quarantine, and the consumer's half of shutdown; {@link ReactorCounters}: the counters;
+ * {@link ReactorEvents}: the JFR events (slow awaits, fallbacks, faults, periodic counters), each
+ * allocation-free while disabled; {@link ReactorObservability}: the {@link ReactorMXBean} and the
+ * periodic JFR hook, installed when the reactor opens and removed when it closes; this class: the
+ * checks before registering, the lifecycle and close.
  *
  * <h2>Close</h2>
  * {@link #close()} wakes every waiter with a {@link ReactorClosedException}, stops the scanner,
@@ -89,6 +92,8 @@ public final class CompletionReactor {
     private final Scanner scanner;
     private final Thread scannerThread;
     private final Executor callbackExecutor;
+    /** The MXBean and the periodic JFR hook: installed at the end of construction, removed by finishClose. */
+    private final ReactorObservability observability;
 
     /**
      * {@link #OPEN}, {@link #CLOSED} or {@link #RELEASED}; leaves OPEN by one compare-and-set, so
@@ -126,7 +131,10 @@ public final class CompletionReactor {
             t.start();
         };
         this.scannerThread = systemThread("cuda-loom-scanner-" + id + " (" + device.name() + ")", scanner);
+        this.observability = new ReactorObservability(this, id);
         scannerThread.start();
+        // Last: the MBean server and JFR's hook list publish this reactor to other threads.
+        observability.open();
     }
 
     private static Thread systemThread(String name, Runnable task) {
@@ -146,6 +154,11 @@ public final class CompletionReactor {
     /** The scanner thread (for tests and the device's own diagnostics; not API). */
     Thread scannerThread() {
         return scannerThread;
+    }
+
+    /** The MXBean registration and the JFR hook (for tests; not API). */
+    ReactorObservability observability() {
+        return observability;
     }
 
     /** Runs completion callbacks of {@link GpuEvent#toCompletableFuture()}: a virtual thread each. */
@@ -182,32 +195,40 @@ public final class CompletionReactor {
         return new GpuEvent(this, stream);
     }
 
+    /** A snapshot of this reactor's counters (readable after close too). */
     public ReactorStats stats() {
-        return new ReactorStats(
-                table.capacity(),
-                table.armedCount(),
-                table.freeCount(),
-                counters.registrations.sum(),
-                counters.completions.sum(),
-                counters.inlineCompletions.sum(),
-                counters.immediate.sum(),
-                counters.fallbacks.sum(),
-                counters.abandoned.sum(),
-                counters.faults.sum(),
-                scanner.count(Scanner.PARKS),
-                scanner.count(Scanner.TIMED_PARKS),
-                counters.scannerUnparks.sum(),
-                scanner.count(Scanner.PASSES),
-                scanner.count(Scanner.PROBES),
-                (int) scanner.count(Scanner.QUARANTINED),
-                counters.coalesced.sum(),
-                scanner.count(Scanner.ERRORS),
-                scannerCpuNanos());
+        return ReactorStats.builder()
+                .capacity(table.capacity())
+                .armedNow(table.armedCount())
+                .freeSlots(table.freeCount())
+                .registrations(counters.registrations.sum())
+                .completions(counters.completions.sum())
+                .inlineCompletions(counters.inlineCompletions.sum())
+                .immediate(counters.immediate.sum())
+                .fallbacks(counters.fallbacks.sum())
+                .abandoned(counters.abandoned.sum())
+                .faults(counters.faults.sum())
+                .scannerParks(scanner.count(Scanner.PARKS))
+                .scannerTimedParks(scanner.count(Scanner.TIMED_PARKS))
+                .scannerUnparks(counters.scannerUnparks.sum())
+                .scanPasses(scanner.count(Scanner.PASSES))
+                .faultProbes(scanner.count(Scanner.PROBES))
+                .quarantined((int) scanner.count(Scanner.QUARANTINED))
+                .coalesced(counters.coalesced.sum())
+                .scannerErrors(scanner.count(Scanner.ERRORS))
+                .scannerCpuNanos(scannerCpuNanos())
+                .build();
     }
 
     private long scannerCpuNanos() {
         java.lang.management.ThreadMXBean threads = java.lang.management.ManagementFactory.getThreadMXBean();
-        return threads.isThreadCpuTimeSupported() ? threads.getThreadCpuTime(scannerThread.threadId()) : -1L;
+        if (!threads.isThreadCpuTimeSupported()) {
+            return -1L;
+        }
+        long nanos = threads.getThreadCpuTime(scannerThread.threadId());
+        // -1 for a terminated thread: then the total it recorded on its way out (isAlive() false
+        // orders that write before this read).
+        return nanos >= 0 || scannerThread.isAlive() ? nanos : scanner.cpuNanosAtExit();
     }
 
     // ---- waiting and registering ----------------------------------------------------------------
@@ -322,6 +343,7 @@ public final class CompletionReactor {
         if (!beginClose()) {
             return;
         }
+        observability.closing(); // the final JFR counters, before the shutdown changes them
         if (Thread.currentThread() == scannerThread) {
             scanner.finishCloseOnExit(); // the scanner finishes it when it leaves its loop
             return;
@@ -369,16 +391,23 @@ public final class CompletionReactor {
         return beginClose();
     }
 
-    /** Shutdown as the consumer: one reclaim step now, the rest (if any) on a reclaimer thread. */
+    /**
+     * Shutdown as the consumer: one reclaim step now, the rest (if any) on a reclaimer thread; then
+     * the MXBean and the JFR hook go (last, so nothing they do can keep a waiter from being woken).
+     */
     void finishClose() {
-        if (!reclaimStep()) {
-            systemThread(scannerThread.getName().replace("scanner", "reclaimer"), () -> {
-                // Streams settle within milliseconds, unless dead or a backend keeps failing:
-                // then look again less and less often (at most once a second).
-                for (long pause = 1_000_000L; !reclaimStep(); pause = Math.min(pause << 1, 1_000_000_000L)) {
-                    LockSupport.parkNanos(this, pause);
-                }
-            }).start();
+        try {
+            if (!reclaimStep()) {
+                systemThread(scannerThread.getName().replace("scanner", "reclaimer"), () -> {
+                    // Streams settle within milliseconds, unless dead or a backend keeps failing:
+                    // then look again less and less often (at most once a second).
+                    for (long pause = 1_000_000L; !reclaimStep(); pause = Math.min(pause << 1, 1_000_000_000L)) {
+                        LockSupport.parkNanos(this, pause);
+                    }
+                }).start();
+            }
+        } finally {
+            observability.close();
         }
     }
 

@@ -55,16 +55,19 @@ final class FallbackRegistration implements Runnable, Withdrawable {
     }
 
     /**
-     * Deliver to the target unless someone else already took it. Never throws: a failing target is
-     * reported to this thread's uncaught-exception handler (see {@link Scanner#completeGuarded}),
-     * since this runs on the scanner, the closing thread or the stream's host-callback thread.
+     * Deliver to the target unless someone else already took it; true if this call delivered.
+     * Never throws: a failing target is reported to this thread's uncaught-exception handler (see
+     * {@link Scanner#completeGuarded}), since this runs on the scanner, the closing thread or the
+     * stream's host-callback thread.
      */
-    void complete(@Nullable RuntimeException failure) {
+    boolean complete(@Nullable RuntimeException failure) {
         Completion c = (Completion) TARGET.getAndSet(this, null);
-        if (c != null) {
-            registrar.fallbackFinished(this);
-            Scanner.completeGuarded(c, ticket, failure);
+        if (c == null) {
+            return false;
         }
+        registrar.fallbackFinished(this);
+        Scanner.completeGuarded(c, ticket, failure);
+        return true;
     }
 
     @Override

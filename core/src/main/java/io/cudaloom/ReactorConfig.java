@@ -12,7 +12,7 @@ import java.util.Objects;
  * the scanner spins 250 us after its last wake-up or retirement, then parks for 1/8 of the time it
  * has waited so far (between 20 us and 1 ms), and lingers 100 us once nothing is armed before it
  * parks untimed; streams of slots that stay armed are probed for device faults at most once per
- * millisecond.
+ * millisecond; the reactor's {@link ReactorMXBean} is registered while the device is open.
  */
 public final class ReactorConfig {
     /** The largest capacity accepted: 16 Mi slots (64 MiB of pinned flags). */
@@ -29,6 +29,7 @@ public final class ReactorConfig {
     private final long faultProbeIntervalNanos;
     private final CompletionStrategy strategy;
     private final boolean coalesce;
+    private final boolean jmx;
 
     private ReactorConfig(Builder b) {
         this.capacity = b.capacity;
@@ -41,6 +42,7 @@ public final class ReactorConfig {
         this.faultProbeIntervalNanos = b.faultProbeInterval.toNanos();
         this.strategy = b.strategy;
         this.coalesce = b.coalesce;
+        this.jmx = b.jmx;
     }
 
     public static ReactorConfig defaults() {
@@ -60,7 +62,8 @@ public final class ReactorConfig {
                 .scannerPark(Duration.ofNanos(scannerMinParkNanos), Duration.ofNanos(scannerMaxParkNanos))
                 .faultProbeInterval(Duration.ofNanos(faultProbeIntervalNanos))
                 .strategy(strategy)
-                .coalesce(coalesce);
+                .coalesce(coalesce)
+                .jmx(jmx);
     }
 
     public int capacity() { return capacity; }
@@ -73,6 +76,8 @@ public final class ReactorConfig {
     public long faultProbeIntervalNanos() { return faultProbeIntervalNanos; }
     public CompletionStrategy strategy() { return strategy; }
     public boolean coalesce() { return coalesce; }
+    /** Whether the reactor registers its {@link ReactorMXBean} while open (see {@link Builder#jmx}). */
+    public boolean jmx() { return jmx; }
 
     @Override
     public String toString() {
@@ -80,7 +85,7 @@ public final class ReactorConfig {
                 + ", waiterSpin=" + waiterSpinNanos + "ns (while waiters <= " + waiterSpinMaxWaiters + ")"
                 + ", scannerSpin=" + scannerSpinNanos + "ns, scannerLinger=" + scannerLingerNanos + "ns, scannerPark=" + scannerMinParkNanos
                 + ".." + scannerMaxParkNanos + "ns, faultProbeInterval=" + faultProbeIntervalNanos + "ns"
-                + (coalesce ? ", coalesce" : "") + "]";
+                + (coalesce ? ", coalesce" : "") + (jmx ? "" : ", no jmx") + "]";
     }
 
     /** Builder; each setter rejects bad values at once with a message naming the setting. */
@@ -95,8 +100,19 @@ public final class ReactorConfig {
         private Duration faultProbeInterval = Duration.ofMillis(1);
         private CompletionStrategy strategy = CompletionStrategy.REACTOR;
         private boolean coalesce;
+        private boolean jmx = true;
 
         private Builder() {}
+
+        /**
+         * Register the reactor's {@link ReactorMXBean} with the platform MBean server while the
+         * device is open (on by default): {@code io.cudaloom:type=GpuDevice,name="<device name>"}.
+         * Off, nothing is registered; the JFR events are emitted either way.
+         */
+        public Builder jmx(boolean register) {
+            this.jmx = register;
+            return this;
+        }
 
         /**
          * Let blocking waiters on one stream share a completion slot and device write when none of

@@ -1,51 +1,212 @@
 package io.cudaloom;
 
+import java.util.Arrays;
+import org.jspecify.annotations.Nullable;
+
 /**
- * A snapshot of a reactor's counters (each read separately, so a snapshot taken while awaits run
- * is not one instant).
+ * A snapshot of a reactor's counters, from {@link CompletionReactor#stats()}. Each counter is read
+ * separately, so a snapshot taken while awaits run is not one instant.
  *
- * @param capacity completion slots
- * @param armedNow slots armed and not yet retired
- * @param freeSlots slots on the free list (exact only while quiescent)
- * @param registrations awaits that armed a slot
- * @param completions awaits that returned normally (any path)
- * @param inlineCompletions of those, completed by the waiter's own spin, without a wake-up
- * @param immediate awaits that found their stream already idle and registered nothing
- * @param fallbacks awaits completed through a host callback (pool exhausted, write refused, or
- *     the HOST_CALLBACK strategy)
- * @param abandoned awaits that gave up (timeout, interrupt) while their registration was in flight,
- *     and non-blocking registrations withdrawn before delivery (a cancelled future or coroutine,
- *     {@link GpuEvent.Subscription#cancel()} returning true)
- * @param faults awaits woken with a device fault
- * @param scannerParks times the scanner parked with nothing armed
- * @param scannerTimedParks timed parks of the scanner's back-off while slots stayed armed
- * @param scannerUnparks unparks of the scanner by registrants (idle-to-active transitions)
- * @param scanPasses scan passes
- * @param faultProbes fault-probe rounds (stream queries made by the scanner)
- * @param quarantined slots held back because a device write into them might still land
- * @param coalesced awaits that joined another waiter's slot instead of arming their own
- * @param scannerErrors exceptions and errors the scanner caught in its loop (a backend hook that
- *     threw, for example); each was reported to the scanner thread's uncaught-exception handler
- * @param scannerCpuNanos CPU time the scanner thread has used (-1 where the JVM cannot tell; 0
- *     once it has stopped)
+ * <p>A value class that can grow: new counters are added as new accessors, never as constructor
+ * parameters, so callers keep compiling. Snapshots are made by the reactor, or with
+ * {@link #builder()} (for test doubles and tools). Two snapshots are equal when every counter is.
+ * The same counters are published as JMX attributes ({@link ReactorMXBean}) and as the periodic
+ * JDK Flight Recorder event {@code io.cudaloom.ReactorCounters}.
  */
-public record ReactorStats(
-        int capacity,
-        long armedNow,
-        int freeSlots,
-        long registrations,
-        long completions,
-        long inlineCompletions,
-        long immediate,
-        long fallbacks,
-        long abandoned,
-        long faults,
-        long scannerParks,
-        long scannerTimedParks,
-        long scannerUnparks,
-        long scanPasses,
-        long faultProbes,
-        int quarantined,
-        long coalesced,
-        long scannerErrors,
-        long scannerCpuNanos) {}
+public final class ReactorStats {
+    private final int capacity;
+    private final long armedNow;
+    private final int freeSlots;
+    private final long registrations;
+    private final long completions;
+    private final long inlineCompletions;
+    private final long immediate;
+    private final long fallbacks;
+    private final long abandoned;
+    private final long faults;
+    private final long scannerParks;
+    private final long scannerTimedParks;
+    private final long scannerUnparks;
+    private final long scanPasses;
+    private final long faultProbes;
+    private final int quarantined;
+    private final long coalesced;
+    private final long scannerErrors;
+    private final long scannerCpuNanos;
+
+    private ReactorStats(Builder b) {
+        this.capacity = b.capacity;
+        this.armedNow = b.armedNow;
+        this.freeSlots = b.freeSlots;
+        this.registrations = b.registrations;
+        this.completions = b.completions;
+        this.inlineCompletions = b.inlineCompletions;
+        this.immediate = b.immediate;
+        this.fallbacks = b.fallbacks;
+        this.abandoned = b.abandoned;
+        this.faults = b.faults;
+        this.scannerParks = b.scannerParks;
+        this.scannerTimedParks = b.scannerTimedParks;
+        this.scannerUnparks = b.scannerUnparks;
+        this.scanPasses = b.scanPasses;
+        this.faultProbes = b.faultProbes;
+        this.quarantined = b.quarantined;
+        this.coalesced = b.coalesced;
+        this.scannerErrors = b.scannerErrors;
+        this.scannerCpuNanos = b.scannerCpuNanos;
+    }
+
+    /** A builder whose counters all start at 0. */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** Completion slots. */
+    public int capacity() { return capacity; }
+
+    /** Slots armed and not yet retired. */
+    public long armedNow() { return armedNow; }
+
+    /** Slots on the free list (exact only while quiescent). */
+    public int freeSlots() { return freeSlots; }
+
+    /** Awaits and callbacks that armed a slot. */
+    public long registrations() { return registrations; }
+
+    /** Awaits that returned normally (any path), and callbacks completed without failure. */
+    public long completions() { return completions; }
+
+    /** Of the completions, those completed by the waiter's own spin, without a wake-up. */
+    public long inlineCompletions() { return inlineCompletions; }
+
+    /** Awaits that found their stream already idle and registered nothing. */
+    public long immediate() { return immediate; }
+
+    /**
+     * Registrations served by a host callback: the pool was exhausted, the flag write was refused,
+     * or the strategy is {@link CompletionStrategy#HOST_CALLBACK}.
+     */
+    public long fallbacks() { return fallbacks; }
+
+    /**
+     * Awaits that gave up (timeout, interrupt) while registered, and non-blocking registrations
+     * withdrawn before delivery (a cancelled future or coroutine, {@link GpuEvent.Subscription#cancel()}
+     * returning true).
+     */
+    public long abandoned() { return abandoned; }
+
+    /** Awaits and callbacks that ended with a device fault. */
+    public long faults() { return faults; }
+
+    /** Times the scanner parked with nothing armed. */
+    public long scannerParks() { return scannerParks; }
+
+    /** Timed parks of the scanner's back-off while slots stayed armed. */
+    public long scannerTimedParks() { return scannerTimedParks; }
+
+    /** Unparks of the scanner by registrants (idle-to-active transitions). */
+    public long scannerUnparks() { return scannerUnparks; }
+
+    /** Scan passes. */
+    public long scanPasses() { return scanPasses; }
+
+    /** Fault-probe rounds (stream queries made by the scanner). */
+    public long faultProbes() { return faultProbes; }
+
+    /** Slots held back because a device write into them might still land. */
+    public int quarantined() { return quarantined; }
+
+    /** Awaits that joined another waiter's slot instead of arming their own. */
+    public long coalesced() { return coalesced; }
+
+    /**
+     * Exceptions and errors the scanner caught in its loop (a backend hook that threw, for
+     * example); each was reported to the scanner thread's uncaught-exception handler.
+     */
+    public long scannerErrors() { return scannerErrors; }
+
+    /** CPU time the scanner thread has used (its total once it has stopped; -1 where the JVM cannot tell). */
+    public long scannerCpuNanos() { return scannerCpuNanos; }
+
+    /** Every counter in declaration order: what equals, hashCode and toString compare and print. */
+    private long[] values() {
+        return new long[] {capacity, armedNow, freeSlots, registrations, completions, inlineCompletions, immediate,
+            fallbacks, abandoned, faults, scannerParks, scannerTimedParks, scannerUnparks, scanPasses, faultProbes,
+            quarantined, coalesced, scannerErrors, scannerCpuNanos};
+    }
+
+    private static final String[] NAMES = {"capacity", "armedNow", "freeSlots", "registrations", "completions",
+        "inlineCompletions", "immediate", "fallbacks", "abandoned", "faults", "scannerParks", "scannerTimedParks",
+        "scannerUnparks", "scanPasses", "faultProbes", "quarantined", "coalesced", "scannerErrors",
+        "scannerCpuNanos"};
+
+    @Override
+    public boolean equals(@Nullable Object o) {
+        return o instanceof ReactorStats other && Arrays.equals(values(), other.values());
+    }
+
+    @Override
+    public int hashCode() {
+        return Arrays.hashCode(values());
+    }
+
+    /** {@code ReactorStats[capacity=4096, armedNow=0, ...]}, every counter by name. */
+    @Override
+    public String toString() {
+        long[] values = values();
+        StringBuilder sb = new StringBuilder("ReactorStats[");
+        for (int i = 0; i < values.length; i++) {
+            sb.append(i == 0 ? "" : ", ").append(NAMES[i]).append('=').append(values[i]);
+        }
+        return sb.append(']').toString();
+    }
+
+    /** Builds a {@link ReactorStats}; unset counters are 0. Not thread-safe. */
+    public static final class Builder {
+        private int capacity;
+        private long armedNow;
+        private int freeSlots;
+        private long registrations;
+        private long completions;
+        private long inlineCompletions;
+        private long immediate;
+        private long fallbacks;
+        private long abandoned;
+        private long faults;
+        private long scannerParks;
+        private long scannerTimedParks;
+        private long scannerUnparks;
+        private long scanPasses;
+        private long faultProbes;
+        private int quarantined;
+        private long coalesced;
+        private long scannerErrors;
+        private long scannerCpuNanos;
+
+        private Builder() {}
+
+        public Builder capacity(int v) { capacity = v; return this; }
+        public Builder armedNow(long v) { armedNow = v; return this; }
+        public Builder freeSlots(int v) { freeSlots = v; return this; }
+        public Builder registrations(long v) { registrations = v; return this; }
+        public Builder completions(long v) { completions = v; return this; }
+        public Builder inlineCompletions(long v) { inlineCompletions = v; return this; }
+        public Builder immediate(long v) { immediate = v; return this; }
+        public Builder fallbacks(long v) { fallbacks = v; return this; }
+        public Builder abandoned(long v) { abandoned = v; return this; }
+        public Builder faults(long v) { faults = v; return this; }
+        public Builder scannerParks(long v) { scannerParks = v; return this; }
+        public Builder scannerTimedParks(long v) { scannerTimedParks = v; return this; }
+        public Builder scannerUnparks(long v) { scannerUnparks = v; return this; }
+        public Builder scanPasses(long v) { scanPasses = v; return this; }
+        public Builder faultProbes(long v) { faultProbes = v; return this; }
+        public Builder quarantined(int v) { quarantined = v; return this; }
+        public Builder coalesced(long v) { coalesced = v; return this; }
+        public Builder scannerErrors(long v) { scannerErrors = v; return this; }
+        public Builder scannerCpuNanos(long v) { scannerCpuNanos = v; return this; }
+
+        public ReactorStats build() {
+            return new ReactorStats(this);
+        }
+    }
+}

@@ -52,28 +52,41 @@ final class Registrar {
     }
 
     /*
-     * Registering takes two calls, so that the common case allocates nothing: tryArm, and on
-     * NO_SLOT, registerFallback. Both throw ReactorClosedException if the reactor closed while
-     * registering; registerFallback throws GpuFaultException (the stream faulted) or
-     * IllegalStateException (refused for another reason) when the stream refuses the callback too.
+     * Registering takes two calls, so that the common case allocates nothing: tryArm, and when it
+     * returns no ticket, registerFallback with its answer (the reason for the fallback). Both throw
+     * ReactorClosedException if the reactor closed while registering; registerFallback throws
+     * GpuFaultException (the stream faulted) or IllegalStateException (refused for another reason)
+     * when the stream refuses the callback too.
      */
+
+    /** {@link #tryArm}'s answer when no slot was free (tickets are never negative). */
+    static final long NO_FREE_SLOT = SlotTable.NO_SLOT;
+    /** {@link #tryArm}'s answer when the stream refused the flag write. */
+    static final long WRITE_REFUSED = -2L;
+    /** {@link #tryArm}'s answer under the HOST_CALLBACK strategy, which uses no slots. */
+    static final long NO_SLOTS_USED = -3L;
+
+    /** Whether {@link #tryArm}'s answer is a ticket; if not, it is the reason to fall back. */
+    static boolean armed(long answer) {
+        return answer >= 0;
+    }
 
     boolean usesSlots() {
         return useSlots;
     }
 
     /**
-     * Claim, reset, enqueue the device write, publish. Returns the ticket, or NO_SLOT when the
-     * caller must fall back: the strategy uses no slots, no slot is free, or the device refused
-     * the write.
+     * Claim, reset, enqueue the device write, publish. Returns the ticket, or, when the caller must
+     * fall back, why: {@link #NO_SLOTS_USED} (the strategy), {@link #NO_FREE_SLOT} or
+     * {@link #WRITE_REFUSED} (the device refused the write).
      */
     long tryArm(GpuStream stream, Completion completion) {
         if (!useSlots) {
-            return SlotTable.NO_SLOT;
+            return NO_SLOTS_USED;
         }
         long ticket = table.claim();
         if (ticket == SlotTable.NO_SLOT) {
-            return SlotTable.NO_SLOT;
+            return NO_FREE_SLOT;
         }
         int slot = SlotTable.slotOf(ticket);
         table.resetFlag(ticket); // before the device write: a stale 0 must not land after its 1
@@ -86,7 +99,7 @@ final class Registrar {
         }
         if (!enqueued) {
             table.release(ticket);
-            return SlotTable.NO_SLOT;
+            return WRITE_REFUSED;
         }
         slotStream[slot] = stream; // published to the consumer by publish's bit update
         counters.registrations.increment();
@@ -100,7 +113,11 @@ final class Registrar {
         return ticket;
     }
 
-    FallbackRegistration registerFallback(GpuStream stream, Completion completion) {
+    /**
+     * Serves {@code completion} by a host callback on the stream; {@code reason} is what
+     * {@link #tryArm} answered instead of a ticket.
+     */
+    FallbackRegistration registerFallback(GpuStream stream, Completion completion, long reason) {
         FallbackRegistration fb = new FallbackRegistration(this, stream, syntheticTicket(), completion);
         fallbacks.add(fb);
         if (fallbackOutstanding.getAndIncrement() == 0) {
@@ -116,6 +133,8 @@ final class Registrar {
         }
         if (enqueued) {
             counters.fallbacks.increment(); // only now: a refused callback is no fallback (it is an error)
+            ReactorEvents.fallback(stream, reason == NO_SLOTS_USED ? FallbackEvent.HOST_CALLBACK_STRATEGY
+                    : reason == WRITE_REFUSED ? FallbackEvent.WRITE_REFUSED : FallbackEvent.POOL_EXHAUSTED);
         } else if (fb.cancel(completion)) {
             if (stream.queryState() == StreamState.FAULTED) {
                 counters.faults.increment();
@@ -173,12 +192,17 @@ final class Registrar {
         }
     }
 
-    /** Completes the fallbacks of {@code stream} (all of them if null) with {@code failure}. */
-    void failFallbacks(@Nullable GpuStream stream, RuntimeException failure) {
+    /**
+     * Completes the fallbacks of {@code stream} (all of them if null) with {@code failure}; returns
+     * how many this call completed (not those a host callback or withdrawal took first).
+     */
+    int failFallbacks(@Nullable GpuStream stream, RuntimeException failure) {
+        int failed = 0;
         for (FallbackRegistration fb : fallbacks) {
-            if (stream == null || fb.stream == stream) {
-                fb.complete(failure);
+            if ((stream == null || fb.stream == stream) && fb.complete(failure)) {
+                failed++;
             }
         }
+        return failed;
     }
 }

@@ -6,6 +6,8 @@ import io.cudaloom.protocol.SlotTable;
 import io.cudaloom.spi.StreamState;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.IdentityHashMap;
@@ -69,6 +71,12 @@ final class Scanner implements Runnable {
     private long quarantineCheckNanos;
     /** Set by close() called on the scanner thread itself; read by that thread when it leaves run. */
     private boolean finishCloseOnExit;
+    /**
+     * The scanner thread's CPU time as it left {@link #run} (-1 before, or where the JVM cannot
+     * tell): read by {@link CompletionReactor#stats()} once the thread has terminated, which
+     * orders this write before the read.
+     */
+    private volatile long cpuNanosAtExit = -1L;
 
     Scanner(CompletionReactor reactor, Registrar registrar, SlotTable<Completion> table, ReactorConfig config) {
         this.reactor = reactor;
@@ -100,6 +108,19 @@ final class Scanner implements Runnable {
 
     @Override
     public void run() {
+        try {
+            loop();
+        } finally {
+            ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+            cpuNanosAtExit = threads.isCurrentThreadCpuTimeSupported() ? threads.getCurrentThreadCpuTime() : -1L;
+        }
+    }
+
+    long cpuNanosAtExit() {
+        return cpuNanosAtExit;
+    }
+
+    private void loop() {
         long now = System.nanoTime();
         nextProbeAt = now + config.faultProbeIntervalNanos();
         idle.reset(now);
@@ -182,14 +203,18 @@ final class Scanner implements Runnable {
 
     // ---- delivery -----------------------------------------------------------------------------
 
-    private void deliver(RetiredBatch<Completion> retired, @Nullable RuntimeException failure) {
+    /** Completes every payload of the batch (withdrawn slots have none); returns how many it completed. */
+    private int deliver(RetiredBatch<Completion> retired, @Nullable RuntimeException failure) {
+        int delivered = 0;
         for (int i = 0; i < retired.size(); i++) {
             Completion c = retired.payload(i);
             if (c != null) {
                 completeGuarded(c, retired.ticket(i), failure);
+                delivered++;
             }
         }
         retired.clear();
+        return delivered;
     }
 
     /**
@@ -222,12 +247,14 @@ final class Scanner implements Runnable {
                 state = stream.queryState();
             } catch (RuntimeException e) {
                 failed(e);
-                failStream(stream, new GpuFaultException("the backend could not query " + stream + " of "
-                        + reactor.device().name() + ", so its work is taken as failed: " + e, e));
+                failStream(stream, "the stream could not be queried: " + e, new GpuFaultException("the backend "
+                        + "could not query " + stream + " of " + reactor.device().name()
+                        + ", so its work is taken as failed: " + e, e));
                 continue;
             }
             if (state == StreamState.FAULTED) {
-                failStream(stream, reactor.faultOf(stream, describeFault(stream)));
+                String description = describeFault(stream);
+                failStream(stream, description, reactor.faultOf(stream, description));
             }
         }
         probeStreams.clear();
@@ -242,7 +269,8 @@ final class Scanner implements Runnable {
         }
     }
 
-    private void failStream(GpuStream stream, GpuFaultException failure) {
+    /** Fails every registration on {@code stream}; {@code error} describes the fault for JFR. */
+    private void failStream(GpuStream stream, String error, GpuFaultException failure) {
         table.forEachArmed(true, slot -> {
             if (registrar.slotStream(slot) == stream && table.failArmed(slot, failBatch)) {
                 quarantine.add(slot); // the dead stream's write must not land in a reused slot
@@ -252,8 +280,9 @@ final class Scanner implements Runnable {
             nextQuarantineCheckAt = System.nanoTime() + quarantineCheckNanos;
         }
         setQuarantined();
-        deliver(failBatch, failure);
-        registrar.failFallbacks(stream, failure);
+        int failed = deliver(failBatch, failure);
+        failed += registrar.failFallbacks(stream, failure);
+        ReactorEvents.deviceFault(stream, error, failed);
     }
 
     private void recycleSettledQuarantine() {

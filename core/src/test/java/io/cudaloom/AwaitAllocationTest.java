@@ -4,28 +4,72 @@ import static org.junit.jupiter.api.Assertions.*;
 
 import java.lang.management.ManagementFactory;
 import java.time.Duration;
+import jdk.jfr.EventType;
+import jdk.jfr.Recording;
 import org.junit.jupiter.api.Test;
 
 /**
  * The await hot path allocates nothing: measured with the JVM's per-thread allocation counter on
  * the awaiting (platform) thread, both when the waiter's spin sees its flag (inline completion)
- * and when it parks and the scanner wakes it.
+ * and when it parks and the scanner wakes it; with the JFR event {@code io.cudaloom.SlowAwait}
+ * disabled, whether no recording runs or a recording runs with that event disabled. With the
+ * event enabled, each timed await allocates its one event object (bounded here, and printed).
  */
 class AwaitAllocationTest {
     private static final int WARMUP = 50_000, MEASURED = 100_000;
+    private static final ReactorConfig INLINE = ReactorConfig.builder().waiterSpin(Duration.ofNanos(20_000), 64).build();
+    private static final ReactorConfig PARKED = ReactorConfig.builder().waiterSpin(Duration.ZERO).build();
 
     @Test
     void inlineCompletionAllocatesNothing() throws Exception {
-        double perAwait = bytesPerAwait(ReactorConfig.builder().waiterSpin(Duration.ofNanos(20_000), 64).build());
+        assertFalse(slowAwaitEnabled(), "premise: no recording has io.cudaloom.SlowAwait enabled");
+        double perAwait = bytesPerAwait(INLINE);
         System.out.printf("await allocation, inline completion: %.3f bytes/await%n", perAwait);
         assertTrue(perAwait < 1.0, "expected no allocation per await, measured " + perAwait + " bytes");
     }
 
     @Test
     void parkedCompletionAllocatesNothing() throws Exception {
-        double perAwait = bytesPerAwait(ReactorConfig.builder().waiterSpin(Duration.ZERO).build());
+        assertFalse(slowAwaitEnabled(), "premise: no recording has io.cudaloom.SlowAwait enabled");
+        double perAwait = bytesPerAwait(PARKED);
         System.out.printf("await allocation, parked and woken by the scanner: %.3f bytes/await%n", perAwait);
         assertTrue(perAwait < 1.0, "expected no allocation per await, measured " + perAwait + " bytes");
+    }
+
+    @Test
+    void aRecordingWithTheEventDisabledAllocatesNothingPerAwait() throws Exception {
+        try (Recording recording = new Recording()) {
+            // The other cuda-loom events stay enabled (a new recording enables custom events).
+            recording.disable(SlowAwaitEvent.NAME);
+            recording.start();
+            assertFalse(slowAwaitEnabled());
+            double inline = bytesPerAwait(INLINE);
+            double parked = bytesPerAwait(PARKED);
+            System.out.printf("await allocation, recording running, SlowAwait disabled: inline %.3f, parked %.3f "
+                    + "bytes/await%n", inline, parked);
+            assertTrue(inline < 1.0, "expected no allocation per inline await, measured " + inline + " bytes");
+            assertTrue(parked < 1.0, "expected no allocation per parked await, measured " + parked + " bytes");
+        }
+    }
+
+    @Test
+    void withTheEventEnabledAnAwaitAllocatesAtMostItsEvent() throws Exception {
+        try (Recording recording = new Recording()) {
+            // Enabled, but no await is that slow: each is timed and none committed.
+            recording.enable(SlowAwaitEvent.NAME).withThreshold(Duration.ofHours(1));
+            recording.start();
+            assertTrue(slowAwaitEnabled());
+            double inline = bytesPerAwait(INLINE);
+            double parked = bytesPerAwait(PARKED);
+            System.out.printf("await allocation, SlowAwait enabled (threshold 1 h): inline %.3f, parked %.3f "
+                    + "bytes/await%n", inline, parked);
+            assertTrue(inline < 100 && parked < 100, "one event object (about 48 bytes) at most: " + inline
+                    + ", " + parked);
+        }
+    }
+
+    private static boolean slowAwaitEnabled() {
+        return EventType.getEventType(SlowAwaitEvent.class).isEnabled();
     }
 
     private static double bytesPerAwait(ReactorConfig config) throws Exception {

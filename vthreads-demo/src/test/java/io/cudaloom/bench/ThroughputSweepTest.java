@@ -129,8 +129,9 @@ class ThroughputSweepTest {
     }
 
     private static ReactorStats stats(long registrations, long inline, long immediate, long fallbacks) {
-        return new ReactorStats(4096, 0, 4096, registrations, registrations + immediate + fallbacks, inline, immediate,
-                fallbacks, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+        return ReactorStats.builder().capacity(4096).freeSlots(4096).registrations(registrations)
+                .completions(registrations + immediate + fallbacks).inlineCompletions(inline).immediate(immediate)
+                .fallbacks(fallbacks).build();
     }
 
     @Test

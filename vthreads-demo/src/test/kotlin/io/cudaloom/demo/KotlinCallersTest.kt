@@ -116,7 +116,7 @@ class KotlinCallersTest {
                 assertTrue(onVirtualThread { event.await(Duration.ofSeconds(30)) })
                 assertTrue(event.isDone)
                 assertTrue(event.await(0, TimeUnit.SECONDS), "a completed event returns at once")
-                assertEquals(0L, device.reactor().stats().faults)
+                assertEquals(0L, device.reactor().stats().faults())
             }
         }
     }
@@ -149,9 +149,9 @@ class KotlinCallersTest {
                     while (suspended.get() < 200) yield()
                     assertEquals(0, finished.get(), "all 200 are waiting on GPU work")
                     val waiting = device.reactor().stats()
-                    assertEquals(200L, waiting.registrations - before.registrations, "each armed a slot of the reactor")
-                    assertEquals(200L, waiting.armedNow)
-                    assertEquals(0L, waiting.fallbacks - before.fallbacks)
+                    assertEquals(200L, waiting.registrations() - before.registrations(), "each armed a slot of the reactor")
+                    assertEquals(200L, waiting.armedNow())
+                    assertEquals(0L, waiting.fallbacks() - before.fallbacks())
                     gate.countDown()
                     jobs.joinAll()
                 }
@@ -250,7 +250,7 @@ class KotlinCallersTest {
                     runCatching { event.awaitSuspending() }.exceptionOrNull()
                 }
                 Awaitility.await().atMost(Duration.ofSeconds(10)).until { waiter.state == Thread.State.WAITING || waiter.state == Thread.State.TIMED_WAITING }
-                Awaitility.await().atMost(Duration.ofSeconds(10)).until { device.reactor().stats().armedNow == 2L }
+                Awaitility.await().atMost(Duration.ofSeconds(10)).until { device.reactor().stats().armedNow() == 2L }
                 gate.countDown()                                    // now the fault happens
 
                 assertTrue(waiter.join(Duration.ofSeconds(30)))
@@ -289,7 +289,7 @@ class KotlinCallersTest {
                 runCatching { event.awaitSuspending() }.exceptionOrNull()
             }
             Awaitility.await().atMost(Duration.ofSeconds(10)).until { waiter.state == Thread.State.WAITING || waiter.state == Thread.State.TIMED_WAITING }
-            Awaitility.await().atMost(Duration.ofSeconds(10)).until { device.reactor().stats().armedNow == 2L }
+            Awaitility.await().atMost(Duration.ofSeconds(10)).until { device.reactor().stats().armedNow() == 2L }
 
             device.close()                                          // the work is still running
 
@@ -340,7 +340,7 @@ class KotlinCallersTest {
             val stats: ReactorStats = reactor.stats()
             assertTrue(name.startsWith("simulated device"))
             assertEquals(stream, event.stream())
-            assertTrue(stats.capacity > 0 && stats.completions >= 1)
+            assertTrue(stats.capacity() > 0 && stats.completions() >= 1)
             assertEquals(device, reactor.device())
         }
     }
@@ -390,7 +390,7 @@ class ReadmeKotlinExampleTest {
     fun useItExample() {
         GpuDevice.open().use { device ->   // surefire sets cudaloom.device=sim
             runBlocking { withTimeout(30_000) { scaleOnGpu(device) } }
-            assertEquals(1L, device.reactor().stats().immediate, "the new stream's event was done at once")
+            assertEquals(1L, device.reactor().stats().immediate(), "the new stream's event was done at once")
         }
     }
 

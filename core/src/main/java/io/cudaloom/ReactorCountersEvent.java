@@ -1,0 +1,98 @@
+package io.cudaloom;
+
+import jdk.jfr.Category;
+import jdk.jfr.Description;
+import jdk.jfr.Label;
+import jdk.jfr.Name;
+import jdk.jfr.Period;
+import jdk.jfr.StackTrace;
+import jdk.jfr.Timespan;
+
+/**
+ * JFR event {@value #NAME}: a reactor's counters, once per period (1 s unless a recording sets
+ * another) for every open device, and once more as the device's close begins (its totals, also
+ * for a run shorter than a period). Emitted by the periodic hook each reactor adds when it opens
+ * (or, if Flight Recorder is not initialized yet, when it is) and removes when it closes
+ * ({@link ReactorObservability}). The fields are {@link ReactorStats}'s accessors, by the same
+ * names; counters are cumulative since the device opened.
+ */
+@Name(ReactorCountersEvent.NAME)
+@Label("Reactor Counters")
+@Category("cuda-loom")
+@Description("A GPU device's completion-reactor counters (ReactorStats), cumulative since it opened")
+@Period("1 s")
+@StackTrace(false)
+final class ReactorCountersEvent extends jdk.jfr.Event {
+    static final String NAME = "io.cudaloom.ReactorCounters";
+
+    @Label("Device")
+    String device = "";
+
+    @Label("Capacity")
+    @Description("Completion slots")
+    int capacity;
+
+    @Label("Armed Slots")
+    @Description("Slots armed and not yet retired")
+    long armedNow;
+
+    @Label("Free Slots")
+    int freeSlots;
+
+    @Label("Quarantined Slots")
+    @Description("Slots held back because a device write into them might still land")
+    int quarantined;
+
+    @Label("Registrations")
+    @Description("Awaits and callbacks that armed a slot")
+    long registrations;
+
+    @Label("Completions")
+    long completions;
+
+    @Label("Inline Completions")
+    @Description("Completions seen by the waiter's own spin, without a wake-up")
+    long inlineCompletions;
+
+    @Label("Immediate")
+    @Description("Awaits that found their work already done and registered nothing")
+    long immediate;
+
+    @Label("Fallbacks")
+    @Description("Registrations served by a host callback")
+    long fallbacks;
+
+    @Label("Abandoned")
+    @Description("Registrations given up (timeout, interrupt, withdrawal)")
+    long abandoned;
+
+    @Label("Faults")
+    long faults;
+
+    @Label("Coalesced")
+    @Description("Awaits that joined another waiter's registration")
+    long coalesced;
+
+    @Label("Scanner Parks")
+    long scannerParks;
+
+    @Label("Scanner Timed Parks")
+    long scannerTimedParks;
+
+    @Label("Scanner Unparks")
+    long scannerUnparks;
+
+    @Label("Scan Passes")
+    long scanPasses;
+
+    @Label("Fault Probes")
+    long faultProbes;
+
+    @Label("Scanner Errors")
+    long scannerErrors;
+
+    @Label("Scanner CPU Time")
+    @Description("CPU time the scanner thread has used; N/A (Long.MIN_VALUE) where the JVM cannot tell")
+    @Timespan(Timespan.NANOSECONDS)
+    long scannerCpuNanos;
+}

@@ -1,0 +1,98 @@
+package io.cudaloom;
+
+import jdk.jfr.EventType;
+import jdk.jfr.FlightRecorder;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * Where the reactor emits its JDK Flight Recorder events ({@link SlowAwaitEvent},
+ * {@link FallbackEvent}, {@link DeviceFaultEvent}, {@link ReactorCountersEvent}).
+ *
+ * <p>Cost when disabled: each emitter first asks whether the event is enabled in a running
+ * recording, and allocates nothing if not, so the await path stays allocation-free without
+ * relying on escape analysis (AwaitAllocationTest checks it, with no recording and with a
+ * recording that disables the event). The question is two field reads: whether Flight Recorder
+ * has been initialized at all (no recording can run before), and then a static {@link EventType}
+ * handle's enabled flag. The handles are looked up only once Flight Recorder is initialized, since
+ * the lookup initializes JFR's metadata (about 0.1 s), which a JVM that never records should not
+ * pay. On a JVM without Flight Recorder it is never initialized, so every emitter returns at once.
+ */
+final class ReactorEvents {
+    /** The event types; loaded (holder idiom) on first use, after Flight Recorder is initialized. */
+    private static final class Types {
+        static final EventType SLOW_AWAIT = EventType.getEventType(SlowAwaitEvent.class);
+        static final EventType FALLBACK = EventType.getEventType(FallbackEvent.class);
+        static final EventType DEVICE_FAULT = EventType.getEventType(DeviceFaultEvent.class);
+    }
+
+    private ReactorEvents() {}
+
+    private static boolean slowAwaitEnabled() {
+        return FlightRecorder.isInitialized() && Types.SLOW_AWAIT.isEnabled();
+    }
+
+    /**
+     * A begun {@link SlowAwaitEvent} if a recording has it enabled, else null (and nothing
+     * allocated). {@link BlockingWait} sets its path, ends it and commits it if it was slow.
+     */
+    static @Nullable SlowAwaitEvent beginAwait() {
+        if (!slowAwaitEnabled()) {
+            return null;
+        }
+        SlowAwaitEvent event = new SlowAwaitEvent();
+        event.begin();
+        return event;
+    }
+
+    static void fallback(GpuStream stream, String reason) {
+        if (FlightRecorder.isInitialized() && Types.FALLBACK.isEnabled()) {
+            FallbackEvent event = new FallbackEvent();
+            event.device = stream.device().name();
+            event.stream = stream.toString();
+            event.reason = reason;
+            event.commit();
+        }
+    }
+
+    static void deviceFault(GpuStream stream, String error, int registrationsFailed) {
+        if (FlightRecorder.isInitialized() && Types.DEVICE_FAULT.isEnabled()) {
+            DeviceFaultEvent event = new DeviceFaultEvent();
+            event.device = stream.device().name();
+            event.stream = stream.toString();
+            event.error = error;
+            event.registrationsFailed = registrationsFailed;
+            event.commit();
+        }
+    }
+
+    /** The periodic hook's body: one {@link ReactorCountersEvent} with the reactor's counters now. */
+    static void counters(CompletionReactor reactor) {
+        ReactorCountersEvent event = new ReactorCountersEvent();
+        if (!event.isEnabled()) {
+            return;
+        }
+        ReactorStats s = reactor.stats();
+        event.device = reactor.device().name();
+        event.capacity = s.capacity();
+        event.armedNow = s.armedNow();
+        event.freeSlots = s.freeSlots();
+        event.quarantined = s.quarantined();
+        event.registrations = s.registrations();
+        event.completions = s.completions();
+        event.inlineCompletions = s.inlineCompletions();
+        event.immediate = s.immediate();
+        event.fallbacks = s.fallbacks();
+        event.abandoned = s.abandoned();
+        event.faults = s.faults();
+        event.coalesced = s.coalesced();
+        event.scannerParks = s.scannerParks();
+        event.scannerTimedParks = s.scannerTimedParks();
+        event.scannerUnparks = s.scannerUnparks();
+        event.scanPasses = s.scanPasses();
+        event.faultProbes = s.faultProbes();
+        event.scannerErrors = s.scannerErrors();
+        long cpu = s.scannerCpuNanos();
+        event.scannerCpuNanos = cpu < 0 ? Long.MIN_VALUE : cpu; // JFR's "N/A" for a timespan
+        event.commit();
+    }
+}

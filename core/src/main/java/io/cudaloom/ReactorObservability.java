@@ -1,0 +1,235 @@
+package io.cudaloom;
+
+import java.lang.management.ManagementFactory;
+import java.util.Objects;
+import java.util.function.Supplier;
+import javax.management.InstanceAlreadyExistsException;
+import javax.management.JMException;
+import javax.management.MBeanServer;
+import javax.management.ObjectName;
+import javax.management.StandardMBean;
+import jdk.jfr.FlightRecorder;
+import jdk.jfr.FlightRecorderListener;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * What a reactor publishes for operators while it is open: its {@link ReactorMXBean} on the
+ * platform MBean server (unless {@link ReactorConfig#jmx()} is off) and its hook for the periodic
+ * JFR event {@link ReactorCountersEvent}. Both are installed when the reactor opens and removed
+ * when it closes (the counters event is emitted once more as the close begins, with the final
+ * counters), so a closed device leaves no hook, listener or MBean holding on to it.
+ *
+ * <p>The JFR hook waits for Flight Recorder: a {@link FlightRecorderListener} adds it once JFR is
+ * initialized (at once if it already is), so a JVM that never records does not pay for
+ * initializing JFR's metadata (about 0.1 s) when it opens a device.
+ *
+ * <p>Monitoring never stops a device from opening or closing: a failure is logged and ignored.
+ *
+ * <p>Thread safety: {@link #open} (the constructing thread, last thing in the constructor),
+ * {@link #close} (whoever finishes the shutdown: the closing thread, or the scanner when it was
+ * closed from its own thread or stopped by an Error, possibly before the constructor returned)
+ * and {@link #addHook} (the thread that initializes Flight Recorder) may race. The flags are
+ * guarded by this object's monitor, but no JFR method is called while holding it: JFR calls
+ * {@code recorderInitialized} while holding its own lock, and {@code addListener} takes that lock,
+ * so calling it under this monitor could deadlock. Instead each side sets its flag under the
+ * monitor, makes its JFR call outside, and the adding side looks at {@code closed} again after
+ * adding and undoes what it added if a close came in between; so whatever the interleaving, a
+ * closed reactor keeps neither its listener nor its hook.
+ */
+final class ReactorObservability {
+    private static final System.Logger LOG = System.getLogger("io.cudaloom");
+    static final String DOMAIN = "io.cudaloom";
+
+    private final CompletionReactor reactor;
+    private final int id;
+    private final Supplier<MBeanServer> mbeanServer;
+    private final Runnable countersHook;
+    private final FlightRecorderListener whenRecorderUp = new FlightRecorderListener() {
+        @Override
+        public void recorderInitialized(FlightRecorder recorder) {
+            addHook();
+        }
+    };
+    private boolean listening; // guarded by this
+    private boolean hookAdded; // guarded by this
+    private @Nullable ObjectName mbeanName; // guarded by this
+    private boolean closed; // guarded by this
+
+    ReactorObservability(CompletionReactor reactor, int id) {
+        this(reactor, id, ManagementFactory::getPlatformMBeanServer);
+    }
+
+    /** With another MBean server than the platform's (tests: one that refuses). */
+    ReactorObservability(CompletionReactor reactor, int id, Supplier<MBeanServer> mbeanServer) {
+        this.reactor = reactor;
+        this.id = id;
+        this.mbeanServer = mbeanServer;
+        this.countersHook = () -> ReactorEvents.counters(reactor);
+    }
+
+    /** The ObjectName this reactor's MXBean would have if its device's name were free. */
+    static ObjectName objectName(String deviceName) throws JMException {
+        return new ObjectName(DOMAIN + ":type=GpuDevice,name=" + ObjectName.quote(deviceName));
+    }
+
+    void open() {
+        synchronized (this) {
+            if (closed) {
+                return;
+            }
+            if (reactor.config().jmx()) {
+                mbeanName = registerMBean();
+            }
+            listening = true;
+        }
+        try {
+            FlightRecorder.addListener(whenRecorderUp); // calls addHook now if JFR is initialized
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.WARNING, () -> "cuda-loom: no periodic JFR counters for "
+                    + reactor.device().name() + ": " + e, e);
+        }
+        if (isClosed()) {
+            FlightRecorder.removeListener(whenRecorderUp); // closed meanwhile: close may have missed it
+        }
+    }
+
+    /** Adds the periodic hook, once, unless closed (see the class comment for the races). */
+    private void addHook() {
+        synchronized (this) {
+            if (closed || hookAdded) {
+                return;
+            }
+            hookAdded = true;
+        }
+        try {
+            FlightRecorder.addPeriodicEvent(ReactorCountersEvent.class, countersHook);
+        } catch (RuntimeException e) {
+            synchronized (this) {
+                hookAdded = false;
+            }
+            LOG.log(System.Logger.Level.WARNING, () -> "cuda-loom: no periodic JFR counters for "
+                    + reactor.device().name() + ": " + e, e);
+            return;
+        }
+        if (isClosed()) {
+            FlightRecorder.removePeriodicEvent(countersHook); // closed meanwhile: close may have missed it
+        }
+    }
+
+    private synchronized boolean isClosed() {
+        return closed;
+    }
+
+    /** Whether the periodic hook is in JFR's list (or being added) now (for tests). */
+    synchronized boolean hookAdded() {
+        return hookAdded;
+    }
+
+    private @Nullable ObjectName registerMBean() {
+        String device = reactor.device().name();
+        try {
+            MBeanServer server = mbeanServer.get();
+            StandardMBean bean = new StandardMBean(new Bean(reactor), ReactorMXBean.class, true);
+            try {
+                return server.registerMBean(bean, objectName(device)).getObjectName();
+            } catch (InstanceAlreadyExistsException taken) { // another open device of that name
+                return server.registerMBean(bean, objectName(device + " #" + id)).getObjectName();
+            }
+        } catch (JMException | RuntimeException e) {
+            LOG.log(System.Logger.Level.WARNING, () -> "cuda-loom: the MXBean of " + device
+                    + " was not registered (the device works without it): " + e, e);
+            return null;
+        }
+    }
+
+    /**
+     * Emits the counters event once more, as {@link CompletionReactor#close()} begins: the totals
+     * of a run shorter than a period, taken before the shutdown holds back the free slots.
+     */
+    void closing() {
+        if (FlightRecorder.isInitialized()) { // else no recording runs
+            try {
+                ReactorEvents.counters(reactor);
+            } catch (RuntimeException e) {
+                LOG.log(System.Logger.Level.WARNING, () -> "cuda-loom: the final JFR counters failed: " + e, e);
+            }
+        }
+    }
+
+    /** Removes the listener, the hook and the MXBean; idempotent. */
+    void close() {
+        boolean stopListening;
+        boolean removeHook;
+        ObjectName name;
+        synchronized (this) {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            stopListening = listening;
+            listening = false;
+            removeHook = hookAdded;
+            hookAdded = false;
+            name = mbeanName;
+            mbeanName = null;
+        }
+        try {
+            if (stopListening) {
+                FlightRecorder.removeListener(whenRecorderUp);
+            }
+            if (removeHook) {
+                FlightRecorder.removePeriodicEvent(countersHook);
+            }
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.WARNING, () -> "cuda-loom: removing the periodic JFR hook failed: " + e, e);
+        }
+        if (name != null) {
+            try {
+                mbeanServer.get().unregisterMBean(name);
+            } catch (JMException | RuntimeException e) {
+                LOG.log(System.Logger.Level.WARNING, () -> "cuda-loom: unregistering " + name + " failed: " + e, e);
+            }
+        }
+    }
+
+    /** The registered MXBean's name, or null (not registered, or closed). */
+    synchronized @Nullable ObjectName mbeanName() {
+        return mbeanName;
+    }
+
+    /** The periodic JFR hook (for tests: once closed, removing it again must find nothing). */
+    Runnable countersHook() {
+        return countersHook;
+    }
+
+    /** The MXBean: every attribute from a fresh snapshot. */
+    private static final class Bean implements ReactorMXBean {
+        private final CompletionReactor reactor;
+
+        Bean(CompletionReactor reactor) {
+            this.reactor = Objects.requireNonNull(reactor);
+        }
+
+        @Override public String getDeviceName() { return reactor.device().name(); }
+        @Override public String getStrategy() { return reactor.config().strategy().name(); }
+        @Override public int getCapacity() { return reactor.stats().capacity(); }
+        @Override public long getArmedNow() { return reactor.stats().armedNow(); }
+        @Override public int getFreeSlots() { return reactor.stats().freeSlots(); }
+        @Override public int getQuarantined() { return reactor.stats().quarantined(); }
+        @Override public long getRegistrations() { return reactor.stats().registrations(); }
+        @Override public long getCompletions() { return reactor.stats().completions(); }
+        @Override public long getInlineCompletions() { return reactor.stats().inlineCompletions(); }
+        @Override public long getImmediate() { return reactor.stats().immediate(); }
+        @Override public long getFallbacks() { return reactor.stats().fallbacks(); }
+        @Override public long getAbandoned() { return reactor.stats().abandoned(); }
+        @Override public long getFaults() { return reactor.stats().faults(); }
+        @Override public long getCoalesced() { return reactor.stats().coalesced(); }
+        @Override public long getScannerParks() { return reactor.stats().scannerParks(); }
+        @Override public long getScannerTimedParks() { return reactor.stats().scannerTimedParks(); }
+        @Override public long getScannerUnparks() { return reactor.stats().scannerUnparks(); }
+        @Override public long getScanPasses() { return reactor.stats().scanPasses(); }
+        @Override public long getFaultProbes() { return reactor.stats().faultProbes(); }
+        @Override public long getScannerErrors() { return reactor.stats().scannerErrors(); }
+        @Override public long getScannerCpuNanos() { return reactor.stats().scannerCpuNanos(); }
+    }
+}

@@ -1,0 +1,63 @@
+package io.cudaloom;
+
+import jdk.jfr.Category;
+import jdk.jfr.Description;
+import jdk.jfr.Label;
+import jdk.jfr.Name;
+import jdk.jfr.Threshold;
+
+/**
+ * JFR event {@value #NAME}: a blocking await that took longer than the event's threshold (20 ms
+ * unless a recording sets another), from registering to returning. Awaits that found their work
+ * already done register nothing and are not timed. Begun ({@link ReactorEvents#beginAwait}) and
+ * committed ({@link BlockingWait}) only while a recording has the event enabled, so a disabled
+ * event allocates nothing.
+ */
+@Name(SlowAwaitEvent.NAME)
+@Label("Slow GPU Await")
+@Category("cuda-loom")
+@Description("An await() on GPU work that took longer than the threshold, from registering to returning")
+@Threshold("20 ms")
+final class SlowAwaitEvent extends jdk.jfr.Event {
+    static final String NAME = "io.cudaloom.SlowAwait";
+
+    /** The waiter's own spin saw the flag land: no wake-up. */
+    static final String INLINE = "inline";
+    /** Armed a completion slot and parked until the scanner woke it. */
+    static final String PARKED = "parked";
+    /** Served by a host callback instead of a slot (see {@link FallbackEvent}). */
+    static final String FALLBACK = "fallback";
+    /** Coalescing: shared one registration with the stream's other waiters. */
+    static final String COALESCED = "coalesced";
+
+    static final String COMPLETED = "completed";
+    static final String TIMED_OUT = "timed out";
+    static final String FAILED = "failed";
+
+    /** The outcome of an await that threw {@code e}. */
+    static String outcomeOf(Exception e) {
+        if (e instanceof InterruptedException) {
+            return "interrupted";
+        } else if (e instanceof GpuFaultException) {
+            return "fault";
+        } else if (e instanceof ReactorClosedException) {
+            return "closed";
+        }
+        return FAILED;
+    }
+
+    @Label("Device")
+    String device = "";
+
+    @Label("Stream")
+    String stream = "";
+
+    @Label("Path")
+    @Description("inline: the waiter's spin saw its flag; parked: a slot, woken by the scanner; "
+            + "fallback: a host callback; coalesced: shared with the stream's other waiters")
+    String path = PARKED;
+
+    @Label("Outcome")
+    @Description("completed, timed out, interrupted, fault, closed, or failed (another exception)")
+    String outcome = "";
+}
