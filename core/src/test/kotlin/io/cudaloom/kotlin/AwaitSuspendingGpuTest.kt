@@ -67,7 +67,7 @@ class AwaitSuspendingGpuTest {
         GpuTestSupport.openOrSkip(GpuTestSupport.reactorOnly()).use { gpu ->
             gpu.loadKernels().use { k ->
                 gpu.allocate(4096).use { buf ->
-                    gpu.allocatePinned(4096).use { host ->
+                    gpu.allocateHost(4096).use { host ->
                         val stream = gpu.newStream()
                         runBlocking {
                             withTimeout(30_000) {
