@@ -42,9 +42,9 @@ class AwaitSuspendingGpuTest {
     private fun assertNothingLeaked(device: GpuDevice) {
         Awaitility.await().atMost(Duration.ofSeconds(30)).untilAsserted {
             val s = device.reactor().stats()
-            assertEquals(0L, s.armedNow, "armed slots left: $s")
-            assertEquals(s.capacity, s.freeSlots, "slots not back on the free list: $s")
-            assertEquals(0, s.quarantined, "quarantined slots left: $s")
+            assertEquals(0L, s.armedNow(), "armed slots left: $s")
+            assertEquals(s.capacity(), s.freeSlots(), "slots not back on the free list: $s")
+            assertEquals(0, s.quarantined(), "quarantined slots left: $s")
         }
     }
 
@@ -107,7 +107,7 @@ class AwaitSuspendingGpuTest {
                             }
                         }
                         Awaitility.await().atMost(Duration.ofSeconds(30))
-                            .until { gpu.reactor().stats().armedNow == n.toLong() || finished.get() > 0 }
+                            .until { gpu.reactor().stats().armedNow() == n.toLong() || finished.get() > 0 }
                         assertEquals(0, finished.get(), "all registered while the 2 s kernels ran")
                         withTimeout(60_000) { jobs.joinAll() }
                     }
@@ -117,7 +117,7 @@ class AwaitSuspendingGpuTest {
                 assertEquals(n, finished.get())
                 assertEquals(n, dispatcher.fromScanner.get(), "each resumed straight from the scanner's delivery")
                 val s = gpu.reactor().stats()
-                assertEquals(0L, s.fallbacks, s.toString())
+                assertEquals(0L, s.fallbacks(), s.toString())
                 assertNothingLeaked(gpu)
                 streams.forEach { it.close() }
             }
@@ -132,11 +132,11 @@ class AwaitSuspendingGpuTest {
                 k.launchSpin(stream, 300_000_000L) // 300 ms
                 runBlocking {
                     val job = launch(Dispatchers.Default) { stream.awaitSuspending() }
-                    Awaitility.await().atMost(Duration.ofSeconds(10)).until { gpu.reactor().stats().armedNow == 1L }
+                    Awaitility.await().atMost(Duration.ofSeconds(10)).until { gpu.reactor().stats().armedNow() == 1L }
                     withTimeout(10_000) { job.cancelAndJoin() }
                     assertTrue(job.isCancelled)
                 }
-                assertEquals(1L, gpu.reactor().stats().abandoned)
+                assertEquals(1L, gpu.reactor().stats().abandoned())
                 assertNothingLeaked(gpu) // once the kernel ends and the flag write lands
                 runBlocking { withTimeout(30_000) { stream.awaitSuspending() } }
                 stream.close()

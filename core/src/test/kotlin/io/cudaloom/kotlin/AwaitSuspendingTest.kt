@@ -64,9 +64,9 @@ class AwaitSuspendingTest {
     private fun assertNothingLeaked(device: GpuDevice) {
         Awaitility.await().atMost(Duration.ofSeconds(30)).untilAsserted {
             val s = device.reactor().stats()
-            assertEquals(0L, s.armedNow, "armed slots left: $s")
-            assertEquals(s.capacity, s.freeSlots, "slots not back on the free list: $s")
-            assertEquals(0, s.quarantined, "quarantined slots left: $s")
+            assertEquals(0L, s.armedNow(), "armed slots left: $s")
+            assertEquals(s.capacity(), s.freeSlots(), "slots not back on the free list: $s")
+            assertEquals(0, s.quarantined(), "quarantined slots left: $s")
         }
     }
 
@@ -74,7 +74,7 @@ class AwaitSuspendingTest {
     private fun threadName(): String = Thread.currentThread().name.substringBefore(" @coroutine#")
 
     private fun awaitArmed(device: GpuDevice, armed: Long) {
-        Awaitility.await().atMost(Duration.ofSeconds(30)).until { device.reactor().stats().armedNow == armed }
+        Awaitility.await().atMost(Duration.ofSeconds(30)).until { device.reactor().stats().armedNow() == armed }
     }
 
     /** Counts the threads [dispatch] was called on, then hands the block to [delegate]. */
@@ -123,9 +123,9 @@ class AwaitSuspendingTest {
         runBlocking { event.awaitSuspending() } // done: returns without a reactor call
         runBlocking { stream.awaitSuspending() } // the stream is idle: an immediate completion
         val after = device.reactor().stats()
-        assertEquals(before.registrations, after.registrations)
-        assertEquals(before.immediate + 1, after.immediate)
-        assertEquals(0L, after.abandoned)
+        assertEquals(before.registrations(), after.registrations())
+        assertEquals(before.immediate() + 1, after.immediate())
+        assertEquals(0L, after.abandoned())
         assertNothingLeaked(device)
     }
 
@@ -182,7 +182,7 @@ class AwaitSuspendingTest {
         stream.close()
         val e = assertThrows(IllegalStateException::class.java) { runBlocking { event.awaitSuspending() } }
         assertEquals("stream $stream is closed", e.message)
-        assertEquals(0L, device.reactor().stats().registrations)
+        assertEquals(0L, device.reactor().stats().registrations())
         gate.countDown()
     }
 
@@ -211,16 +211,16 @@ class AwaitSuspendingTest {
         assertInstanceOf(CancellationException::class.java, cancellation.get())
         val withdrawn = device.reactor().stats()
         assertEquals(1L, withdrawn.abandoned, "the cancellation withdrew the registration: $withdrawn")
-        assertEquals(1L, withdrawn.armedNow, "the device write is still in flight: the slot stays armed")
+        assertEquals(1L, withdrawn.armedNow(), "the device write is still in flight: the slot stays armed")
 
         gate.countDown()
         assertNothingLeaked(device) // the withdrawn slot came back once the write landed
         val after = device.reactor().stats()
-        assertEquals(withdrawn.completions, after.completions, "nothing was delivered to the withdrawn registration")
+        assertEquals(withdrawn.completions, after.completions(), "nothing was delivered to the withdrawn registration")
         assertFalse(resumedNormally.get())
         assertFalse(event.isDone)
         runBlocking { withTimeout(30_000) { stream.awaitSuspending() } } // the stream and reactor go on
-        assertEquals(1L, device.reactor().stats().abandoned)
+        assertEquals(1L, device.reactor().stats().abandoned())
     }
 
     @Test
@@ -231,7 +231,7 @@ class AwaitSuspendingTest {
         val event = stream.event()
         val result = runBlocking { withTimeoutOrNull(20) { event.awaitSuspending(); "done" } }
         assertNull(result, "timed out while the work was held")
-        assertEquals(1L, device.reactor().stats().abandoned)
+        assertEquals(1L, device.reactor().stats().abandoned())
         gate.countDown()
         assertNothingLeaked(device)
     }
@@ -254,7 +254,7 @@ class AwaitSuspendingTest {
             runBlocking {
                 repeat(n) { i ->
                     val gate = stream.gate()
-                    val registrations = device.reactor().stats().registrations
+                    val registrations = device.reactor().stats().registrations()
                     val job = launch(Dispatchers.Default, start = CoroutineStart.UNDISPATCHED) {
                         try {
                             stream.event().awaitSuspending()
@@ -264,7 +264,7 @@ class AwaitSuspendingTest {
                             throw e
                         }
                     }
-                    assertEquals(registrations + 1, device.reactor().stats().registrations, "iteration $i registered")
+                    assertEquals(registrations + 1, device.reactor().stats().registrations(), "iteration $i registered")
                     opener.execute {
                         start.await()
                         gate.countDown()
@@ -278,8 +278,8 @@ class AwaitSuspendingTest {
         }
         assertNothingLeaked(device)
         val after = device.reactor().stats()
-        val delivered = after.completions - before.completions
-        val withdrawn = after.abandoned - before.abandoned
+        val delivered = after.completions() - before.completions()
+        val withdrawn = after.abandoned() - before.abandoned()
         assertEquals(n, normal.get() + cancelled.get())
         assertEquals(n.toLong(), delivered + withdrawn, "one outcome per registration: $after")
         assertTrue(withdrawn <= cancelled.get(), "only cancelled coroutines withdrew: $withdrawn of ${cancelled.get()}")
@@ -342,8 +342,8 @@ class AwaitSuspendingTest {
             pool.shutdownNow()
         }
         val s = device.reactor().stats()
-        assertEquals(n.toLong(), s.completions - s.immediate, s.toString())
-        assertEquals(0L, s.abandoned)
+        assertEquals(n.toLong(), s.completions() - s.immediate(), s.toString())
+        assertEquals(0L, s.abandoned())
         assertNothingLeaked(device)
     }
 
