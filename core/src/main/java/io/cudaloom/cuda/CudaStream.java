@@ -275,7 +275,7 @@ public final class CudaStream extends GpuStream {
         if (fault == null) {
             fault = Cuda.errorName(result);
         }
-        device.markFaulted();
+        device.markFaulted(Cuda.errorName(result) + " on " + this);
     }
 
     private void checkCopy(long srcBytes, long dstBytes, long bytes, DeviceBuffer deviceSide) {
