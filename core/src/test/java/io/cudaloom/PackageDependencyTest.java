@@ -15,20 +15,29 @@ import org.junit.jupiter.api.Test;
 /**
  * The package layering has no cycle: the protocol core depends on no other package of the
  * project, the backend SPI ({@code spi}) only on the protocol core, the API package ({@code io.cudaloom}) on no backend ({@code cuda}, {@code sim}; those
- * are found through {@link GpuDeviceProvider}), and the backends on each other not at all. Checked
+ * are found through {@link GpuDeviceProvider}), and the backends on each other not at all. The JUnit
+ * extension ({@code junit}) sits on top: nothing else names it, it names only the public API and
+ * the backends, and no other package names JUnit (an optional dependency, there for it alone). Checked
  * on the compiled classes' constant pools, which name every class a class refers to.
  */
 class PackageDependencyTest {
+    /** JUnit is an optional dependency, for {@code io.cudaloom.junit} only. */
+    private static final String JUNIT = "org/junit/";
 
     @Test
     void theApiNamesNoBackendAndTheProtocolNamesNothingOfOurs() throws Exception {
         Path root = Path.of(GpuDevice.class.getProtectionDomain().getCodeSource().getLocation().toURI());
         List<String> offences = new ArrayList<>();
-        check(root.resolve("io/cudaloom"), List.of("io/cudaloom/cuda/", "io/cudaloom/sim/"), List.of(), offences);
-        check(root.resolve("io/cudaloom/protocol"), List.of("io/cudaloom/"), List.of("protocol/"), offences);
-        check(root.resolve("io/cudaloom/spi"), List.of("io/cudaloom/"), List.of("spi/", "protocol/"), offences);
-        check(root.resolve("io/cudaloom/sim"), List.of("io/cudaloom/cuda/"), List.of(), offences);
-        check(root.resolve("io/cudaloom/cuda"), List.of("io/cudaloom/sim/"), List.of(), offences);
+        check(root.resolve("io/cudaloom"), List.of("io/cudaloom/cuda/", "io/cudaloom/sim/", "io/cudaloom/junit/", JUNIT),
+                List.of(), offences);
+        check(root.resolve("io/cudaloom/protocol"), List.of("io/cudaloom/", JUNIT), List.of("protocol/"), offences);
+        check(root.resolve("io/cudaloom/spi"), List.of("io/cudaloom/", JUNIT), List.of("spi/", "protocol/"), offences);
+        check(root.resolve("io/cudaloom/sim"), List.of("io/cudaloom/cuda/", "io/cudaloom/junit/", JUNIT), List.of(),
+                offences);
+        check(root.resolve("io/cudaloom/cuda"), List.of("io/cudaloom/sim/", "io/cudaloom/junit/", JUNIT), List.of(),
+                offences);
+        check(root.resolve("io/cudaloom/junit"), List.of("io/cudaloom/protocol/", "io/cudaloom/spi/"), List.of(),
+                offences);
         assertEquals(List.of(), offences);
     }
 
