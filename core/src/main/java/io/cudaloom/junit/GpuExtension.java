@@ -317,8 +317,8 @@ public final class GpuExtension
                 problems = fault == null ? List.of() : List.of("the device faulted: " + fault);
             }
             if (!problems.isEmpty()) {
+                failures.add(LeakCheck.report(who, device, problems, timeout)); // before the close changes the stats
                 devices.discard(e.getKey(), device);
-                failures.add(LeakCheck.report(who, device, problems, timeout));
             }
         }
         if (expectFault && !faulted) {

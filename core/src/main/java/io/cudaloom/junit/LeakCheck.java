@@ -111,7 +111,12 @@ final class LeakCheck {
         for (String p : problems) {
             b.append("\n  - ").append(p);
         }
-        b.append("\n  reactor: ").append(device.reactor().stats());
+        ReactorStats s = device.reactor().stats();
+        b.append("\n  reactor: capacity ").append(s.capacity()).append(", free ").append(s.freeSlots())
+                .append(", armed ").append(s.armedNow()).append(", quarantined ").append(s.quarantined())
+                .append("; registrations ").append(s.registrations()).append(", completions ").append(s.completions())
+                .append(", abandoned ").append(s.abandoned()).append(", fallbacks ").append(s.fallbacks())
+                .append(", faults ").append(s.faults());
         b.append("\n  the device is closed; the class's next test gets a fresh one");
         return b.toString();
     }

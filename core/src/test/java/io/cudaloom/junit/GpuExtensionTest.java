@@ -368,7 +368,6 @@ class GpuExtensionTest {
         assertTrue(m.contains("not at rest (checked for 300 ms)"), m);
         assertTrue(m.contains("1 completion slot(s) still armed"), m);
         assertTrue(m.contains("completion slots back on the free list: "), m);
-        assertTrue(m.contains("\n  reactor: "), "the reactor's stats: " + m);
         results.testEvents().assertStatistics(s -> s.started(2).failed(1).succeeded(1));
         List<SimulatedDevice> devices = SEEN.stream().filter(SimulatedDevice.class::isInstance)
                 .map(SimulatedDevice.class::cast).toList();
@@ -376,6 +375,10 @@ class GpuExtensionTest {
         assertNotSame(devices.get(0), devices.get(1), "the leaking test's device was replaced");
         assertTrue(devices.get(0).isClosed());
         assertTrue(m.contains(devices.get(0).name()), m);
+        int capacity = devices.get(0).reactor().stats().capacity();
+        assertTrue(m.contains("\n  reactor: capacity " + capacity + ", free " + (capacity - 1)
+                + ", armed 1, quarantined 0; registrations 1,"),
+                "the reactor's stats as the check saw them, before the device's close: " + m);
         await().atMost(LONG).until(() -> SEEN.stream().anyMatch(io.cudaloom.ReactorClosedException.class::isInstance));
     }
 
