@@ -53,12 +53,13 @@ public final class GpuExtension
         implements ExecutionCondition, ParameterResolver, BeforeEachCallback, AfterEachCallback, AfterAllCallback {
 
     /**
-     * JUnit configuration parameter (or system property) choosing where tests run: {@code auto}
-     * (default: CUDA if present), {@code cuda} (a GPU is required: tests fail without one) or
-     * {@code sim} (the simulated device, for the tests that allow it). The same name as
-     * {@link GpuDevice#BACKEND_PROPERTY}.
+     * JUnit configuration parameter (or system property) choosing where {@link GpuTest}s run:
+     * {@code auto} (default: CUDA if present), {@code cuda} (a GPU is required: tests fail without
+     * one) or {@code sim} (the simulated device, for the tests that allow it). Separate from
+     * {@link GpuDevice#BACKEND_PROPERTY}, which a build may set to keep {@link GpuDevice#open()} off
+     * the GPU in its ordinary tests while its GPU tests still find the GPU.
      */
-    public static final String DEVICE_PARAMETER = GpuDevice.BACKEND_PROPERTY;
+    public static final String DEVICE_PARAMETER = "cudaloom.junit.device";
 
     /** JUnit configuration parameter: how long the leak check waits for a device to come to rest, in milliseconds. */
     public static final String LEAK_CHECK_TIMEOUT_PARAMETER = "cudaloom.junit.leakCheckTimeoutMillis";

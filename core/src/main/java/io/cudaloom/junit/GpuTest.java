@@ -27,10 +27,12 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * With a CUDA device present, on CUDA device 0. Without one, the test (or the whole class) is
  * skipped, with the reason printed and reported to JUnit ("no CUDA device: ..."), unless
  * {@link #simulatedFallback()} allows it to run on the {@link io.cudaloom.sim.SimulatedDevice}. The
- * JUnit configuration parameter or system property {@value io.cudaloom.GpuDevice#BACKEND_PROPERTY}
- * overrides the choice: {@code cuda} runs on the GPU and fails (rather than skips) where there is
- * none, so a GPU runner cannot pass by skipping everything; {@code sim} runs the tests that allow
- * the fallback on the simulated device and skips the others; {@code auto} is the default.
+ * JUnit configuration parameter or system property {@value GpuExtension#DEVICE_PARAMETER} overrides
+ * the choice: {@code cuda} runs on the GPU and fails (rather than skips) where there is none, so a
+ * GPU runner cannot pass by skipping everything; {@code sim} runs the tests that allow the fallback
+ * on the simulated device and skips the others; {@code auto} is the default. (The system property
+ * {@value io.cudaloom.GpuDevice#BACKEND_PROPERTY}, which steers {@link io.cudaloom.GpuDevice#open()},
+ * does not change where these tests run.)
  *
  * <h2>What it injects</h2>
  * A parameter of type {@link io.cudaloom.GpuDevice} (of a test, lifecycle method or constructor)

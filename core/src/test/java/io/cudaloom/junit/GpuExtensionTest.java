@@ -172,9 +172,22 @@ class GpuExtensionTest {
     void askingForTheSimulatedDeviceSkipsTestsThatNeedCudaOnAnyMachine() {
         EngineExecutionResults results = run(NeedsCuda.class, "sim");
         List<String> reasons = skipReasons(results.containerEvents());
-        assertEquals(List.of("cudaloom.device=sim asks for the simulated device, and this test needs a CUDA device"
+        assertEquals(List.of("cudaloom.junit.device=sim asks for the simulated device, and this test needs a CUDA device"
                 + " (no simulatedFallback)"), reasons);
         results.testEvents().assertStatistics(s -> s.started(0));
+    }
+
+    @Test
+    void gpuDeviceOpensBackendPropertyDoesNotSteerGpuTests() {
+        // The demo's build sets cudaloom.device=sim for its ordinary tests; its GPU tests must still find the GPU.
+        EngineExecutionResults results = run(NeedsCuda.class, "auto", GpuDevice.BACKEND_PROPERTY, "sim");
+        if (Cuda.isAvailable()) {
+            results.testEvents().assertStatistics(s -> s.started(1).succeeded(1));
+        } else {
+            List<String> reasons = skipReasons(results.containerEvents());
+            assertEquals(1, reasons.size(), reasons.toString());
+            assertTrue(reasons.get(0).startsWith("no CUDA device: "), reasons.get(0));
+        }
     }
 
     @Test
@@ -182,7 +195,7 @@ class GpuExtensionTest {
         EngineExecutionResults results = run(NeedsCuda.class, "tpu");
         Throwable t = resultOf(results.containerEvents(), "NeedsCuda", TestExecutionResult.Status.FAILED);
         assertInstanceOf(ExtensionConfigurationException.class, t.getCause(), t.toString());
-        assertEquals("cudaloom.device must be auto, cuda or sim, was 'tpu'", t.getCause().getMessage());
+        assertEquals("cudaloom.junit.device must be auto, cuda or sim, was 'tpu'", t.getCause().getMessage());
         results.testEvents().assertStatistics(s -> s.started(0));
     }
 
@@ -237,12 +250,23 @@ class GpuExtensionTest {
         assertEquals(List.of(device.name()), reportedDevices(results));
     }
 
+    @GpuTest(simulatedFallback = true)
+    static class RunsAnywhere {
+        @Test
+        void runs(GpuDevice device, GpuStream stream) throws Exception {
+            assertSame(device, stream.device());
+            stream.await();
+            SEEN.add(device);
+        }
+    }
+
     @Test
-    void withoutCudaTheFallbackAlsoRunsInAutoMode() {
-        EngineExecutionResults results = run(FallsBack.class, "auto");
-        results.testEvents().assertStatistics(s -> s.started(2).succeeded(2));
-        String device = reportedDevices(results).get(0);
-        assertEquals(!Cuda.isAvailable(), device.startsWith("simulated device"), device);
+    void inAutoModeTheFallbackRunsOnTheGpuWhereThereIsOneAndOnTheSimulatedDeviceElsewhere() {
+        EngineExecutionResults results = run(RunsAnywhere.class, "auto");
+        results.testEvents().assertStatistics(s -> s.started(1).succeeded(1));
+        GpuDevice device = (GpuDevice) SEEN.peek();
+        assertEquals(!Cuda.isAvailable(), device.isSimulated(), device.name());
+        assertEquals(List.of(device.name()), reportedDevices(results));
     }
 
     @GpuTest(simulatedFallback = true)
