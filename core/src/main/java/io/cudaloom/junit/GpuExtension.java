@@ -287,7 +287,8 @@ public final class GpuExtension
             }
             return;
         }
-        if (devices.methodsMayOverlap()) {
+        boolean concurrent = parallelEnabled(context) && context.getExecutionMode() == ExecutionMode.CONCURRENT;
+        if (devices.methodsMayOverlap() || concurrent) {
             return; // another test's work in flight would look like this one's leak: checked after the class
         }
         Settings settings = settings(context);
@@ -371,20 +372,29 @@ public final class GpuExtension
                 .orElse(DEFAULT_LEAK_CHECK_TIMEOUT);
     }
 
+    private static boolean parallelEnabled(ExtensionContext context) {
+        return context.getConfigurationParameter(PARALLEL_ENABLED, Boolean::parseBoolean).orElse(false);
+    }
+
     /**
      * Whether the class's test methods may run at the same time: parallel execution is enabled and
-     * the class's methods run concurrently by default (its {@link Execution}, else the configured
-     * default mode) or one of them says so. Decided from the declarations, before any test runs.
+     * the class's methods run concurrently by default (its {@link Execution} or that of a class
+     * enclosing it as {@code @Nested}, else the configured default mode) or one of them says so.
+     * Decided from the declarations, before any test runs; erring towards true only moves the check
+     * to the class's end.
      */
     private static boolean methodsMayOverlap(ExtensionContext classContext) {
-        if (!classContext.getConfigurationParameter(PARALLEL_ENABLED, Boolean::parseBoolean).orElse(false)) {
+        if (!parallelEnabled(classContext)) {
             return false;
         }
         Class<?> testClass = classContext.getRequiredTestClass();
-        ExecutionMode methodsDefault = AnnotationSupport.findAnnotation(testClass, Execution.class).map(Execution::value)
-                .orElseGet(() -> classContext.getConfigurationParameter(PARALLEL_MODE_DEFAULT)
-                        .filter(v -> v.strip().equalsIgnoreCase("concurrent"))
-                        .map(v -> ExecutionMode.CONCURRENT).orElse(ExecutionMode.SAME_THREAD));
+        Optional<ExecutionMode> declared = Optional.empty();
+        for (Class<?> c = testClass; declared.isEmpty() && c != null; c = enclosingOfNested(c)) {
+            declared = AnnotationSupport.findAnnotation(c, Execution.class).map(Execution::value);
+        }
+        ExecutionMode methodsDefault = declared.orElseGet(() -> classContext.getConfigurationParameter(PARALLEL_MODE_DEFAULT)
+                .filter(v -> v.strip().equalsIgnoreCase("concurrent"))
+                .map(v -> ExecutionMode.CONCURRENT).orElse(ExecutionMode.SAME_THREAD));
         return methodsDefault == ExecutionMode.CONCURRENT
                 || !ReflectionSupport.findMethods(testClass, GpuExtension::declaresConcurrent, HierarchyTraversalMode.TOP_DOWN)
                         .isEmpty();

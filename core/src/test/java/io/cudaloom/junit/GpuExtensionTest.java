@@ -549,10 +549,7 @@ class GpuExtensionTest {
      * has finished, the extension's after-each step included (AfterTheCheck is registered first,
      * so its after-each runs after the extension's).
      */
-    @ExtendWith(AfterTheCheck.class)
-    @GpuTest(simulatedFallback = true)
-    @Execution(ExecutionMode.CONCURRENT)
-    static class Overlapping {
+    abstract static class OverlappingPair {
         @Test
         void first(SimulatedDevice device, SimulatedStream stream) throws Exception {
             CountDownLatch hold = new CountDownLatch(1);
@@ -580,9 +577,30 @@ class GpuExtensionTest {
         }
     }
 
+    @ExtendWith(AfterTheCheck.class)
+    @GpuTest(simulatedFallback = true)
+    @Execution(ExecutionMode.CONCURRENT)
+    static class Overlapping extends OverlappingPair {}
+
+    /** The same pair in a @Nested class, which runs concurrently because the class around it says so. */
+    @ExtendWith(AfterTheCheck.class)
+    @GpuTest(simulatedFallback = true)
+    @Execution(ExecutionMode.CONCURRENT)
+    static class OverlappingInNested {
+        @org.junit.jupiter.api.Nested
+        class Inner extends OverlappingPair {}
+    }
+
     @Test
     void whenTheMethodsRunConcurrentlyOneTestsWorkInFlightIsNotAnotherTestsLeak() {
         EngineExecutionResults results = run(Overlapping.class, "sim", PARALLEL);
+        results.testEvents().assertStatistics(s -> s.started(2).succeeded(2));
+        results.containerEvents().assertStatistics(s -> s.failed(0));
+    }
+
+    @Test
+    void soInANestedClassOfAConcurrentClass() {
+        EngineExecutionResults results = run(OverlappingInNested.class, "sim", PARALLEL);
         results.testEvents().assertStatistics(s -> s.started(2).succeeded(2));
         results.containerEvents().assertStatistics(s -> s.failed(0));
     }
