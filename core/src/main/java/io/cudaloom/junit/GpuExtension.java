@@ -267,7 +267,7 @@ public final class GpuExtension
 
     @Override
     public void beforeEach(ExtensionContext context) {
-        if (expectsFault(context) && classDevices(classContext(context)).methodsMayOverlap()) {
+        if (expectsFault(context) && mayOverlap(context, classDevices(classContext(context)))) {
             throw new ExtensionConfigurationException("@ExpectDeviceFault on " + describe(context)
                     + ": the methods of its class may run concurrently, and a fault would reach the other tests"
                     + " sharing the device; run that class's methods in one thread (@Execution(SAME_THREAD))");
@@ -287,8 +287,7 @@ public final class GpuExtension
             }
             return;
         }
-        boolean concurrent = parallelEnabled(context) && context.getExecutionMode() == ExecutionMode.CONCURRENT;
-        if (devices.methodsMayOverlap() || concurrent) {
+        if (mayOverlap(context, devices)) {
             return; // another test's work in flight would look like this one's leak: checked after the class
         }
         Settings settings = settings(context);
@@ -307,19 +306,15 @@ public final class GpuExtension
                 if (!LeakCheck.awaitReleased(device, timeout)) {
                     failures.add(who + " faulted " + device.name() + " as expected, but once closed its reactor did not"
                             + " give back every completion slot and its flag memory within " + timeout.toMillis()
-                            + " ms: " + device.reactor().stats());
+                            + " ms; reactor: " + LeakCheck.counters(device));
                 }
                 continue;
             }
-            List<String> problems;
-            if (settings.checkLeaks()) {
-                problems = LeakCheck.awaitRest(device, timeout);
-            } else {
-                String fault = LeakCheck.fault(device);
-                problems = fault == null ? List.of() : List.of("the device faulted: " + fault);
-            }
+            List<String> problems = problems(device, settings, timeout);
             if (!problems.isEmpty()) {
-                failures.add(LeakCheck.report(who, device, problems, timeout)); // before the close changes the stats
+                // The report first: closing the device changes the counters it shows.
+                failures.add(LeakCheck.report(who, device, problems, timeout)
+                        + "\n  the device is closed; the class's next test gets a fresh one");
                 devices.discard(e.getKey(), device);
             }
         }
@@ -338,15 +333,14 @@ public final class GpuExtension
         if (devices == null) {
             return;
         }
-        boolean check = settings(context).checkLeaks();
+        Settings settings = settings(context);
         Duration timeout = leakCheckTimeout(context);
         List<String> failures = new ArrayList<>();
         for (GpuDevice device : devices.snapshot().values()) {
             if (!device.reactor().isClosed()) {
-                List<String> problems = check ? LeakCheck.awaitRest(device, timeout) : List.of();
+                List<String> problems = problems(device, settings, timeout);
                 if (!problems.isEmpty()) {
-                    failures.add(LeakCheck.report("the tests of " + describe(context), device, problems, timeout)
-                            .replace("; the class's next test gets a fresh one", ""));
+                    failures.add(LeakCheck.report("the tests of " + describe(context), device, problems, timeout));
                 }
             }
         }
@@ -354,6 +348,21 @@ public final class GpuExtension
         if (!failures.isEmpty()) {
             throw new AssertionError(String.join("\n", failures));
         }
+    }
+
+    /** What is wrong with {@code device}: everything, or with {@code checkLeaks = false} only a fault. */
+    private static List<String> problems(GpuDevice device, Settings settings, Duration timeout) {
+        if (settings.checkLeaks()) {
+            return LeakCheck.awaitRest(device, timeout);
+        }
+        String fault = LeakCheck.fault(device);
+        return fault == null ? List.of() : List.of("the device faulted: " + fault);
+    }
+
+    /** Whether tests other than this one may be using the class's devices right now. */
+    private static boolean mayOverlap(ExtensionContext context, ClassDevices devices) {
+        return devices.methodsMayOverlap()
+                || (parallelEnabled(context) && context.getExecutionMode() == ExecutionMode.CONCURRENT);
     }
 
     private static void closeStreams(ExtensionContext context) {

@@ -103,7 +103,7 @@ final class LeakCheck {
         return true;
     }
 
-    /** The failure message: who, which device, for how long, what, and the reactor's stats. */
+    /** The failure message: who, which device, for how long, what, and the reactor's counters. */
     static String report(String who, GpuDevice device, List<String> problems, Duration timeout) {
         StringBuilder b = new StringBuilder();
         b.append(who).append(" left ").append(device.name()).append(" not at rest (checked for ")
@@ -111,13 +111,15 @@ final class LeakCheck {
         for (String p : problems) {
             b.append("\n  - ").append(p);
         }
-        ReactorStats s = device.reactor().stats();
-        b.append("\n  reactor: capacity ").append(s.capacity()).append(", free ").append(s.freeSlots())
-                .append(", armed ").append(s.armedNow()).append(", quarantined ").append(s.quarantined())
-                .append("; registrations ").append(s.registrations()).append(", completions ").append(s.completions())
-                .append(", abandoned ").append(s.abandoned()).append(", fallbacks ").append(s.fallbacks())
-                .append(", faults ").append(s.faults());
-        b.append("\n  the device is closed; the class's next test gets a fresh one");
+        b.append("\n  reactor: ").append(counters(device));
         return b.toString();
+    }
+
+    /** The reactor's counters that say where the slots are and how the awaits ended, in one line. */
+    static String counters(GpuDevice device) {
+        ReactorStats s = device.reactor().stats();
+        return "capacity " + s.capacity() + ", free " + s.freeSlots() + ", armed " + s.armedNow() + ", quarantined "
+                + s.quarantined() + "; registrations " + s.registrations() + ", completions " + s.completions()
+                + ", abandoned " + s.abandoned() + ", fallbacks " + s.fallbacks() + ", faults " + s.faults();
     }
 }

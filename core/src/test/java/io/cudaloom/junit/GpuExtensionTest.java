@@ -392,6 +392,7 @@ class GpuExtensionTest {
         assertTrue(m.contains("not at rest (checked for 300 ms)"), m);
         assertTrue(m.contains("1 completion slot(s) still armed"), m);
         assertTrue(m.contains("completion slots back on the free list: "), m);
+        assertTrue(m.endsWith("\n  the device is closed; the class's next test gets a fresh one"), m);
         results.testEvents().assertStatistics(s -> s.started(2).failed(1).succeeded(1));
         List<SimulatedDevice> devices = SEEN.stream().filter(SimulatedDevice.class::isInstance)
                 .map(SimulatedDevice.class::cast).toList();
@@ -640,6 +641,7 @@ class GpuExtensionTest {
         assertTrue(t.getMessage().startsWith("the tests of GpuExtensionTest$OverlappingLeak left simulated device"),
                 t.getMessage());
         assertTrue(t.getMessage().contains("1 completion slot(s) still armed"), t.getMessage());
+        assertFalse(t.getMessage().contains("next test"), "no test comes after the class: " + t.getMessage());
     }
 
     @Test
