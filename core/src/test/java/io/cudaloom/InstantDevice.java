@@ -148,7 +148,8 @@ final class InstantDevice extends GpuDevice {
 
         @Override
         public boolean enqueueFlagWrite(FlagMemory memory, int slot) {
-            if (refuseFlagWrites || refuseFlagWritesNow) {
+            // A faulted stream takes no more work, as CUDA's sticky errors and the simulated stream.
+            if (refuseFlagWrites || refuseFlagWritesNow || faulted) {
                 return false;
             }
             if (holdFlagWrites) {
@@ -166,7 +167,7 @@ final class InstantDevice extends GpuDevice {
 
         @Override
         public boolean enqueueHostCallback(Runnable callback) {
-            if (!((InstantDevice) device()).acceptHostCallbacks) {
+            if (!((InstantDevice) device()).acceptHostCallbacks || faulted) {
                 return false;
             }
             synchronized (this) {
