@@ -126,7 +126,8 @@ public final class GpuExtension
         switch (choice) {
             case "", "auto" -> {
                 CudaAvailability cuda = context.getRoot().getStore(NAMESPACE)
-                        .getOrComputeIfAbsent(CudaAvailability.class, k -> CudaAvailability.probe(), CudaAvailability.class);
+                        .getOrComputeIfAbsent(CudaAvailability.class, k -> CudaAvailability.probe(),
+                                CudaAvailability.class);
                 if (cuda.available()) {
                     return new Decision(Backend.CUDA, "runs on CUDA device 0");
                 }
@@ -141,7 +142,8 @@ public final class GpuExtension
             }
             case "sim", "simulated" -> {
                 if (settings.simulatedFallback()) {
-                    return new Decision(Backend.SIMULATED, DEVICE_PARAMETER + "=" + choice + ": runs on the simulated device");
+                    return new Decision(Backend.SIMULATED, DEVICE_PARAMETER + "=" + choice
+                            + ": runs on the simulated device");
                 }
                 return new Decision(null, DEVICE_PARAMETER + "=" + choice
                         + " asks for the simulated device, and this test needs a CUDA device (no simulatedFallback)");
@@ -249,8 +251,10 @@ public final class GpuExtension
             Optional<Method> m = ReflectionSupport.findMethod(owner, methodName);
             if (m.isPresent()) {
                 Method method = m.get();
-                if (!Modifier.isStatic(method.getModifiers()) || !ReactorConfig.class.isAssignableFrom(method.getReturnType())) {
-                    throw new ExtensionConfigurationException(problem + method + " must be static and return a ReactorConfig");
+                if (!Modifier.isStatic(method.getModifiers())
+                        || !ReactorConfig.class.isAssignableFrom(method.getReturnType())) {
+                    throw new ExtensionConfigurationException(problem + method
+                            + " must be static and return a ReactorConfig");
                 }
                 Object config = ReflectionSupport.invokeMethod(method, null);
                 if (config == null) {
@@ -373,12 +377,13 @@ public final class GpuExtension
     }
 
     private static boolean expectsFault(ExtensionContext context) {
-        return context.getTestMethod().map(m -> AnnotationSupport.isAnnotated(m, ExpectDeviceFault.class)).orElse(false);
+        return context.getTestMethod().map(m -> AnnotationSupport.isAnnotated(m, ExpectDeviceFault.class))
+                .orElse(false);
     }
 
     private static Duration leakCheckTimeout(ExtensionContext context) {
-        return context.getConfigurationParameter(LEAK_CHECK_TIMEOUT_PARAMETER, v -> Duration.ofMillis(Long.parseLong(v.strip())))
-                .orElse(DEFAULT_LEAK_CHECK_TIMEOUT);
+        return context.getConfigurationParameter(LEAK_CHECK_TIMEOUT_PARAMETER,
+                v -> Duration.ofMillis(Long.parseLong(v.strip()))).orElse(DEFAULT_LEAK_CHECK_TIMEOUT);
     }
 
     private static boolean parallelEnabled(ExtensionContext context) {
@@ -401,12 +406,13 @@ public final class GpuExtension
         for (Class<?> c = testClass; declared.isEmpty() && c != null; c = enclosingOfNested(c)) {
             declared = AnnotationSupport.findAnnotation(c, Execution.class).map(Execution::value);
         }
-        ExecutionMode methodsDefault = declared.orElseGet(() -> classContext.getConfigurationParameter(PARALLEL_MODE_DEFAULT)
+        ExecutionMode methodsDefault = declared.orElseGet(() -> classContext
+                .getConfigurationParameter(PARALLEL_MODE_DEFAULT)
                 .filter(v -> v.strip().equalsIgnoreCase("concurrent"))
                 .map(v -> ExecutionMode.CONCURRENT).orElse(ExecutionMode.SAME_THREAD));
         return methodsDefault == ExecutionMode.CONCURRENT
-                || !ReflectionSupport.findMethods(testClass, GpuExtension::declaresConcurrent, HierarchyTraversalMode.TOP_DOWN)
-                        .isEmpty();
+                || !ReflectionSupport.findMethods(testClass, GpuExtension::declaresConcurrent,
+                        HierarchyTraversalMode.TOP_DOWN).isEmpty();
     }
 
     private static boolean declaresConcurrent(AnnotatedElement e) {
