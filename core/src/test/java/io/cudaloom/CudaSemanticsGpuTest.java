@@ -10,9 +10,9 @@ import static jcuda.driver.JCudaDriver.cuStreamWaitValue32;
 import io.cudaloom.cuda.CudaDevice;
 import io.cudaloom.cuda.CudaStream;
 import io.cudaloom.cuda.DeviceBuffer;
-import io.cudaloom.cuda.GpuTestSupport;
 import io.cudaloom.cuda.Kernels;
 import io.cudaloom.cuda.PinnedBuffer;
+import io.cudaloom.junit.GpuTest;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
@@ -30,14 +30,17 @@ import jcuda.driver.CUstreamWaitValue_flags;
 import org.junit.jupiter.api.Tag;
 
 /**
- * The {@link SemanticsSuite} on a real GPU (tag {@code gpu}: CI, which has none, excludes it; each
- * test skips with a printed reason where no CUDA device is present). A gate is a
+ * The {@link SemanticsSuite} on a real GPU (tag {@code gpu}: CI, which has none, excludes it; where
+ * no CUDA device is present, {@link GpuTest} skips the class with a printed reason). The suite opens
+ * its own devices (several per test, each with its strategy and settings) and checks them itself,
+ * so the extension's injection and leak check have nothing to do here. A gate is a
  * {@code cuStreamWaitValue32} on a word of host memory registered with the device: the stream waits
  * on the GPU until the test writes 1 there. A device fault cannot be made in-process (a sticky error poisons the
  * whole process's CUDA context on this driver), so that test is skipped here; the fault is tested
  * in a child JVM by {@code CudaReactorGpuTest.faultWakesWaitersWithTheCudaErrorAndAFreshContextWorks}.
  */
 @Tag("gpu")
+@GpuTest
 class CudaSemanticsGpuTest extends SemanticsSuite {
     @Override
     BackendFixture fixture(CompletionStrategy strategy) {
@@ -68,7 +71,7 @@ class CudaSemanticsGpuTest extends SemanticsSuite {
 
         @Override
         GpuDevice openDevice(ReactorConfig config) {
-            return GpuTestSupport.openOrSkip(config);
+            return CudaDevice.open(0, config);
         }
 
         /**

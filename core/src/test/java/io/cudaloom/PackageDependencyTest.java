@@ -17,23 +17,31 @@ import org.junit.jupiter.api.Test;
  * project, the backend SPI ({@code spi}) only on the protocol core, the API package ({@code io.cudaloom}) on no backend ({@code cuda}, {@code sim}; those
  * are found through {@link GpuDeviceProvider}) and not on the Kotlin support ({@code kotlin}, which
  * needs kotlin-stdlib, an optional dependency), the Kotlin support only on the API, and the backends
- * on each other not at all. Checked
+ * on each other not at all. The JUnit extension ({@code junit}) sits on top: nothing else names it,
+ * it names only the public API and the backends, and no other package names JUnit (an optional
+ * dependency, there for it alone). Checked
  * on the compiled classes' constant pools, which name every class a class refers to.
  */
 class PackageDependencyTest {
+    /** JUnit is an optional dependency, for {@code io.cudaloom.junit} only. */
+    private static final String JUNIT = "org/junit/";
 
     @Test
     void theApiNamesNoBackendAndTheProtocolNamesNothingOfOurs() throws Exception {
         Path root = Path.of(GpuDevice.class.getProtectionDomain().getCodeSource().getLocation().toURI());
         List<String> offences = new ArrayList<>();
-        check(root.resolve("io/cudaloom"), List.of("io/cudaloom/cuda/", "io/cudaloom/sim/", "io/cudaloom/kotlin/"),
-                List.of(), offences);
-        check(root.resolve("io/cudaloom/protocol"), List.of("io/cudaloom/"), List.of("protocol/"), offences);
-        check(root.resolve("io/cudaloom/spi"), List.of("io/cudaloom/"), List.of("spi/", "protocol/"), offences);
-        check(root.resolve("io/cudaloom/sim"), List.of("io/cudaloom/cuda/"), List.of(), offences);
-        check(root.resolve("io/cudaloom/cuda"), List.of("io/cudaloom/sim/"), List.of(), offences);
+        check(root.resolve("io/cudaloom"), List.of("io/cudaloom/cuda/", "io/cudaloom/sim/", "io/cudaloom/kotlin/",
+                "io/cudaloom/junit/", JUNIT), List.of(), offences);
+        check(root.resolve("io/cudaloom/protocol"), List.of("io/cudaloom/", JUNIT), List.of("protocol/"), offences);
+        check(root.resolve("io/cudaloom/spi"), List.of("io/cudaloom/", JUNIT), List.of("spi/", "protocol/"), offences);
+        check(root.resolve("io/cudaloom/sim"), List.of("io/cudaloom/cuda/", "io/cudaloom/junit/", "io/cudaloom/kotlin/",
+                JUNIT), List.of(), offences);
+        check(root.resolve("io/cudaloom/cuda"), List.of("io/cudaloom/sim/", "io/cudaloom/junit/", "io/cudaloom/kotlin/",
+                JUNIT), List.of(), offences);
         check(root.resolve("io/cudaloom/kotlin"), List.of("io/cudaloom/cuda/", "io/cudaloom/sim/",
-                "io/cudaloom/protocol/", "io/cudaloom/spi/"), List.of(), offences);
+                "io/cudaloom/protocol/", "io/cudaloom/spi/", "io/cudaloom/junit/", JUNIT), List.of(), offences);
+        check(root.resolve("io/cudaloom/junit"), List.of("io/cudaloom/protocol/", "io/cudaloom/spi/",
+                "io/cudaloom/kotlin/"), List.of(), offences);
         assertEquals(List.of(), offences);
     }
 

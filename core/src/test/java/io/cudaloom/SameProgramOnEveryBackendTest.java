@@ -2,10 +2,11 @@ package io.cudaloom;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.cudaloom.cuda.GpuTestSupport;
+import io.cudaloom.junit.GpuTest;
 import io.cudaloom.sim.SimulatedDevice;
 import java.time.Duration;
 import java.util.stream.IntStream;
@@ -97,10 +98,10 @@ class SameProgramOnEveryBackendTest {
 
     @Test
     @Tag("gpu")
-    void runsUnchangedOnAGpu() throws InterruptedException {
-        try (GpuDevice device = GpuTestSupport.openOrSkip(ReactorConfig.defaults())) {
-            program(device); // typed GpuDevice: the program sees no CUDA type
-        }
+    @GpuTest // skipped, with the reason printed, where there is no CUDA device
+    void runsUnchangedOnAGpu(GpuDevice device) throws InterruptedException {
+        assertFalse(device.isSimulated(), "the extension gave the GPU: " + device);
+        program(device); // typed GpuDevice: the program sees no CUDA type
     }
 
     @Test

@@ -110,15 +110,22 @@ class SimulatedReactorTest {
         assertEquals(0, device.writesAfterRelease());
     }
 
-    /** A faulted simulated stream refuses launches, as CUDA does after a sticky error; other streams go on. */
+    /**
+     * A faulted simulated stream refuses launches, as CUDA does after a sticky error; other streams
+     * go on; the device says it faulted, and where.
+     */
     @Test
     void aFaultedStreamRefusesLaunchesAndOtherStreamsGoOn() throws Exception {
         SimulatedDevice device = device();
         SimulatedStream faulty = device.newStream();
         SimulatedStream healthy = device.newStream();
+        assertFalse(device.isFaulted());
+        assertNull(device.fault());
         faulty.injectFault("CUDA_ERROR_ILLEGAL_ADDRESS (simulated)");
         GpuFaultException e = assertThrows(GpuFaultException.class, () -> faulty.event().await());
         assertTrue(e.getMessage().contains("CUDA_ERROR_ILLEGAL_ADDRESS"), e.getMessage());
+        assertTrue(device.isFaulted(), "the device saw its stream fault before the waiter did");
+        assertEquals("CUDA_ERROR_ILLEGAL_ADDRESS (simulated) on " + faulty, device.fault());
         GpuFaultException launch = assertThrows(GpuFaultException.class, () -> faulty.launchKernel(Duration.ZERO));
         assertTrue(launch.getMessage().contains("CUDA_ERROR_ILLEGAL_ADDRESS"), launch.getMessage());
         assertThrows(GpuFaultException.class, () -> faulty.launch(() -> {}));

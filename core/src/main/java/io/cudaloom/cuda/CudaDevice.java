@@ -15,6 +15,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
 import jcuda.Pointer;
 import jcuda.driver.CUcontext;
 import jcuda.driver.CUdevice;
@@ -58,6 +59,10 @@ public final class CudaDevice extends GpuDevice {
     private volatile boolean closed;
     /** Set once a stream saw a sticky error: the primary context must be reset on close. */
     private volatile boolean faulted;
+    /** The first sticky error seen, and on which stream (for {@link #fault()}); written before {@link #faulted}. */
+    private volatile @Nullable String firstFault;
+    /** Pinned buffers allocated through {@link #allocateHost} and not yet closed. */
+    private final AtomicInteger livePinned = new AtomicInteger();
     /** Set once the context has been released or reset: nothing of it can run any more. */
     private volatile boolean contextGone;
     private volatile CUdeviceptr[] flagPointers = new CUdeviceptr[0];
@@ -170,6 +175,7 @@ public final class CudaDevice extends GpuDevice {
         makeCurrent();
         Pointer p = new Pointer();
         check(cuMemHostAlloc(p, bytes, CU_MEMHOSTALLOC_PORTABLE), "cuMemHostAlloc(" + bytes + ")");
+        livePinned.incrementAndGet();
         return new PinnedBuffer(this, p, bytes);
     }
 
@@ -218,6 +224,22 @@ public final class CudaDevice extends GpuDevice {
     }
 
     /**
+     * The first sticky fault observed on this device's context, e.g.
+     * {@code "CUDA_ERROR_ILLEGAL_ADDRESS on cuda-stream@1b6d3586"}, or null while {@link #isFaulted()} is false.
+     */
+    public @Nullable String fault() {
+        return faulted ? firstFault : null;
+    }
+
+    /**
+     * Pinned buffers allocated with {@link #allocateHost} and not yet closed: 0 once every one is
+     * closed (a leak check for tests, e.g. {@code io.cudaloom.junit.GpuTest}).
+     */
+    public int livePinnedBuffers() {
+        return livePinned.get();
+    }
+
+    /**
      * Wakes all waiters, stops the reactor, and releases the primary context (resetting it if it
      * faulted, so that a new CudaDevice gets a fresh, working context). Work already submitted to a
      * healthy context still completes; pinned flag memory is freed once no write can land.
@@ -261,8 +283,15 @@ public final class CudaDevice extends GpuDevice {
         return contextGone;
     }
 
-    void markFaulted() {
+    void markFaulted(String what) {
+        if (firstFault == null) {
+            firstFault = what; // racy by design: any one of simultaneous first faults will do
+        }
         faulted = true;
+    }
+
+    void pinnedBufferClosed() {
+        livePinned.decrementAndGet();
     }
 
     void ensureOpen() {

@@ -283,7 +283,7 @@ public final class CudaStream extends GpuStream {
         if (fault == null) {
             fault = Cuda.errorName(result);
         }
-        device.markFaulted();
+        device.markFaulted(Cuda.errorName(result) + " on " + this);
     }
 
     /** The reactor's side of this stream (the SPI), delegating to the private methods above. */

@@ -1,9 +1,9 @@
 package io.cudaloom.cuda;
 
 import io.cudaloom.HostMemory;
-
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.util.concurrent.atomic.AtomicBoolean;
 import jcuda.Pointer;
 import jcuda.driver.JCudaDriver;
 
@@ -13,7 +13,8 @@ public final class PinnedBuffer implements HostMemory {
     private final Pointer pointer;
     private final long bytes;
     private final ByteBuffer view;
-    private volatile boolean freed;
+    /** Set once by the first close: a second close (any thread) neither frees nor counts again. */
+    private final AtomicBoolean freed = new AtomicBoolean();
 
     PinnedBuffer(CudaDevice device, Pointer pointer, long bytes) {
         this.device = device;
@@ -44,17 +45,17 @@ public final class PinnedBuffer implements HostMemory {
     }
 
     private void checkLive() {
-        if (freed) {
+        if (freed.get()) {
             throw new IllegalStateException("pinned buffer of " + bytes + " bytes was freed");
         }
     }
 
     @Override
     public void close() {
-        if (freed) {
+        if (!freed.compareAndSet(false, true)) {
             return;
         }
-        freed = true;
+        device.pinnedBufferClosed();
         if (!device.isContextGone()) {
             JCudaDriver.cuCtxSetCurrent(device.contextHandle());
             JCudaDriver.cuMemFreeHost(pointer);

@@ -14,6 +14,8 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A device that runs on the CPU, so the whole protocol runs end to end without a GPU: each
@@ -34,6 +36,8 @@ public final class SimulatedDevice extends GpuDevice {
     private final AtomicLong writesAfterRelease = new AtomicLong();
     private final AtomicInteger liveFlagMemories = new AtomicInteger();
     private volatile boolean closed;
+    /** The first fault of any of its streams, and on which stream (for {@link #fault()}). */
+    private final AtomicReference<@Nullable String> firstFault = new AtomicReference<>();
 
     private SimulatedDevice() {}
 
@@ -122,6 +126,23 @@ public final class SimulatedDevice extends GpuDevice {
         return closed;
     }
 
+    /**
+     * Whether any stream of this device has faulted (an {@link SimulatedStream#injectFault injected
+     * fault} or a kernel that threw). Unlike a CUDA context, the device's other streams keep
+     * working; tests treat it like {@code CudaDevice.isFaulted()}, so they mean the same on both.
+     */
+    public boolean isFaulted() {
+        return firstFault.get() != null;
+    }
+
+    /**
+     * The first fault of any of this device's streams, e.g. {@code "ILLEGAL_ADDRESS on sim-stream-2"},
+     * or null while {@link #isFaulted()} is false.
+     */
+    public @Nullable String fault() {
+        return firstFault.get();
+    }
+
     /** Flag memories allocated and not yet freed. */
     public int liveFlagMemories() {
         return liveFlagMemories.get();
@@ -162,6 +183,10 @@ public final class SimulatedDevice extends GpuDevice {
             return;
         }
         memory.flags().setRelease(slot, 1);
+    }
+
+    void streamFaulted(SimulatedStream s, String description) {
+        firstFault.compareAndSet(null, description + " on " + s);
     }
 
     void streamFinished(SimulatedStream s) {

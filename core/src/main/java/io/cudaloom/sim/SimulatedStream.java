@@ -220,8 +220,11 @@ public final class SimulatedStream extends GpuStream {
                 try {
                     c.run();
                 } catch (InjectedFault e) {
+                    // The device first: whoever sees this stream faulted then sees the device faulted.
+                    device.streamFaulted(this, e.getMessage());
                     fault = e.getMessage();
                 } catch (RuntimeException | Error e) {
+                    device.streamFaulted(this, "kernel failed: " + e);
                     faultCause = e;
                     fault = "kernel failed: " + e;
                 }

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.*;
 import io.cudaloom.GpuDevice;
 import io.cudaloom.ReactorConfig;
 import io.cudaloom.ReactorStats;
+import io.cudaloom.junit.GpuTest;
 import java.nio.IntBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -24,20 +25,16 @@ import org.junit.jupiter.api.Test;
  * device fault in a child JVM, context currency and device selection. The README's semantics
  * (spurious unparks, timed-out awaits, pool exhaustion, the strategies, ...) are the
  * {@code io.cudaloom.SemanticsSuite}'s, run here by {@code io.cudaloom.CudaSemanticsGpuTest}.
- * Runs on a real GPU only.
+ * Runs on a real GPU only: {@link GpuTest} skips the class elsewhere, injects the class's device
+ * (the reactor path forced) and a fresh stream per test, and checks after each test that every slot
+ * came back and every pinned buffer was closed. The tests share the device, so they compare the
+ * reactor's counters with their values at the start of the test.
  */
 @Tag("gpu")
+@GpuTest(config = "io.cudaloom.cuda.GpuTestSupport#reactorOnly")
 class CudaReactorGpuTest {
     private static final Duration LONG = Duration.ofSeconds(60);
     private static final int WORDS_64MIB = 16 * 1024 * 1024;
-
-    private static void assertAllSlotsFree(CudaDevice device) {
-        await().atMost(LONG).untilAsserted(() -> {
-            ReactorStats s = device.reactor().stats();
-            assertEquals(0, s.armedNow(), s.toString());
-            assertEquals(s.capacity(), s.freeSlots(), s.toString());
-        });
-    }
 
     private static void assertAll(IntBuffer data, int expected, String what) {
         for (int i = 0; i < data.limit(); i++) {
@@ -48,10 +45,8 @@ class CudaReactorGpuTest {
     }
 
     @Test
-    void openPicksTheGpuWhenPresent() {
-        try (CudaDevice probe = GpuTestSupport.openOrSkip(ReactorConfig.defaults())) {
-            System.out.println("GPU: " + probe.name() + ", compute capability " + probe.computeCapability());
-        }
+    void openPicksTheGpuWhenPresent(CudaDevice device) {
+        System.out.println("GPU: " + device.name() + ", compute capability " + device.computeCapability());
         try (GpuDevice d = GpuDevice.open()) {
             assertFalse(d.isSimulated(), "GpuDevice.open() should pick the CUDA device: " + d.name());
         }
@@ -59,11 +54,10 @@ class CudaReactorGpuTest {
 
     /** (1) 16 passes of a 64 MiB memset, copied back, fully visible after the await; 8 rounds. */
     @Test
-    void memsetDataIsVisibleAfterAwait() throws Exception {
-        try (CudaDevice device = GpuTestSupport.openOrSkip(GpuTestSupport.reactorOnly());
-                DeviceBuffer buf = device.allocate(4L * WORDS_64MIB);
+    void memsetDataIsVisibleAfterAwait(CudaDevice device, CudaStream stream) throws Exception {
+        long registrations = device.reactor().stats().registrations();
+        try (DeviceBuffer buf = device.allocate(4L * WORDS_64MIB);
                 PinnedBuffer host = device.allocateHost(4L * WORDS_64MIB)) {
-            CudaStream stream = device.newStream();
             for (int round = 0; round < 8; round++) {
                 int last = 0;
                 for (int pass = 0; pass < 16; pass++) {
@@ -75,19 +69,17 @@ class CudaReactorGpuTest {
                 stream.await();
                 assertAll(host.ints(), last, "round " + round);
             }
-            assertTrue(device.reactor().stats().registrations() >= 8, "the reactor path was used");
-            assertAllSlotsFree(device);
+            assertTrue(device.reactor().stats().registrations() - registrations >= 8, "the reactor path was used");
         }
     }
 
     /** (4) 32 awaits abandoned mid-flight (16 timeouts, 16 interrupts), then 8 good rounds, all slots recycled. */
     @Test
-    void abandonedAwaitsThenMoreRoundsWithCorrectData() throws Exception {
-        try (CudaDevice device = GpuTestSupport.openOrSkip(GpuTestSupport.reactorOnly());
-                Kernels k = device.loadKernels();
+    void abandonedAwaitsThenMoreRoundsWithCorrectData(CudaDevice device, CudaStream stream) throws Exception {
+        ReactorStats before = device.reactor().stats();
+        try (Kernels k = device.loadKernels();
                 DeviceBuffer buf = device.allocate(4L * 4096);
                 PinnedBuffer host = device.allocateHost(4L * 4096)) {
-            CudaStream stream = device.newStream();
             k.launchSpin(stream, 200_000_000L);
             List<Thread> quitters = new ArrayList<>();
             AtomicInteger gaveUp = new AtomicInteger();
@@ -107,7 +99,7 @@ class CudaReactorGpuTest {
                     }
                 }));
             }
-            await().atMost(LONG).until(() -> device.reactor().stats().registrations() >= 32);
+            await().atMost(LONG).until(() -> device.reactor().stats().registrations() - before.registrations() >= 32);
             for (int i = 1; i < 32; i += 2) {
                 quitters.get(i).interrupt();
             }
@@ -115,25 +107,23 @@ class CudaReactorGpuTest {
                 q.join();
             }
             assertEquals(32, gaveUp.get(), "all 32 gave up mid-flight");
-            assertEquals(32, device.reactor().stats().abandoned());
+            assertEquals(32, device.reactor().stats().abandoned() - before.abandoned());
             for (int round = 0; round < 8; round++) {
                 stream.launch(k.fill, 4, 1024, buf, 1000 + round, 4096);
                 stream.copy(buf, host, 4L * 4096);
                 stream.await();
                 assertAll(host.ints(), 1000 + round, "round " + round);
             }
-            assertAllSlotsFree(device);
         }
     }
 
     /** (5) 200 sequential awaits, with the reactor going idle (scanner parked) every 10th. */
     @Test
-    void sequentialAwaitsWithIdleGaps() throws Exception {
-        try (CudaDevice device = GpuTestSupport.openOrSkip(GpuTestSupport.reactorOnly());
-                Kernels k = device.loadKernels();
+    void sequentialAwaitsWithIdleGaps(CudaDevice device, CudaStream stream) throws Exception {
+        long parks = device.reactor().stats().scannerParks();
+        try (Kernels k = device.loadKernels();
                 DeviceBuffer buf = device.allocate(4096);
                 PinnedBuffer host = device.allocateHost(4096)) {
-            CudaStream stream = device.newStream();
             Thread scanner = io.cudaloom.TestAccess.scannerThread(device);
             for (int i = 0; i < 200; i++) {
                 if (i % 10 == 0) {
@@ -144,17 +134,15 @@ class CudaReactorGpuTest {
                 stream.await();
                 assertEquals(i, host.ints().get(1023), "await " + i);
             }
-            assertTrue(device.reactor().stats().scannerParks() >= 20, device.reactor().stats().toString());
-            assertAllSlotsFree(device);
+            assertTrue(device.reactor().stats().scannerParks() - parks >= 20, device.reactor().stats().toString());
         }
     }
 
     /** (6) 1,000 virtual threads on 8 streams, each with its own buffer and value, all intact. */
     @Test
-    void thousandVirtualThreadsOnEightStreamsKeepTheirOwnData() throws Exception {
-        try (CudaDevice device = GpuTestSupport.openOrSkip(GpuTestSupport.reactorOnly());
-                Kernels k = device.loadKernels()) {
-            List<CudaStream> streams = new ArrayList<>();
+    void thousandVirtualThreadsOnEightStreamsKeepTheirOwnData(CudaDevice device) throws Exception {
+        List<CudaStream> streams = new ArrayList<>();
+        try (Kernels k = device.loadKernels()) {
             for (int i = 0; i < 8; i++) {
                 streams.add(device.newStream());
             }
@@ -184,7 +172,8 @@ class CudaReactorGpuTest {
             }
             assertNull(failure.get(), () -> String.valueOf(failure.get()));
             System.out.println("1,000 virtual threads x 3 awaits: " + device.reactor().stats());
-            assertAllSlotsFree(device);
+        } finally {
+            streams.forEach(CudaStream::close); // the device is the class's: its streams are this test's to close
         }
     }
 
@@ -196,10 +185,8 @@ class CudaReactorGpuTest {
      * the fresh context is this process's.
      */
     @Test
-    void faultWakesWaitersWithTheCudaErrorAndAFreshContextWorks() throws Exception {
-        try (CudaDevice probe = GpuTestSupport.openOrSkip(ReactorConfig.defaults())) {
-            assertFalse(probe.isFaulted());
-        }
+    void faultWakesWaitersWithTheCudaErrorAndAFreshContextWorks(CudaDevice device) throws Exception {
+        assertFalse(device.isFaulted());
         List<String> cmd = new ArrayList<>();
         cmd.add(ProcessHandle.current().info().command().orElse("java"));
         cmd.add("--enable-native-access=ALL-UNNAMED");
@@ -256,10 +243,8 @@ class CudaReactorGpuTest {
 
     /** Awaits and launches from virtual threads that migrate between carriers keep the context current. */
     @Test
-    void contextStaysCurrentForVirtualThreadsThatMigrate() throws Exception {
-        try (CudaDevice device = GpuTestSupport.openOrSkip(GpuTestSupport.reactorOnly());
-                Kernels k = device.loadKernels()) {
-            CudaStream stream = device.newStream();
+    void contextStaysCurrentForVirtualThreadsThatMigrate(CudaDevice device, CudaStream stream) throws Exception {
+        try (Kernels k = device.loadKernels()) {
             Set<String> carriers = ConcurrentHashMap.newKeySet();
             AtomicInteger migrations = new AtomicInteger();
             AtomicReference<Throwable> failure = new AtomicReference<>();
@@ -304,12 +289,29 @@ class CudaReactorGpuTest {
     /** Work submitted through a stream of a closed device is refused with ReactorClosedException. */
     @Test
     void launchOnAClosedDeviceIsRefused() {
-        CudaDevice device = GpuTestSupport.openOrSkip(ReactorConfig.defaults());
+        CudaDevice device = CudaDevice.open(0, ReactorConfig.defaults()); // its own: the test closes it
         Kernels k = device.loadKernels();
         CudaStream stream = device.newStream();
         device.close();
         io.cudaloom.ReactorClosedException e = assertThrows(io.cudaloom.ReactorClosedException.class,
                 () -> k.launchEmpty(stream));
         assertTrue(e.getMessage().contains("closed"), e.getMessage());
+    }
+
+    /** Pinned buffers are counted until closed (what the extension's check after each test reads). */
+    @Test
+    void pinnedBuffersAreCountedUntilClosedAndAFaultFreeDeviceSaysSo(CudaDevice device) {
+        int before = device.livePinnedBuffers();
+        PinnedBuffer a = device.allocateHost(64);
+        try (PinnedBuffer b = device.allocateHost(64)) {
+            assertEquals(before + 2, device.livePinnedBuffers());
+            a.close();
+            a.close(); // a second close neither frees nor counts again
+            assertEquals(before + 1, device.livePinnedBuffers());
+            assertEquals(64, b.bytes());
+        }
+        assertEquals(before, device.livePinnedBuffers());
+        assertFalse(device.isFaulted());
+        assertNull(device.fault());
     }
 }

@@ -1,23 +1,19 @@
 package io.cudaloom.cuda;
 
 import io.cudaloom.ReactorConfig;
-import org.junit.jupiter.api.Assumptions;
+import java.time.Duration;
 
-/** Opens a CUDA device for a gpu-tagged test, or skips the test with a printed reason. */
+/**
+ * What the GPU tests share beyond {@link io.cudaloom.junit.GpuTest} (which skips them where there is
+ * no CUDA device and injects their device): the reactor-only configuration, named by
+ * {@code @GpuTest(config = "io.cudaloom.cuda.GpuTestSupport#reactorOnly")} and used by the child
+ * JVM of the fault test ({@link FaultScenario}).
+ */
 public final class GpuTestSupport {
     private GpuTestSupport() {}
 
-    public static CudaDevice openOrSkip(ReactorConfig config) {
-        if (!Cuda.isAvailable()) {
-            String reason = "no CUDA device: " + Cuda.unavailableReason();
-            System.out.println("SKIPPED gpu test: " + reason);
-            Assumptions.abort(reason);
-        }
-        return CudaDevice.open(0, config);
-    }
-
     /** The reactor path forced: no waiter spin, so every await parks and is woken by the scanner. */
     public static ReactorConfig reactorOnly() {
-        return ReactorConfig.builder().waiterSpin(java.time.Duration.ZERO).build();
+        return ReactorConfig.builder().waiterSpin(Duration.ZERO).build();
     }
 }

@@ -3,16 +3,14 @@ package io.cudaloom.bench;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.cudaloom.cuda.Cuda;
 import io.cudaloom.cuda.CudaDevice;
 import io.cudaloom.demo.ServletBench;
+import io.cudaloom.junit.GpuTest;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
-import org.junit.jupiter.api.Assumptions;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
@@ -20,21 +18,14 @@ import org.junit.jupiter.api.Test;
  * {@code GpuBench sweep} and {@code GpuBench servlet} in miniature on a real GPU (a few seconds
  * each), so that {@code bash .gpu/junit} checks every code path before the full runs: the five
  * sweep rows (await, both pools in {@code synchronize()}, both ceilings) and both servers, the
- * platform one waiting in {@code CudaStream.synchronize()}.
+ * platform one waiting in {@code CudaStream.synchronize()}. The benchmarks open their own devices;
+ * {@link GpuTest} skips the class, with a printed reason, where there is no CUDA device.
  */
 @Tag("gpu")
+@GpuTest
 class BenchGpuTest {
     private final ByteArrayOutputStream bytes = new ByteArrayOutputStream();
     private final PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8);
-
-    @BeforeEach
-    void needsAGpu() {
-        if (!Cuda.isAvailable()) {
-            String reason = "no CUDA device: " + Cuda.unavailableReason();
-            System.out.println("SKIPPED gpu test: " + reason);
-            Assumptions.abort(reason);
-        }
-    }
 
     private String output() {
         String text = bytes.toString(StandardCharsets.UTF_8);

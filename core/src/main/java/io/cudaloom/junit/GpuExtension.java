@@ -1,0 +1,492 @@
+package io.cudaloom.junit;
+
+import io.cudaloom.GpuDevice;
+import io.cudaloom.GpuDeviceProvider;
+import io.cudaloom.GpuStream;
+import io.cudaloom.ReactorConfig;
+import io.cudaloom.cuda.CudaDevice;
+import io.cudaloom.cuda.CudaStream;
+import io.cudaloom.sim.SimulatedDevice;
+import io.cudaloom.sim.SimulatedStream;
+import java.lang.reflect.AnnotatedElement;
+import java.lang.reflect.Method;
+import java.lang.reflect.Modifier;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.Supplier;
+import org.jspecify.annotations.Nullable;
+import org.junit.jupiter.api.extension.AfterAllCallback;
+import org.junit.jupiter.api.extension.AfterEachCallback;
+import org.junit.jupiter.api.extension.BeforeEachCallback;
+import org.junit.jupiter.api.extension.ConditionEvaluationResult;
+import org.junit.jupiter.api.extension.ExecutionCondition;
+import org.junit.jupiter.api.extension.ExtensionConfigurationException;
+import org.junit.jupiter.api.extension.ExtensionContext;
+import org.junit.jupiter.api.extension.ExtensionContext.Namespace;
+import org.junit.jupiter.api.extension.ParameterContext;
+import org.junit.jupiter.api.extension.ParameterResolutionException;
+import org.junit.jupiter.api.extension.ParameterResolver;
+import org.junit.jupiter.api.parallel.Execution;
+import org.junit.jupiter.api.parallel.ExecutionMode;
+import org.junit.platform.commons.support.AnnotationSupport;
+import org.junit.platform.commons.support.HierarchyTraversalMode;
+import org.junit.platform.commons.support.ReflectionSupport;
+
+/**
+ * The JUnit Jupiter extension behind {@link GpuTest}: the condition that skips a test without a
+ * GPU, the resolver of device and stream parameters, and the check after each test and class.
+ * Register it with {@link GpuTest} (or {@code @ExtendWith(GpuExtension.class)}, which behaves like
+ * {@code @GpuTest} with its defaults); {@link GpuTest} documents what it does.
+ *
+ * <p>Stateless: devices and streams live in JUnit's {@link ExtensionContext.Store} (a class's
+ * devices in the class's store, a test's streams in the test's), so one instance may serve tests
+ * running in parallel.
+ */
+public final class GpuExtension
+        implements ExecutionCondition, ParameterResolver, BeforeEachCallback, AfterEachCallback, AfterAllCallback {
+
+    /**
+     * JUnit configuration parameter (or system property) choosing where {@link GpuTest}s run:
+     * {@code auto} (default: CUDA if present), {@code cuda} (a GPU is required: tests fail without
+     * one) or {@code sim} (the simulated device, for the tests that allow it). Separate from
+     * {@link GpuDevice#BACKEND_PROPERTY}, which a build may set to keep {@link GpuDevice#open()} off
+     * the GPU in its ordinary tests while its GPU tests still find the GPU.
+     */
+    public static final String DEVICE_PARAMETER = "cudaloom.junit.device";
+
+    /** JUnit configuration parameter: how long the leak check waits for a device to come to rest, in milliseconds. */
+    public static final String LEAK_CHECK_TIMEOUT_PARAMETER = "cudaloom.junit.leakCheckTimeoutMillis";
+
+    /** Report entry key naming the device a class's tests run on (published when it is opened). */
+    public static final String DEVICE_REPORT_KEY = "cudaloom.device";
+
+    private static final Duration DEFAULT_LEAK_CHECK_TIMEOUT = Duration.ofSeconds(10);
+    private static final Namespace NAMESPACE = Namespace.create(GpuExtension.class);
+    private static final Set<Class<?>> INJECTED = Set.of(GpuDevice.class, CudaDevice.class, SimulatedDevice.class,
+            GpuStream.class, CudaStream.class, SimulatedStream.class);
+    private static final String PARALLEL_ENABLED = "junit.jupiter.execution.parallel.enabled";
+    private static final String PARALLEL_MODE_DEFAULT = "junit.jupiter.execution.parallel.mode.default";
+
+    /** Made by JUnit (through {@link GpuTest}'s {@code @ExtendWith}). */
+    public GpuExtension() {}
+
+    // ---- where a test runs ----------------------------------------------------------------------
+
+    private enum Backend {
+        CUDA,
+        SIMULATED
+    }
+
+    /** Where a test runs ({@code backend}), or that it is skipped ({@code backend} null), and why. */
+    private record Decision(@Nullable Backend backend, String reason) {}
+
+    /** The settings of one test: its {@link GpuTest}, the class's, or the defaults. */
+    private record Settings(boolean simulatedFallback, String config, boolean checkLeaks) {
+        static final Settings DEFAULTS = new Settings(false, "", true);
+
+        static Settings of(GpuTest a) {
+            return new Settings(a.simulatedFallback(), a.config().strip(), a.checkLeaks());
+        }
+    }
+
+    /** Whether the CUDA backend can open a device, probed once per engine run (the root store). */
+    private record CudaAvailability(boolean available, String reason) {
+        static CudaAvailability probe() {
+            for (GpuDeviceProvider p : GpuDevice.providers()) {
+                if (p.name().equals("cuda")) {
+                    boolean available = p.isAvailable();
+                    return new CudaAvailability(available, available ? "" : String.valueOf(p.unavailableReason()));
+                }
+            }
+            return new CudaAvailability(false, "no CUDA backend on the class path");
+        }
+    }
+
+    @Override
+    public ConditionEvaluationResult evaluateExecutionCondition(ExtensionContext context) {
+        Decision d = decide(context, settings(context));
+        if (d.backend() == null) {
+            // Printed as well as reported: build logs show skipped GPU tests without a report viewer.
+            System.out.println("SKIPPED " + describe(context) + ": " + d.reason());
+            return ConditionEvaluationResult.disabled(d.reason());
+        }
+        return ConditionEvaluationResult.enabled(d.reason());
+    }
+
+    private static Decision decide(ExtensionContext context, Settings settings) {
+        String choice = context.getConfigurationParameter(DEVICE_PARAMETER)
+                .map(v -> v.strip().toLowerCase(Locale.ROOT)).orElse("auto");
+        switch (choice) {
+            case "", "auto" -> {
+                CudaAvailability cuda = context.getRoot().getStore(NAMESPACE)
+                        .getOrComputeIfAbsent(CudaAvailability.class, k -> CudaAvailability.probe(),
+                                CudaAvailability.class);
+                if (cuda.available()) {
+                    return new Decision(Backend.CUDA, "runs on CUDA device 0");
+                }
+                if (settings.simulatedFallback()) {
+                    return new Decision(Backend.SIMULATED, "no CUDA device (" + cuda.reason()
+                            + "): runs on the simulated device (simulatedFallback = true)");
+                }
+                return new Decision(null, "no CUDA device: " + cuda.reason());
+            }
+            case "cuda", "gpu" -> {
+                return new Decision(Backend.CUDA, DEVICE_PARAMETER + "=" + choice + ": runs on CUDA device 0");
+            }
+            case "sim", "simulated" -> {
+                if (settings.simulatedFallback()) {
+                    return new Decision(Backend.SIMULATED, DEVICE_PARAMETER + "=" + choice
+                            + ": runs on the simulated device");
+                }
+                return new Decision(null, DEVICE_PARAMETER + "=" + choice
+                        + " asks for the simulated device, and this test needs a CUDA device (no simulatedFallback)");
+            }
+            default -> throw new ExtensionConfigurationException(DEVICE_PARAMETER + " must be auto, cuda or sim, was '"
+                    + choice + "'");
+        }
+    }
+
+    /** The {@link GpuTest} of the test method, else of its class (superclasses, enclosing classes of @Nested). */
+    private static Settings settings(ExtensionContext context) {
+        Optional<GpuTest> a = context.getTestMethod().flatMap(m -> AnnotationSupport.findAnnotation(m, GpuTest.class));
+        for (Class<?> c = context.getTestClass().orElse(null); a.isEmpty() && c != null; c = enclosingOfNested(c)) {
+            a = AnnotationSupport.findAnnotation(c, GpuTest.class);
+        }
+        return a.map(Settings::of).orElse(Settings.DEFAULTS);
+    }
+
+    /** The enclosing class of an inner ({@code @Nested}) class, whose extensions it inherits; else null. */
+    private static @Nullable Class<?> enclosingOfNested(Class<?> c) {
+        return Modifier.isStatic(c.getModifiers()) ? null : c.getEnclosingClass();
+    }
+
+    // ---- parameters -----------------------------------------------------------------------------
+
+    @Override
+    public boolean supportsParameter(ParameterContext parameter, ExtensionContext context) {
+        return INJECTED.contains(parameter.getParameter().getType());
+    }
+
+    @Override
+    public Object resolveParameter(ParameterContext parameter, ExtensionContext context) {
+        Class<?> type = parameter.getParameter().getType();
+        String what = type.getSimpleName() + " parameter of " + parameter.getDeclaringExecutable().getName();
+        Settings settings = settings(context);
+        Decision d = decide(context, settings);
+        Backend backend = d.backend();
+        if (backend == null) {
+            throw new ParameterResolutionException("cannot resolve the " + what + ": " + d.reason());
+        }
+        GpuDevice device = device(context, settings, backend);
+        boolean cudaWanted = type == CudaDevice.class || type == CudaStream.class;
+        boolean simWanted = type == SimulatedDevice.class || type == SimulatedStream.class;
+        if ((cudaWanted && !(device instanceof CudaDevice)) || (simWanted && !(device instanceof SimulatedDevice))) {
+            throw new ParameterResolutionException("cannot resolve the " + what + ": the test runs on "
+                    + device.name() + " (" + d.reason() + "); declare a GpuDevice or GpuStream parameter to run on"
+                    + " either device");
+        }
+        if (!GpuStream.class.isAssignableFrom(type)) {
+            return device;
+        }
+        GpuStream stream = device.newStream();
+        context.getStore(NAMESPACE).getOrComputeIfAbsent(Streams.class, k -> new Streams(), Streams.class).add(stream);
+        return stream;
+    }
+
+    /** The class's device for this test's configuration, opened on first use. */
+    private static GpuDevice device(ExtensionContext context, Settings settings, Backend backend) {
+        ExtensionContext classContext = classContext(context);
+        return classDevices(classContext).get(settings.config(), () -> {
+            ReactorConfig config = reactorConfig(classContext, settings.config());
+            GpuDevice d = backend == Backend.CUDA ? CudaDevice.open(0, config) : SimulatedDevice.create(config);
+            context.publishReportEntry(DEVICE_REPORT_KEY, d.name());
+            return d;
+        });
+    }
+
+    /** The test class's context: the nearest one whose element is a class. */
+    private static ExtensionContext classContext(ExtensionContext context) {
+        ExtensionContext c = context;
+        while (!(c.getElement().orElse(null) instanceof Class<?>)) {
+            c = c.getParent().orElseThrow(() -> new ExtensionConfigurationException(
+                    "GpuExtension is used outside a test class: " + context.getUniqueId()));
+        }
+        return c;
+    }
+
+    private static ClassDevices classDevices(ExtensionContext classContext) {
+        return classContext.getStore(NAMESPACE).getOrComputeIfAbsent(ClassDevices.class,
+                k -> new ClassDevices(methodsMayOverlap(classContext)), ClassDevices.class);
+    }
+
+    /** Runs the static method that {@link GpuTest#config()} names. */
+    private static ReactorConfig reactorConfig(ExtensionContext classContext, String name) {
+        if (name.isEmpty()) {
+            return ReactorConfig.defaults();
+        }
+        Class<?> testClass = classContext.getRequiredTestClass();
+        String problem = "@GpuTest(config = \"" + name + "\") of " + testClass.getName() + ": ";
+        int hash = name.indexOf('#');
+        List<Class<?>> owners = new ArrayList<>();
+        String methodName = hash < 0 ? name : name.substring(hash + 1);
+        if (hash < 0) {
+            for (Class<?> c = testClass; c != null; c = enclosingOfNested(c)) {
+                owners.add(c);
+            }
+        } else {
+            try {
+                owners.add(Class.forName(name.substring(0, hash), false, testClass.getClassLoader()));
+            } catch (ClassNotFoundException e) {
+                throw new ExtensionConfigurationException(problem + "no class " + name.substring(0, hash), e);
+            }
+        }
+        for (Class<?> owner : owners) {
+            Optional<Method> m = ReflectionSupport.findMethod(owner, methodName);
+            if (m.isPresent()) {
+                Method method = m.get();
+                if (!Modifier.isStatic(method.getModifiers())
+                        || !ReactorConfig.class.isAssignableFrom(method.getReturnType())) {
+                    throw new ExtensionConfigurationException(problem + method
+                            + " must be static and return a ReactorConfig");
+                }
+                Object config = ReflectionSupport.invokeMethod(method, null);
+                if (config == null) {
+                    throw new ExtensionConfigurationException(problem + method + " returned null");
+                }
+                return (ReactorConfig) config;
+            }
+        }
+        throw new ExtensionConfigurationException(problem + "no method " + methodName + "() without parameters in "
+                + owners.stream().map(Class::getName).toList());
+    }
+
+    // ---- checks ---------------------------------------------------------------------------------
+
+    @Override
+    public void beforeEach(ExtensionContext context) {
+        if (expectsFault(context) && mayOverlap(context, classDevices(classContext(context)))) {
+            throw new ExtensionConfigurationException("@ExpectDeviceFault on " + describe(context)
+                    + ": the methods of its class may run concurrently, and a fault would reach the other tests"
+                    + " sharing the device; run that class's methods in one thread (@Execution(SAME_THREAD))");
+        }
+    }
+
+    @Override
+    public void afterEach(ExtensionContext context) {
+        closeStreams(context);
+        ClassDevices devices = classContext(context).getStore(NAMESPACE).get(ClassDevices.class, ClassDevices.class);
+        boolean expectFault = expectsFault(context);
+        String who = describe(context);
+        if (devices == null) {
+            if (expectFault) {
+                throw new AssertionError("@ExpectDeviceFault on " + who + ": the test used no device of @GpuTest"
+                        + " (inject a GpuDevice or GpuStream parameter)");
+            }
+            return;
+        }
+        if (mayOverlap(context, devices)) {
+            return; // another test's work in flight would look like this one's leak: checked after the class
+        }
+        Settings settings = settings(context);
+        Duration timeout = leakCheckTimeout(context);
+        List<String> failures = new ArrayList<>();
+        boolean faulted = false;
+        for (Map.Entry<String, GpuDevice> e : devices.snapshot().entrySet()) {
+            GpuDevice device = e.getValue();
+            if (device.reactor().isClosed()) {
+                devices.discard(e.getKey(), device); // closed by the test: the next test gets a fresh one
+                continue;
+            }
+            if (expectFault && LeakCheck.fault(device) != null) {
+                faulted = true;
+                devices.discard(e.getKey(), device);
+                if (!LeakCheck.awaitReleased(device, timeout)) {
+                    failures.add(who + " faulted " + device.name() + " as expected, but once closed its reactor did not"
+                            + " give back every completion slot and its flag memory within " + timeout.toMillis()
+                            + " ms; reactor: " + LeakCheck.counters(device));
+                }
+                continue;
+            }
+            List<String> problems = problems(device, settings, timeout);
+            if (!problems.isEmpty()) {
+                // The report first: closing the device changes the counters it shows.
+                failures.add(LeakCheck.report(who, device, problems, timeout)
+                        + "\n  the device is closed; the class's next test gets a fresh one");
+                devices.discard(e.getKey(), device);
+            }
+        }
+        if (expectFault && !faulted) {
+            failures.add("@ExpectDeviceFault on " + who + ": no device of the class faulted");
+        }
+        if (!failures.isEmpty()) {
+            throw new AssertionError(String.join("\n", failures));
+        }
+    }
+
+    @Override
+    public void afterAll(ExtensionContext context) {
+        closeStreams(context);
+        ClassDevices devices = context.getStore(NAMESPACE).remove(ClassDevices.class, ClassDevices.class);
+        if (devices == null) {
+            return;
+        }
+        Settings settings = settings(context);
+        Duration timeout = leakCheckTimeout(context);
+        List<String> failures = new ArrayList<>();
+        for (GpuDevice device : devices.snapshot().values()) {
+            if (!device.reactor().isClosed()) {
+                List<String> problems = problems(device, settings, timeout);
+                if (!problems.isEmpty()) {
+                    failures.add(LeakCheck.report("the tests of " + describe(context), device, problems, timeout));
+                }
+            }
+        }
+        devices.close();
+        if (!failures.isEmpty()) {
+            throw new AssertionError(String.join("\n", failures));
+        }
+    }
+
+    /** What is wrong with {@code device}: everything, or with {@code checkLeaks = false} only a fault. */
+    private static List<String> problems(GpuDevice device, Settings settings, Duration timeout) {
+        if (settings.checkLeaks()) {
+            return LeakCheck.awaitRest(device, timeout);
+        }
+        String fault = LeakCheck.fault(device);
+        return fault == null ? List.of() : List.of("the device faulted: " + fault);
+    }
+
+    /** Whether tests other than this one may be using the class's devices right now. */
+    private static boolean mayOverlap(ExtensionContext context, ClassDevices devices) {
+        return devices.methodsMayOverlap()
+                || (parallelEnabled(context) && context.getExecutionMode() == ExecutionMode.CONCURRENT);
+    }
+
+    private static void closeStreams(ExtensionContext context) {
+        Streams streams = context.getStore(NAMESPACE).remove(Streams.class, Streams.class);
+        if (streams != null) {
+            streams.close();
+        }
+    }
+
+    private static boolean expectsFault(ExtensionContext context) {
+        return context.getTestMethod().map(m -> AnnotationSupport.isAnnotated(m, ExpectDeviceFault.class))
+                .orElse(false);
+    }
+
+    private static Duration leakCheckTimeout(ExtensionContext context) {
+        return context.getConfigurationParameter(LEAK_CHECK_TIMEOUT_PARAMETER,
+                v -> Duration.ofMillis(Long.parseLong(v.strip()))).orElse(DEFAULT_LEAK_CHECK_TIMEOUT);
+    }
+
+    private static boolean parallelEnabled(ExtensionContext context) {
+        return context.getConfigurationParameter(PARALLEL_ENABLED, Boolean::parseBoolean).orElse(false);
+    }
+
+    /**
+     * Whether the class's test methods may run at the same time: parallel execution is enabled and
+     * the class's methods run concurrently by default (its {@link Execution} or that of a class
+     * enclosing it as {@code @Nested}, else the configured default mode) or one of them says so.
+     * Decided from the declarations, before any test runs; erring towards true only moves the check
+     * to the class's end.
+     */
+    private static boolean methodsMayOverlap(ExtensionContext classContext) {
+        if (!parallelEnabled(classContext)) {
+            return false;
+        }
+        Class<?> testClass = classContext.getRequiredTestClass();
+        Optional<ExecutionMode> declared = Optional.empty();
+        for (Class<?> c = testClass; declared.isEmpty() && c != null; c = enclosingOfNested(c)) {
+            declared = AnnotationSupport.findAnnotation(c, Execution.class).map(Execution::value);
+        }
+        ExecutionMode methodsDefault = declared.orElseGet(() -> classContext
+                .getConfigurationParameter(PARALLEL_MODE_DEFAULT)
+                .filter(v -> v.strip().equalsIgnoreCase("concurrent"))
+                .map(v -> ExecutionMode.CONCURRENT).orElse(ExecutionMode.SAME_THREAD));
+        return methodsDefault == ExecutionMode.CONCURRENT
+                || !ReflectionSupport.findMethods(testClass, GpuExtension::declaresConcurrent,
+                        HierarchyTraversalMode.TOP_DOWN).isEmpty();
+    }
+
+    private static boolean declaresConcurrent(AnnotatedElement e) {
+        return AnnotationSupport.findAnnotation(e, Execution.class).map(x -> x.value() == ExecutionMode.CONCURRENT)
+                .orElse(false);
+    }
+
+    /** E.g. "LeakTest > leavesAnArmedSlot()" for a test, "LeakTest" for a class. */
+    private static String describe(ExtensionContext context) {
+        List<String> names = new ArrayList<>();
+        for (ExtensionContext c = context; c.getParent().isPresent(); c = c.getParent().get()) {
+            names.add(0, c.getDisplayName());
+        }
+        return String.join(" > ", names);
+    }
+
+    // ---- what the stores hold -------------------------------------------------------------------
+
+    /**
+     * The devices of one test class, one per configuration name, opened on first use; closed by
+     * {@link #afterAll}, or by the store when the class ends (if the extension is registered only on
+     * methods, JUnit 5.13 and newer close {@link AutoCloseable} store values).
+     */
+    static final class ClassDevices implements AutoCloseable {
+        private final Map<String, GpuDevice> devices = new ConcurrentHashMap<>();
+        private final boolean methodsMayOverlap;
+
+        ClassDevices(boolean methodsMayOverlap) {
+            this.methodsMayOverlap = methodsMayOverlap;
+        }
+
+        boolean methodsMayOverlap() {
+            return methodsMayOverlap;
+        }
+
+        GpuDevice get(String config, Supplier<GpuDevice> open) {
+            return devices.computeIfAbsent(config, k -> open.get());
+        }
+
+        Map<String, GpuDevice> snapshot() {
+            return Map.copyOf(devices);
+        }
+
+        /** Closes {@code device} and forgets it: the next test of the class opens a fresh one. */
+        void discard(String config, GpuDevice device) {
+            devices.remove(config, device);
+            device.close();
+        }
+
+        @Override
+        public void close() {
+            for (String config : List.copyOf(devices.keySet())) {
+                GpuDevice d = devices.remove(config);
+                if (d != null) {
+                    d.close();
+                }
+            }
+        }
+    }
+
+    /** The streams injected in one context (a test, or a class for {@code @BeforeAll}); closed at its end. */
+    static final class Streams implements AutoCloseable {
+        private final List<GpuStream> streams = new CopyOnWriteArrayList<>();
+
+        void add(GpuStream stream) {
+            streams.add(stream);
+        }
+
+        @Override
+        public void close() {
+            for (GpuStream s : streams) {
+                s.close();
+            }
+            streams.clear();
+        }
+    }
+}

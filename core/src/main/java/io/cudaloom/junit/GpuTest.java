@@ -1,0 +1,101 @@
+package io.cudaloom.junit;
+
+import java.lang.annotation.Documented;
+import java.lang.annotation.ElementType;
+import java.lang.annotation.Inherited;
+import java.lang.annotation.Retention;
+import java.lang.annotation.RetentionPolicy;
+import java.lang.annotation.Target;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * Marks a test class or test method that needs a GPU, for machines with and without one, the way
+ * Testcontainers' {@code @Testcontainers(disabledWithoutDocker = true)} does for Docker.
+ *
+ * <pre>{@code
+ * @GpuTest(simulatedFallback = true)
+ * class ScaleTest {
+ *     @Test
+ *     void scales(GpuDevice device, GpuStream stream) throws InterruptedException {
+ *         ... launch work on the stream ...
+ *         stream.await();
+ *     }
+ * }
+ * }</pre>
+ *
+ * <h2>Where it runs</h2>
+ * With a CUDA device present, on CUDA device 0. Without one, the test (or the whole class) is
+ * skipped, with the reason printed and reported to JUnit ("no CUDA device: ..."), unless
+ * {@link #simulatedFallback()} allows it to run on the {@link io.cudaloom.sim.SimulatedDevice}. The
+ * JUnit configuration parameter or system property {@value GpuExtension#DEVICE_PARAMETER} overrides
+ * the choice: {@code cuda} runs on the GPU and fails (rather than skips) where there is none, so a
+ * GPU runner cannot pass by skipping everything; {@code sim} runs the tests that allow the fallback
+ * on the simulated device and skips the others; {@code auto} is the default. (The system property
+ * {@value io.cudaloom.GpuDevice#BACKEND_PROPERTY}, which steers {@link io.cudaloom.GpuDevice#open()},
+ * does not change where these tests run.)
+ *
+ * <h2>What it injects</h2>
+ * A parameter of type {@link io.cudaloom.GpuDevice} (of a test, lifecycle method or constructor)
+ * gets the class's device: one per test class and {@link #config()}, opened on first use and closed
+ * after the class. {@link io.cudaloom.cuda.CudaDevice} and {@link io.cudaloom.sim.SimulatedDevice}
+ * parameters get the same device where it is of that type; where it is not, the parameter cannot
+ * be resolved and the error says on which device the test runs. Each {@link io.cudaloom.GpuStream}
+ * parameter ({@link io.cudaloom.cuda.CudaStream}, {@link io.cudaloom.sim.SimulatedStream}) gets a new
+ * stream of that device, closed after the test (after the class, for {@code @BeforeAll}). Do not
+ * close the injected device; a test that does gets a fresh one for the next test.
+ *
+ * <h2>What it checks</h2>
+ * After each test (after its {@code @AfterEach} methods and its streams' close), unless
+ * {@link #checkLeaks()} is false: every device of the class must come back to rest within a bound
+ * (10 s; the configuration parameter {@value GpuExtension#LEAK_CHECK_TIMEOUT_PARAMETER} sets it, in
+ * milliseconds), i.e. no completion slot armed, none quarantined, every slot back on the free list,
+ * no {@link io.cudaloom.cuda.PinnedBuffer} left open, and the device has not faulted. Otherwise the
+ * test fails with an {@link AssertionError} naming each of these, and the device is closed so the
+ * next test gets a fresh one. A test that faults the device on purpose says so with
+ * {@link ExpectDeviceFault}. The same check runs once more after the class, when this annotation is
+ * on the class.
+ *
+ * <h2>Parallel execution</h2>
+ * Devices and streams live in JUnit's {@code ExtensionContext.Store}; the extension keeps no state
+ * of its own, so test classes may run concurrently (each with its own device). When the methods of
+ * one class may run concurrently (JUnit's parallel execution enabled, and the class, its methods
+ * or the default mode {@code concurrent}), one test's in-flight work would look like another's
+ * leak: the check then runs only once, after the class, when every method has finished. Put the
+ * annotation on the class to get that check. {@link ExpectDeviceFault} is refused in such a class.
+ *
+ * <p>On a class, applies to every test method in it and in its {@code @Nested} classes; on a method,
+ * overrides the class's settings for that method.
+ */
+@Target({ElementType.TYPE, ElementType.METHOD, ElementType.ANNOTATION_TYPE})
+@Retention(RetentionPolicy.RUNTIME)
+@Documented
+@Inherited
+@ExtendWith(GpuExtension.class)
+public @interface GpuTest {
+    /**
+     * Whether the test may run on the simulated device where no CUDA device is present (true), or
+     * must be skipped there (false, the default).
+     *
+     * @return whether the simulated device may stand in for a GPU
+     */
+    boolean simulatedFallback() default false;
+
+    /**
+     * The {@link io.cudaloom.ReactorConfig} of the injected device: the name of a static method
+     * without parameters returning one, in the test class (or a superclass, or the class enclosing a
+     * {@code @Nested} class), or in another class as {@code "com.example.Configs#reactorOnly"}. Empty
+     * (the default): {@link io.cudaloom.ReactorConfig#defaults()}. Each configuration gets its own
+     * device.
+     *
+     * @return the name of the configuration's factory method, or empty for the defaults
+     */
+    String config() default "";
+
+    /**
+     * Whether to check after each test that the device came back to rest (see the class comment).
+     * A device that faulted is replaced either way.
+     *
+     * @return whether leaks fail the test
+     */
+    boolean checkLeaks() default true;
+}

@@ -1,0 +1,84 @@
+package io.cudaloom.junit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.platform.engine.discovery.DiscoverySelectors.selectClass;
+
+import io.cudaloom.GpuDevice;
+import io.cudaloom.cuda.CudaDevice;
+import io.cudaloom.cuda.CudaStream;
+import io.cudaloom.cuda.DeviceBuffer;
+import io.cudaloom.cuda.Kernels;
+import io.cudaloom.cuda.PinnedBuffer;
+import java.nio.IntBuffer;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.platform.engine.TestExecutionResult;
+import org.junit.platform.testkit.engine.EngineExecutionResults;
+import org.junit.platform.testkit.engine.EngineTestKit;
+
+/**
+ * {@link GpuTest} on a real GPU: the CUDA types are injected and work, and the leak check names a
+ * pinned buffer left open (something only a CUDA device has). Everything else the extension does is
+ * checked on the simulated device by {@link GpuExtensionTest}.
+ */
+@Tag("gpu")
+@GpuTest
+class GpuExtensionGpuTest {
+    static final Queue<Object> SEEN = new ConcurrentLinkedQueue<>();
+
+    @BeforeEach
+    void reset() {
+        SEEN.clear();
+    }
+
+    @Test
+    void theCudaDeviceAndAStreamOfItAreInjectedAndRunKernels(CudaDevice device, GpuDevice same, CudaStream stream)
+            throws Exception {
+        assertSame(device, same, "one device for the class, whatever the declared type");
+        assertSame(device, stream.cudaDevice());
+        try (Kernels k = device.loadKernels();
+                DeviceBuffer buf = device.allocate(4096);
+                PinnedBuffer host = device.allocateHost(4096)) {
+            stream.launch(k.fill, 1, 1024, buf, 77, 1024);
+            stream.copy(buf, host, 4096);
+            stream.await();
+            IntBuffer ints = host.ints();
+            for (int i = 0; i < 1024; i++) {
+                assertEquals(77, ints.get(i), "element " + i);
+            }
+        }
+    }
+
+    @GpuTest
+    static class LeavesAPinnedBufferOpen {
+        @Test
+        void leaks(CudaDevice device) {
+            SEEN.add(device);
+            device.allocateHost(64);
+        }
+    }
+
+    @Test
+    void aPinnedBufferLeftOpenFailsTheTestNamingIt() {
+        EngineExecutionResults results = EngineTestKit.engine("junit-jupiter")
+                .selectors(selectClass(LeavesAPinnedBufferOpen.class))
+                .configurationParameter(GpuExtension.DEVICE_PARAMETER, "cuda")
+                .configurationParameter(GpuExtension.LEAK_CHECK_TIMEOUT_PARAMETER, "300")
+                .execute();
+        results.testEvents().assertStatistics(s -> s.started(1).failed(1));
+        TestExecutionResult r = results.testEvents().finished().stream().findFirst().orElseThrow()
+                .getRequiredPayload(TestExecutionResult.class);
+        String m = r.getThrowable().orElseThrow().getMessage();
+        assertTrue(m.contains("1 pinned buffer(s) not closed (PinnedBuffer.close())"), m);
+        CudaDevice leaked = assertInstanceOf(CudaDevice.class, SEEN.peek());
+        assertTrue(m.contains(leaked.name()), m);
+        assertFalse(leaked.isFaulted());
+    }
+}
