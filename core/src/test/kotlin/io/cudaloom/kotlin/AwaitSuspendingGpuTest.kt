@@ -2,6 +2,7 @@ package io.cudaloom.kotlin
 
 import io.cudaloom.GpuDevice
 import io.cudaloom.ReactorConfig
+import io.cudaloom.cuda.Cuda
 import io.cudaloom.cuda.CudaDevice
 import io.cudaloom.cuda.GpuTestSupport
 import java.time.Duration
@@ -20,6 +21,7 @@ import org.awaitility.Awaitility
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertFalse
 import org.junit.jupiter.api.Assertions.assertTrue
+import org.junit.jupiter.api.Assumptions
 import org.junit.jupiter.api.Tag
 import org.junit.jupiter.api.Test
 
@@ -39,6 +41,16 @@ class AwaitSuspendingGpuTest {
         }
     }
 
+    /** CUDA device 0, or the test is skipped with the reason printed (these tests open devices of several configs). */
+    private fun openOrSkip(config: ReactorConfig): CudaDevice {
+        if (!Cuda.isAvailable()) {
+            val reason = "no CUDA device: ${Cuda.unavailableReason()}"
+            println("SKIPPED gpu test: $reason")
+            Assumptions.abort<Unit>(reason)
+        }
+        return CudaDevice.open(0, config)
+    }
+
     private fun assertNothingLeaked(device: GpuDevice) {
         Awaitility.await().atMost(Duration.ofSeconds(30)).untilAsserted {
             val s = device.reactor().stats()
@@ -50,7 +62,7 @@ class AwaitSuspendingGpuTest {
 
     @Test
     fun openPicksTheGpuWhenJCudaAndADeviceAreThere() {
-        GpuTestSupport.openOrSkip(ReactorConfig.defaults()).close()
+        openOrSkip(ReactorConfig.defaults()).close()
         val old = System.clearProperty(GpuDevice.BACKEND_PROPERTY)
         try {
             GpuDevice.open().use { device ->
@@ -64,7 +76,7 @@ class AwaitSuspendingGpuTest {
 
     @Test
     fun aKernelAndACopyAreAwaitedBySuspending() {
-        GpuTestSupport.openOrSkip(GpuTestSupport.reactorOnly()).use { gpu ->
+        openOrSkip(GpuTestSupport.reactorOnly()).use { gpu ->
             gpu.loadKernels().use { k ->
                 gpu.allocate(4096).use { buf ->
                     gpu.allocateHost(4096).use { host ->
@@ -89,7 +101,7 @@ class AwaitSuspendingGpuTest {
     @Test
     fun tenThousandCoroutinesOnTwoThreadsResumeFromTheScanner() {
         val n = 10_000
-        GpuTestSupport.openOrSkip(ReactorConfig.builder().capacity(16_384).build()).use { gpu ->
+        openOrSkip(ReactorConfig.builder().capacity(16_384).build()).use { gpu ->
             gpu.loadKernels().use { k ->
                 val streams = List(8) { gpu.newStream() }
                 streams.forEach { k.launchSpin(it, 2_000_000_000L) } // 2 s: everyone registers behind it
@@ -126,7 +138,7 @@ class AwaitSuspendingGpuTest {
 
     @Test
     fun cancellingWithdrawsAndTheSlotComesBackWhenTheKernelEnds() {
-        GpuTestSupport.openOrSkip(ReactorConfig.defaults()).use { gpu ->
+        openOrSkip(ReactorConfig.defaults()).use { gpu ->
             gpu.loadKernels().use { k ->
                 val stream = gpu.newStream()
                 k.launchSpin(stream, 300_000_000L) // 300 ms

@@ -210,13 +210,13 @@ class AwaitSuspendingTest {
         }
         assertInstanceOf(CancellationException::class.java, cancellation.get())
         val withdrawn = device.reactor().stats()
-        assertEquals(1L, withdrawn.abandoned, "the cancellation withdrew the registration: $withdrawn")
+        assertEquals(1L, withdrawn.abandoned(), "the cancellation withdrew the registration: $withdrawn")
         assertEquals(1L, withdrawn.armedNow(), "the device write is still in flight: the slot stays armed")
 
         gate.countDown()
         assertNothingLeaked(device) // the withdrawn slot came back once the write landed
         val after = device.reactor().stats()
-        assertEquals(withdrawn.completions, after.completions(), "nothing was delivered to the withdrawn registration")
+        assertEquals(withdrawn.completions(), after.completions(), "nothing was delivered to the withdrawn registration")
         assertFalse(resumedNormally.get())
         assertFalse(event.isDone)
         runBlocking { withTimeout(30_000) { stream.awaitSuspending() } } // the stream and reactor go on
@@ -316,8 +316,8 @@ class AwaitSuspendingTest {
                 }
                 awaitArmed(device, n.toLong())
                 val waiting = device.reactor().stats()
-                assertEquals(n.toLong(), waiting.registrations, "each armed a slot: $waiting")
-                assertEquals(0L, waiting.fallbacks, waiting.toString())
+                assertEquals(n.toLong(), waiting.registrations(), "each armed a slot: $waiting")
+                assertEquals(0L, waiting.fallbacks(), waiting.toString())
                 assertEquals(0, verified.get(), "all $n are waiting on GPU work")
                 // Both threads are free while 10,000 awaits are pending: each takes a task that meets
                 // this thread at a barrier, which it can only do once it finished every earlier task
