@@ -103,7 +103,10 @@ class AwaitSuspendingGpuTest {
         val n = 10_000
         openOrSkip(ReactorConfig.builder().capacity(16_384).build()).use { gpu ->
             gpu.loadKernels().use { k ->
-                val streams = List(8) { gpu.newStream() }
+                // 625 launches per stream: below the driver's queue of about 1,000 entries, so no
+                // launch blocks behind the 2 s kernel (with 8 streams, 1,250 each, launches stalled
+                // in the driver and 9,469 finished before all had registered, on the H200)
+                val streams = List(16) { gpu.newStream() }
                 streams.forEach { k.launchSpin(it, 2_000_000_000L) } // 2 s: everyone registers behind it
                 val pool = Executors.newFixedThreadPool(2)
                 val dispatcher = ScannerCountingDispatcher(pool.asCoroutineDispatcher())
