@@ -19,7 +19,7 @@ import org.jspecify.annotations.Nullable;
  */
 public final class GpuKernel {
     /** The library's own kernels (hand-written PTX, the CUDA C++ beside it in the sources). */
-    private static final String BUILT_IN_PTX = "/io/cudaloom/cuda/kernels.ptx";
+    private static final String BUILT_IN_PTX = "/io/cudaloom/kernels.ptx";
     private static final Ptx BUILT_IN = Ptx.builtIn(); // before the kernels below use it
 
     /** {@code empty_kernel()}: does nothing (the cost of a launch and its completion alone). */

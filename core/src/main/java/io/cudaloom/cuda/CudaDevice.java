@@ -9,7 +9,7 @@ import io.cudaloom.ReactorClosedException;
 import io.cudaloom.ReactorConfig;
 import io.cudaloom.protocol.OffHeapFlagArray;
 import io.cudaloom.spi.FlagMemory;
-import io.cudaloom.spi.WorkChecks;
+import io.cudaloom.WorkChecks;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.Objects;

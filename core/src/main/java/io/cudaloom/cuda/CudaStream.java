@@ -10,7 +10,7 @@ import io.cudaloom.GpuStream;
 import io.cudaloom.spi.FlagMemory;
 import io.cudaloom.spi.StreamBackend;
 import io.cudaloom.spi.StreamState;
-import io.cudaloom.spi.WorkChecks;
+import io.cudaloom.WorkChecks;
 import java.util.Objects;
 import jcuda.Pointer;
 import jcuda.driver.CUdeviceptr;

@@ -10,7 +10,7 @@ import java.nio.charset.StandardCharsets;
  * equivalent is kernels.cu beside it), used by the tests, the demo and the benchmarks.
  */
 public final class Kernels implements AutoCloseable {
-    public static final String PTX_RESOURCE = "/io/cudaloom/cuda/kernels.ptx";
+    public static final String PTX_RESOURCE = "/io/cudaloom/kernels.ptx";
 
     private final CudaModule module;
     /** Does nothing. */

@@ -2,7 +2,7 @@ package io.cudaloom.sim;
 
 import io.cudaloom.DeviceMemory;
 import io.cudaloom.HostMemory;
-import io.cudaloom.spi.WorkChecks;
+import io.cudaloom.WorkChecks;
 
 import io.cudaloom.GpuDevice;
 import io.cudaloom.ReactorClosedException;

@@ -10,7 +10,7 @@ import io.cudaloom.ReactorClosedException;
 import io.cudaloom.spi.FlagMemory;
 import io.cudaloom.spi.StreamBackend;
 import io.cudaloom.spi.StreamState;
-import io.cudaloom.spi.WorkChecks;
+import io.cudaloom.WorkChecks;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.Objects;

@@ -1,14 +1,10 @@
-package io.cudaloom.spi;
+package io.cudaloom;
 
-import io.cudaloom.DeviceMemory;
-import io.cudaloom.GpuDevice;
-import io.cudaloom.GpuKernel;
-import io.cudaloom.HostMemory;
 import java.time.Duration;
 import java.util.Objects;
 
 /**
- * The argument checks every backend makes before enqueueing work, so that bad input gets the
+ * For backends: the argument checks every backend makes before enqueueing work, so that bad input gets the
  * same clear exception on every backend.
  */
 public final class WorkChecks {
