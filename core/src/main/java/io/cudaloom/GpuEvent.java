@@ -154,19 +154,13 @@ public final class GpuEvent {
         }
         Registration registration;
         try {
-            registration = reactor.register(stream, (failure) -> {
+            registration = reactor.register(stream, delivery(executor, failure -> {
                 if (failure == null) {
-                    stream.completedThrough(required); // delivered without failure: proven
+                    future.complete(null);
+                } else {
+                    future.completeExceptionally(failure);
                 }
-                executor.execute(() -> {
-                    if (failure == null) {
-                        done = true;
-                        future.complete(null);
-                    } else {
-                        future.completeExceptionally(failure);
-                    }
-                });
-            });
+            }));
         } catch (ReactorClosedException closed) {
             future.completeExceptionally(closed); // register threw: its callback will never run
             return future;
@@ -212,6 +206,26 @@ public final class GpuEvent {
                 onError.accept(failure);
             }
         });
+    }
+
+    /**
+     * What the reactor runs on delivery of a non-blocking registration: on the scanner, record the
+     * proof of completion ({@link GpuStream#completedThrough}); then, on {@code executor}, mark the
+     * event done and hand {@code onDone} the outcome (null on success).
+     */
+    private Consumer<@Nullable RuntimeException> delivery(Executor executor,
+            Consumer<? super @Nullable RuntimeException> onDone) {
+        return failure -> {
+            if (failure == null) {
+                stream.completedThrough(required); // delivered without failure: proven
+            }
+            executor.execute(() -> {
+                if (failure == null) {
+                    done = true;
+                }
+                onDone.accept(failure);
+            });
+        };
     }
 
     /**
@@ -264,17 +278,7 @@ public final class GpuEvent {
         }
         Registration registration;
         try {
-            registration = reactor.register(stream, (failure) -> {
-                if (failure == null) {
-                    stream.completedThrough(required); // delivered without failure: proven
-                }
-                executor.execute(() -> {
-                    if (failure == null) {
-                        done = true;
-                    }
-                    onDone.accept(failure);
-                });
-            });
+            registration = reactor.register(stream, delivery(executor, onDone));
         } catch (ReactorClosedException closed) {
             executor.execute(() -> onDone.accept(closed)); // register threw: its callback never runs
             return DELIVERED;

@@ -39,11 +39,6 @@ final class SimulatedMemory implements DeviceMemory, HostMemory {
         return buffer.duplicate().order(ByteOrder.nativeOrder());
     }
 
-    /** The bytes, for the stream's thread (a fresh view: views are not thread-safe). */
-    ByteBuffer view() {
-        checkOpen();
-        return buffer.duplicate().order(ByteOrder.nativeOrder());
-    }
 
     boolean isHost() {
         return host;

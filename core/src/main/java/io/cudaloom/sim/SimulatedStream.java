@@ -59,7 +59,7 @@ public final class SimulatedStream extends GpuStream {
     @Override
     public void launch(GpuKernel kernel, int gridX, int blockX, Object... args) {
         WorkChecks.launch(device, kernel, gridX, blockX, args);
-        KernelThread threads = new KernelThread(gridX, blockX, args, m -> device.memory(m, false).view());
+        KernelThread threads = new KernelThread(gridX, blockX, args, m -> device.memory(m, false).byteBuffer());
         GpuKernel.Body body = kernel.body();
         submit(() -> threads.runAll(body));
     }
@@ -67,23 +67,23 @@ public final class SimulatedStream extends GpuStream {
     @Override
     public void copy(HostMemory src, long srcOffset, DeviceMemory dst, long dstOffset, long bytes) {
         WorkChecks.copy(device, src, srcOffset, dst, dstOffset, bytes);
-        ByteBuffer from = device.memory(src, true).view();
-        ByteBuffer to = device.memory(dst, false).view();
+        ByteBuffer from = device.memory(src, true).byteBuffer();
+        ByteBuffer to = device.memory(dst, false).byteBuffer();
         submit(() -> move(from, srcOffset, to, dstOffset, bytes));
     }
 
     @Override
     public void copy(DeviceMemory src, long srcOffset, HostMemory dst, long dstOffset, long bytes) {
         WorkChecks.copy(device, dst, dstOffset, src, srcOffset, bytes);
-        ByteBuffer from = device.memory(src, false).view();
-        ByteBuffer to = device.memory(dst, true).view();
+        ByteBuffer from = device.memory(src, false).byteBuffer();
+        ByteBuffer to = device.memory(dst, true).byteBuffer();
         submit(() -> move(from, srcOffset, to, dstOffset, bytes));
     }
 
     @Override
     public void memset32(DeviceMemory dst, int value, long count) {
         WorkChecks.memset32(device, dst, count);
-        ByteBuffer to = device.memory(dst, false).view();
+        ByteBuffer to = device.memory(dst, false).byteBuffer();
         submit(() -> {
             for (int i = 0; i < count; i++) {
                 to.putInt(i * 4, value);
