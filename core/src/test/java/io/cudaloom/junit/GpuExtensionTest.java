@@ -422,7 +422,10 @@ class GpuExtensionTest {
         String m = failureOf(results, "leavesAFuture").getMessage();
         assertTrue(m.contains("1 completion slot(s) still armed: an await, future or onComplete callback"), m);
         java.util.concurrent.CompletableFuture<?> f = (java.util.concurrent.CompletableFuture<?>) SEEN.peek();
-        assertTrue(f.isCompletedExceptionally(), "the extension closed the device, failing the future");
+        // the close fails the future through its executor, so the failure arrives asynchronously
+        await().atMost(LONG).until(f::isCompletedExceptionally);
+        Throwable cause = assertThrows(java.util.concurrent.ExecutionException.class, f::get).getCause();
+        assertInstanceOf(io.cudaloom.ReactorClosedException.class, cause, "the extension closed the device, failing the future");
     }
 
     @GpuTest(simulatedFallback = true)
