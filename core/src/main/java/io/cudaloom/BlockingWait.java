@@ -10,7 +10,7 @@ import org.jspecify.annotations.Nullable;
 /**
  * The blocking wait behind every {@link GpuEvent} await: one entry with mode flags ({@link #await},
  * as AQS's {@code acquire}), the checks before registering done once
- * ({@link CompletionReactor#precheck}), then register, optionally spin on the waiter's own flag,
+ * ({@link RegistrationChecks#precheck}), then register, optionally spin on the waiter's own flag,
  * and park until the waiter's own ticket is delivered or the registration is withdrawn (timeout,
  * interrupt).
  *
@@ -70,9 +70,9 @@ final class BlockingWait {
             counters.completions.increment();
             return true;
         }
-        reactor.checkMayBlock(stream);
+        reactor.checks().checkMayBlock(stream);
         boolean poll = timed && nanos <= 0; // "is it done?": ask the driver, whatever the hint says
-        if (reactor.precheck(stream, !poll) == StreamState.IDLE) {
+        if (reactor.checks().precheck(stream, !poll) == StreamState.IDLE) {
             return true;
         }
         if (poll) {

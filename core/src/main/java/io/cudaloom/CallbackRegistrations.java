@@ -41,7 +41,7 @@ final class CallbackRegistrations {
     Registration register(GpuStream stream, Consumer<@Nullable RuntimeException> onDone) {
         StreamState state;
         try {
-            state = reactor.precheck(stream, false);
+            state = reactor.checks().precheck(stream, false);
         } catch (GpuFaultException e) {
             onDone.accept(e); // a fault is an outcome, reported through onDone
             return Registration.DELIVERED;

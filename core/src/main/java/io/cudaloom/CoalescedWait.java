@@ -38,7 +38,7 @@ final class CoalescedWait {
                     return true;
                 }
                 // A failed group (fault, close) says nothing about later ones: check afresh.
-                if (reactor.precheck(stream, false) == StreamState.IDLE) {
+                if (reactor.checks().precheck(stream, false) == StreamState.IDLE) {
                     return true;
                 }
             }

@@ -1,10 +1,11 @@
 package io.cudaloom;
 
+import io.cudaloom.protocol.SlotTable;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
  * The reactor's multi-writer counters (registrants on any thread add to them); the scanner's own,
- * single-writer counters live in {@link Scanner}. {@link CompletionReactor#stats()} reads both.
+ * single-writer counters live in {@link Scanner}. {@link #snapshot} reads both.
  */
 final class ReactorCounters {
     final LongAdder registrations = new LongAdder();
@@ -23,5 +24,30 @@ final class ReactorCounters {
             abandoned.increment();
         }
         return withdrawn;
+    }
+
+    /** {@link CompletionReactor#stats()}: these counters, the scanner's and the table's, now. */
+    ReactorStats snapshot(SlotTable<?> table, Scanner scanner, Thread scannerThread) {
+        return ReactorStats.builder()
+                .capacity(table.capacity())
+                .armedNow(table.armedCount())
+                .freeSlots(table.freeCount())
+                .registrations(registrations.sum())
+                .completions(completions.sum())
+                .inlineCompletions(inlineCompletions.sum())
+                .immediate(immediate.sum())
+                .fallbacks(fallbacks.sum())
+                .abandoned(abandoned.sum())
+                .faults(faults.sum())
+                .scannerParks(scanner.count(Scanner.PARKS))
+                .scannerTimedParks(scanner.count(Scanner.TIMED_PARKS))
+                .scannerUnparks(scannerUnparks.sum())
+                .scanPasses(scanner.count(Scanner.PASSES))
+                .faultProbes(scanner.count(Scanner.PROBES))
+                .quarantined((int) scanner.count(Scanner.QUARANTINED))
+                .coalesced(coalesced.sum())
+                .scannerErrors(scanner.count(Scanner.ERRORS))
+                .scannerCpuNanos(scanner.cpuNanos(scannerThread))
+                .build();
     }
 }

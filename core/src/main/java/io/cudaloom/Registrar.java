@@ -108,7 +108,7 @@ final class Registrar {
         }
         // Dekker with close() (class comment): our bit is written; now read the state.
         if (reactor.isClosed() && table.cancel(ticket, completion)) {
-            throw reactor.closedFailure();
+            throw reactor.lifecycle().closedFailure();
         }
         return ticket;
     }
@@ -138,7 +138,7 @@ final class Registrar {
         } else if (fb.cancel(completion)) {
             if (stream.queryState() == StreamState.FAULTED) {
                 counters.faults.increment();
-                throw reactor.faultOf(stream);
+                throw reactor.checks().faultOf(stream);
             }
             IllegalStateException e = new IllegalStateException(
                     "stream " + stream + " refused both the flag write and the host callback");
@@ -149,7 +149,7 @@ final class Registrar {
         }
         // Dekker with close() (class comment): the set insertion above is a volatile write.
         if (reactor.isClosed() && fb.cancel(completion)) {
-            throw reactor.closedFailure();
+            throw reactor.lifecycle().closedFailure();
         }
         return fb;
     }

@@ -36,7 +36,7 @@ import org.jspecify.annotations.Nullable;
  *
  * <p>All state here is consumer-owned: read and written by the scanner thread only, or, after it
  * has stopped (joined, or on its own thread), by whoever finishes the shutdown. Counters are single
- * writer: written with opaque stores, read by {@link CompletionReactor#stats()} with opaque loads.
+ * writer: written with opaque stores, read by {@link ReactorCounters#snapshot} with opaque loads.
  */
 final class Scanner implements Runnable {
     /** The longest park while only quarantined slots wait for their stream to settle. */
@@ -52,6 +52,7 @@ final class Scanner implements Runnable {
     static final int QUARANTINED = 5;
 
     private final CompletionReactor reactor;
+    private final ReactorLifecycle lifecycle;
     private final Registrar registrar;
     private final SlotTable<Completion> table;
     private final ReactorConfig config;
@@ -73,13 +74,14 @@ final class Scanner implements Runnable {
     private boolean finishCloseOnExit;
     /**
      * The scanner thread's CPU time as it left {@link #run} (-1 before, or where the JVM cannot
-     * tell): read by {@link CompletionReactor#stats()} once the thread has terminated, which
+     * tell): read by {@link #cpuNanos} once the thread has terminated, which
      * orders this write before the read.
      */
     private volatile long cpuNanosAtExit = -1L;
 
     Scanner(CompletionReactor reactor, Registrar registrar, SlotTable<Completion> table, ReactorConfig config) {
         this.reactor = reactor;
+        this.lifecycle = reactor.lifecycle();
         this.registrar = registrar;
         this.table = table;
         this.config = config;
@@ -116,15 +118,23 @@ final class Scanner implements Runnable {
         }
     }
 
-    long cpuNanosAtExit() {
-        return cpuNanosAtExit;
+    /** The CPU time of {@code self} (this agent's thread) so far, or at its exit once it has ended; -1 if unknown. */
+    long cpuNanos(Thread self) {
+        ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+        if (!threads.isThreadCpuTimeSupported()) {
+            return -1L;
+        }
+        long nanos = threads.getThreadCpuTime(self.threadId());
+        // -1 for a terminated thread: then the total it recorded on its way out (isAlive() false
+        // orders that write before this read).
+        return nanos >= 0 || self.isAlive() ? nanos : cpuNanosAtExit;
     }
 
     private void loop() {
         long now = System.nanoTime();
         nextProbeAt = now + config.faultProbeIntervalNanos();
         idle.reset(now);
-        while (!reactor.isClosed()) {
+        while (!lifecycle.isClosed()) {
             Thread.interrupted(); // cleared and ignored: see the class comment
             try {
                 if (doWork() > 0) {
@@ -136,14 +146,14 @@ final class Scanner implements Runnable {
                 LockSupport.parkNanos(reactor, ERROR_PAUSE_NANOS);
             } catch (Error e) {
                 failed(e);
-                if (reactor.closeAfterScannerError(e)) {
+                if (lifecycle.closeAfterScannerError(e)) {
                     finishCloseOnExit = true;
                 }
                 break;
             }
         }
         if (finishCloseOnExit) {
-            reactor.finishClose(); // close() ran on this thread (a completion), or an Error stopped us
+            lifecycle.finishClose(); // close() ran on this thread (a completion), or an Error stopped us
         }
     }
 
@@ -254,7 +264,7 @@ final class Scanner implements Runnable {
             }
             if (state == StreamState.FAULTED) {
                 String description = describeFault(stream);
-                failStream(stream, description, reactor.faultOf(stream, description));
+                failStream(stream, description, reactor.checks().faultOf(stream, description));
             }
         }
         probeStreams.clear();

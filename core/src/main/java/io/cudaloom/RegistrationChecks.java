@@ -1,0 +1,80 @@
+package io.cudaloom;
+
+import io.cudaloom.spi.StreamState;
+
+/**
+ * The one step every wait and registration takes before registering (in the manner of AQS's
+ * {@code tryAcquire} before it queues): the reactor is open, the stream is open, and the stream is
+ * not already done or faulted; and, for a blocking wait, that the calling thread may block. Also
+ * the one place a fault becomes an exception.
+ */
+final class RegistrationChecks {
+    private final CompletionReactor reactor;
+    private final ReactorCounters counters;
+
+    RegistrationChecks(CompletionReactor reactor, ReactorCounters counters) {
+        this.reactor = reactor;
+        this.counters = counters;
+    }
+
+    /**
+     * The stream's state: IDLE (the work is done, counted as an immediate completion) or BUSY; a
+     * faulted stream throws. With {@code assumeBusy}, a stream with counted work submitted after
+     * its last known completion is reported BUSY without a driver call (a fault is then found when
+     * registering or by the scanner's probe).
+     *
+     * @throws ReactorClosedException if the reactor is closed
+     * @throws IllegalStateException if the stream is closed
+     * @throws GpuFaultException if the stream has faulted
+     */
+    StreamState precheck(GpuStream stream, boolean assumeBusy) {
+        reactor.lifecycle().checkOpen();
+        if (stream.isClosed()) {
+            throw new IllegalStateException("stream " + stream + " is closed");
+        }
+        if (assumeBusy && stream.hasWorkNotKnownComplete()) {
+            return StreamState.BUSY;
+        }
+        long counted = stream.submissionCount(); // before the query: an idle answer covers these
+        StreamState state = stream.queryState();
+        if (state == StreamState.IDLE) {
+            stream.completedThrough(counted);
+            counters.immediate.increment();
+            counters.completions.increment();
+        } else if (state == StreamState.FAULTED) {
+            counters.faults.increment();
+            throw faultOf(stream);
+        }
+        return state;
+    }
+
+    /**
+     * Refuses a blocking wait on a thread the reactor or the stream itself depends on: the scanner
+     * (a completion callback run there with a direct executor), a host-callback thread (the same,
+     * on a fallback), or the stream's own worker (a simulated kernel that awaits).
+     */
+    void checkMayBlock(GpuStream stream) {
+        String where = null;
+        if (Thread.currentThread() == reactor.scannerThread()) {
+            where = "the scanner thread of " + reactor.device().name() + " (a completion callback run there)";
+        } else if (FallbackRegistration.onHostCallback()) {
+            where = "a host-callback thread (a completion callback run there)";
+        } else if (stream.isOwnWorkerThread()) {
+            where = "the thread that runs " + stream + "'s own work";
+        }
+        if (where != null) {
+            throw new IllegalStateException("await() called on " + where + ": it would stall every waiter it "
+                    + "serves; hand the wait to another thread (e.g. an executor for the callback)");
+        }
+    }
+
+    GpuFaultException faultOf(GpuStream stream) {
+        return faultOf(stream, stream.faultDescription());
+    }
+
+    GpuFaultException faultOf(GpuStream stream, String description) {
+        String message = "GPU work on " + stream + " of " + reactor.device().name() + " can never complete: " + description;
+        Throwable cause = stream.kernelFaultCause();
+        return cause != null ? new GpuFaultException(message, cause) : new GpuFaultException(message);
+    }
+}
