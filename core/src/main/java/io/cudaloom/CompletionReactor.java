@@ -99,7 +99,7 @@ public final class CompletionReactor {
         this.scanner = new Scanner(this, registrar, table, config);
         int id = IDS.incrementAndGet();
         this.callbackExecutor = ReactorThreads.callbackExecutor(id);
-        this.scannerThread = ReactorThreads.system("cuda-loom-scanner-" + id + " (" + device.name() + ")", scanner);
+        this.scannerThread = ReactorThreads.system("cuda-loom-scanner-" + id + " (" + device.name() + ")", scanner.task());
         this.observability = new ReactorObservability(this, id);
         scannerThread.start();
         // Last: the MBean server and JFR's hook list publish this reactor to other threads.
@@ -173,6 +173,20 @@ public final class CompletionReactor {
      */
     void close() {
         lifecycle.close();
+    }
+
+    /**
+     * What to undo if the device is dropped unclosed ({@link UnclosedDeviceReport}): the MXBean and
+     * the JFR hook go, and the scanner, parked idle and holding the reactor only weakly, is woken
+     * to find it gone and end. Holds no reference to this reactor.
+     */
+    Runnable cleanupIfUnclosed() {
+        ReactorObservability o = observability;
+        Thread scanner = scannerThread;
+        return () -> {
+            o.close();
+            LockSupport.unpark(scanner);
+        };
     }
 
     // ---- the parts, for each other and for tests (not API) ---------------------------------------

@@ -28,6 +28,8 @@ public abstract class GpuDevice implements AutoCloseable {
     private static final int MAX_PROVIDER_FAILURES = 16;
 
     private volatile @Nullable CompletionReactor reactor;
+    /** Reports this device if it becomes unreachable unclosed; set with the reactor. */
+    private volatile UnclosedDeviceReport.@Nullable Registration unclosed;
 
     protected GpuDevice() {}
 
@@ -132,7 +134,9 @@ public abstract class GpuDevice implements AutoCloseable {
         if (reactor != null) {
             throw new IllegalStateException("reactor of " + name() + " already started");
         }
-        reactor = new CompletionReactor(this, config, backend);
+        CompletionReactor r = new CompletionReactor(this, config, backend);
+        reactor = r;
+        unclosed = UnclosedDeviceReport.watch(this, List.of(r.cleanupIfUnclosed(), backend.cleanupIfUnclosed()));
     }
 
     /**
@@ -179,6 +183,10 @@ public abstract class GpuDevice implements AutoCloseable {
      */
     @Override
     public void close() {
+        UnclosedDeviceReport.Registration u = unclosed;
+        if (u != null) {
+            u.closed();
+        }
         CompletionReactor r = reactor;
         if (r != null) {
             r.close();

@@ -1,6 +1,7 @@
 package io.cudaloom;
 
 import java.lang.management.ManagementFactory;
+import java.lang.ref.WeakReference;
 import java.util.Objects;
 import java.util.function.Supplier;
 import javax.management.InstanceAlreadyExistsException;
@@ -40,7 +41,13 @@ final class ReactorObservability {
     private static final System.Logger LOG = System.getLogger("io.cudaloom");
     static final String DOMAIN = "io.cudaloom";
 
-    private final CompletionReactor reactor;
+    /**
+     * Weak: the MBean server and JFR's hook list are GC roots, and what they hold must not keep a
+     * device its user dropped without closing reachable (see {@link UnclosedDeviceReport}).
+     */
+    private final WeakReference<CompletionReactor> reactor;
+    private final String deviceName;
+    private final boolean jmx;
     private final int id;
     private final Supplier<MBeanServer> mbeanServer;
     private final Runnable countersHook;
@@ -61,10 +68,18 @@ final class ReactorObservability {
 
     /** With another MBean server than the platform's (tests: one that refuses). */
     ReactorObservability(CompletionReactor reactor, int id, Supplier<MBeanServer> mbeanServer) {
-        this.reactor = reactor;
+        this.reactor = new WeakReference<>(reactor);
+        this.deviceName = reactor.device().name();
+        this.jmx = reactor.config().jmx();
         this.id = id;
         this.mbeanServer = mbeanServer;
-        this.countersHook = () -> ReactorEvents.counters(reactor);
+        WeakReference<CompletionReactor> weak = this.reactor;
+        this.countersHook = () -> {
+            CompletionReactor r = weak.get();
+            if (r != null) {
+                ReactorEvents.counters(r);
+            }
+        };
     }
 
     /** The ObjectName this reactor's MXBean would have if its device's name were free. */
@@ -77,7 +92,7 @@ final class ReactorObservability {
             if (closed) {
                 return;
             }
-            if (reactor.config().jmx()) {
+            if (jmx) {
                 mbeanName = registerMBean();
             }
             listening = true;
@@ -86,7 +101,7 @@ final class ReactorObservability {
             FlightRecorder.addListener(whenRecorderUp); // calls addHook now if JFR is initialized
         } catch (RuntimeException e) {
             LOG.log(System.Logger.Level.WARNING, () -> "cuda-loom: no periodic JFR counters for "
-                    + reactor.device().name() + ": " + e, e);
+                    + deviceName + ": " + e, e);
         }
         if (isClosed()) {
             FlightRecorder.removeListener(whenRecorderUp); // closed meanwhile: close may have missed it
@@ -108,7 +123,7 @@ final class ReactorObservability {
                 hookAdded = false;
             }
             LOG.log(System.Logger.Level.WARNING, () -> "cuda-loom: no periodic JFR counters for "
-                    + reactor.device().name() + ": " + e, e);
+                    + deviceName + ": " + e, e);
             return;
         }
         if (isClosed()) {
@@ -126,10 +141,10 @@ final class ReactorObservability {
     }
 
     private @Nullable ObjectName registerMBean() {
-        String device = reactor.device().name();
+        String device = deviceName;
         try {
             MBeanServer server = mbeanServer.get();
-            StandardMBean bean = new StandardMBean(new Bean(reactor), ReactorMXBean.class, true);
+            StandardMBean bean = new StandardMBean(new Bean(reactor, device), ReactorMXBean.class, true);
             try {
                 return server.registerMBean(bean, objectName(device)).getObjectName();
             } catch (InstanceAlreadyExistsException taken) { // another open device of that name
@@ -149,14 +164,14 @@ final class ReactorObservability {
     void closing() {
         if (FlightRecorder.isInitialized()) { // else no recording runs
             try {
-                ReactorEvents.counters(reactor);
+                countersHook.run();
             } catch (RuntimeException e) {
                 LOG.log(System.Logger.Level.WARNING, () -> "cuda-loom: the final JFR counters failed: " + e, e);
             }
         }
     }
 
-    /** Removes the listener, the hook and the MXBean; idempotent. */
+    /** Removes the listener, the hook and the MXBean; idempotent (also the cleaning of an unclosed device). */
     void close() {
         boolean stopListening;
         boolean removeHook;
@@ -204,32 +219,46 @@ final class ReactorObservability {
 
     /** The MXBean: every attribute from a fresh snapshot. */
     private static final class Bean implements ReactorMXBean {
-        private final CompletionReactor reactor;
+        private final WeakReference<CompletionReactor> ref;
+        private final String deviceName;
 
-        Bean(CompletionReactor reactor) {
-            this.reactor = Objects.requireNonNull(reactor);
+        Bean(WeakReference<CompletionReactor> ref, String deviceName) {
+            this.ref = Objects.requireNonNull(ref);
+            this.deviceName = deviceName;
         }
 
-        @Override public String getDeviceName() { return reactor.device().name(); }
-        @Override public String getStrategy() { return reactor.config().strategy().name(); }
-        @Override public int getCapacity() { return reactor.stats().capacity(); }
-        @Override public long getArmedNow() { return reactor.stats().armedNow(); }
-        @Override public int getFreeSlots() { return reactor.stats().freeSlots(); }
-        @Override public int getQuarantined() { return reactor.stats().quarantined(); }
-        @Override public long getRegistrations() { return reactor.stats().registrations(); }
-        @Override public long getCompletions() { return reactor.stats().completions(); }
-        @Override public long getInlineCompletions() { return reactor.stats().inlineCompletions(); }
-        @Override public long getImmediate() { return reactor.stats().immediate(); }
-        @Override public long getFallbacks() { return reactor.stats().fallbacks(); }
-        @Override public long getAbandoned() { return reactor.stats().abandoned(); }
-        @Override public long getFaults() { return reactor.stats().faults(); }
-        @Override public long getCoalesced() { return reactor.stats().coalesced(); }
-        @Override public long getScannerParks() { return reactor.stats().scannerParks(); }
-        @Override public long getScannerTimedParks() { return reactor.stats().scannerTimedParks(); }
-        @Override public long getScannerUnparks() { return reactor.stats().scannerUnparks(); }
-        @Override public long getScanPasses() { return reactor.stats().scanPasses(); }
-        @Override public long getFaultProbes() { return reactor.stats().faultProbes(); }
-        @Override public long getScannerErrors() { return reactor.stats().scannerErrors(); }
-        @Override public long getScannerCpuNanos() { return reactor.stats().scannerCpuNanos(); }
+        /** The stats of a live reactor; a collected one (never closed) was unregistered by its cleaning, or is about to be. */
+        private ReactorStats stats() {
+            CompletionReactor r = ref.get();
+            if (r == null) {
+                throw new IllegalStateException(deviceName + " was garbage-collected without being closed");
+            }
+            return r.stats();
+        }
+
+        @Override public String getDeviceName() { return deviceName; }
+        @Override public String getStrategy() {
+            CompletionReactor r = ref.get();
+            return r == null ? "collected" : r.config().strategy().name();
+        }
+        @Override public int getCapacity() { return stats().capacity(); }
+        @Override public long getArmedNow() { return stats().armedNow(); }
+        @Override public int getFreeSlots() { return stats().freeSlots(); }
+        @Override public int getQuarantined() { return stats().quarantined(); }
+        @Override public long getRegistrations() { return stats().registrations(); }
+        @Override public long getCompletions() { return stats().completions(); }
+        @Override public long getInlineCompletions() { return stats().inlineCompletions(); }
+        @Override public long getImmediate() { return stats().immediate(); }
+        @Override public long getFallbacks() { return stats().fallbacks(); }
+        @Override public long getAbandoned() { return stats().abandoned(); }
+        @Override public long getFaults() { return stats().faults(); }
+        @Override public long getCoalesced() { return stats().coalesced(); }
+        @Override public long getScannerParks() { return stats().scannerParks(); }
+        @Override public long getScannerTimedParks() { return stats().scannerTimedParks(); }
+        @Override public long getScannerUnparks() { return stats().scannerUnparks(); }
+        @Override public long getScanPasses() { return stats().scanPasses(); }
+        @Override public long getFaultProbes() { return stats().faultProbes(); }
+        @Override public long getScannerErrors() { return stats().scannerErrors(); }
+        @Override public long getScannerCpuNanos() { return stats().scannerCpuNanos(); }
     }
 }

@@ -8,6 +8,7 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
+import java.lang.ref.WeakReference;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.IdentityHashMap;
@@ -21,7 +22,7 @@ import org.jspecify.annotations.Nullable;
  * The single consumer of a reactor's {@link SlotTable}, run as an agent (in the manner of Agrona's
  * {@code Agent}): {@link #doWork} is one cycle (scan and deliver; the fault probe and the quarantine
  * check, each on its own deadline), {@link BackoffIdleStrategy} decides what an idle cycle costs,
- * and {@link #run} is a loop that cannot die or spin:
+ * and {@link #task} runs a loop that cannot die or spin:
  * <ul>
  *   <li>an interrupt is cleared and ignored (nothing interrupts the scanner on purpose, and a set
  *       interrupt status makes every park return at once: a busy loop);
@@ -38,7 +39,7 @@ import org.jspecify.annotations.Nullable;
  * has stopped (joined, or on its own thread), by whoever finishes the shutdown. Counters are single
  * writer: written with opaque stores, read by {@link ReactorCounters#snapshot} with opaque loads.
  */
-final class Scanner implements Runnable {
+final class Scanner {
     /** The longest park while only quarantined slots wait for their stream to settle. */
     private static final long MAX_QUARANTINE_CHECK_NANOS = 100_000_000L;
     /** Pause after a failed cycle, so a hook that keeps throwing costs little CPU. */
@@ -50,6 +51,19 @@ final class Scanner implements Runnable {
     static final int PROBES = 3;
     static final int ERRORS = 4;
     static final int QUARANTINED = 5;
+
+    /** Timed parks park here; the untimed park is left to {@link Task}, which holds no strong reference. */
+    private static final BackoffIdleStrategy.Parker DEFERRED_UNTIMED_PARK = new BackoffIdleStrategy.Parker() {
+        @Override
+        public void park(Object blocker) {
+            // made by Task.run once runUntilIdle has returned
+        }
+
+        @Override
+        public void parkNanos(Object blocker, long nanos) {
+            LockSupport.parkNanos(blocker, nanos);
+        }
+    };
 
     private final CompletionReactor reactor;
     private final ReactorLifecycle lifecycle;
@@ -72,6 +86,7 @@ final class Scanner implements Runnable {
     private long quarantineCheckNanos;
     /** Set by close() called on the scanner thread itself; read by that thread when it leaves run. */
     private boolean finishCloseOnExit;
+    private boolean started;
     /**
      * The scanner thread's CPU time as it left {@link #run} (-1 before, or where the JVM cannot
      * tell): read by {@link #cpuNanos} once the thread has terminated, which
@@ -87,7 +102,7 @@ final class Scanner implements Runnable {
         this.config = config;
         this.idle = new BackoffIdleStrategy(config.scannerSpinNanos(), config.scannerLingerNanos(),
                 config.scannerMinParkNanos(),
-                config.scannerMaxParkNanos(), BackoffIdleStrategy.LOCK_SUPPORT, reactor);
+                config.scannerMaxParkNanos(), DEFERRED_UNTIMED_PARK, reactor);
         this.batch = new RetiredBatch<>(table.capacity());
         this.failBatch = new RetiredBatch<>(table.capacity());
         this.collectProbeStream = slot -> probeStreams.add(registrar.streamOf(slot));
@@ -108,13 +123,34 @@ final class Scanner implements Runnable {
 
     // ---- the loop -----------------------------------------------------------------------------
 
-    @Override
-    public void run() {
-        try {
-            loop();
-        } finally {
-            ThreadMXBean threads = ManagementFactory.getThreadMXBean();
-            cpuNanosAtExit = threads.isCurrentThreadCpuTimeSupported() ? threads.getCurrentThreadCpuTime() : -1L;
+    /**
+     * The scanner thread's task. It holds this scanner only weakly while parked untimed (nothing
+     * armed, nothing quarantined): then no thread keeps the device reachable, so a device its user
+     * dropped without closing can be collected and reported ({@link UnclosedDeviceReport}), whose
+     * cleaning unparks this thread to let it end. The park's blocker is the task itself, which
+     * holds nothing else. An untimed park still follows the park gate of {@link #idleStep}: the
+     * permit of a registrant's unpark that raced ahead of the check outlives the return from
+     * {@link #runUntilIdle} to this frame.
+     */
+    Runnable task() {
+        return new Task(new WeakReference<>(this));
+    }
+
+    private static final class Task implements Runnable {
+        private final WeakReference<Scanner> scanner;
+
+        Task(WeakReference<Scanner> scanner) {
+            this.scanner = scanner;
+        }
+
+        @Override
+        public void run() {
+            Scanner s = scanner.get();
+            while (s != null && s.runUntilIdle()) {
+                s = null; // parked with no strong reference to the reactor (see task())
+                LockSupport.park(this);
+                s = scanner.get();
+            }
         }
     }
 
@@ -130,17 +166,26 @@ final class Scanner implements Runnable {
         return nanos >= 0 || self.isAlive() ? nanos : cpuNanosAtExit;
     }
 
-    private void loop() {
+    /**
+     * Runs cycles until the reactor closes (false: the loop has ended) or the idle strategy asks
+     * for an untimed park (true: the caller parks, then calls again).
+     */
+    private boolean runUntilIdle() {
         long now = System.nanoTime();
-        nextProbeAt = now + config.faultProbeIntervalNanos();
-        idle.reset(now);
+        if (!started) {
+            started = true;
+            nextProbeAt = now + config.faultProbeIntervalNanos();
+        }
+        idle.reset(now); // started, or woken for new work: spin for it first
         while (!lifecycle.isClosed()) {
             Thread.interrupted(); // cleared and ignored: see the class comment
             try {
                 if (doWork() > 0) {
                     continue;
                 }
-                idleStep();
+                if (idleStep()) {
+                    return true;
+                }
             } catch (RuntimeException e) {
                 failed(e);
                 LockSupport.parkNanos(reactor, ERROR_PAUSE_NANOS);
@@ -152,9 +197,12 @@ final class Scanner implements Runnable {
                 break;
             }
         }
+        ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+        cpuNanosAtExit = threads.isCurrentThreadCpuTimeSupported() ? threads.getCurrentThreadCpuTime() : -1L;
         if (finishCloseOnExit) {
             lifecycle.finishClose(); // close() ran on this thread (a completion), or an Error stopped us
         }
+        return false;
     }
 
     /** One cycle; returns how many registrations it retired. */
@@ -183,17 +231,22 @@ final class Scanner implements Runnable {
         return retired;
     }
 
-    private void idleStep() {
+    /** One idle step; true when the strategy asked for an untimed park, which the caller makes. */
+    private boolean idleStep() {
         // Park gate: the armed count, not this pass's bits. A registration that raced ahead of
         // this check made its volatile read-modify-write of the count, then its unpark (SlotTable
         // orderings 3 and 9): that unpark is our permit, so an untimed park returns at once.
         boolean armed = !table.isIdle() || registrar.fallbacksOutstanding();
         long deadline = quarantine.isEmpty() ? BackoffIdleStrategy.NO_DEADLINE : nextQuarantineCheckAt;
         switch (idle.idle(armed, System.nanoTime(), deadline)) {
-            case PARK -> increment(PARKS);
+            case PARK -> {
+                increment(PARKS);
+                return true; // the strategy's park is deferred to the task (see task())
+            }
             case TIMED_PARK -> increment(TIMED_PARKS);
             case SPUN -> { }
         }
+        return false;
     }
 
     private void failed(Throwable t) {

@@ -8,6 +8,7 @@ import io.cudaloom.GpuDevice;
 import io.cudaloom.ReactorClosedException;
 import io.cudaloom.ReactorConfig;
 import io.cudaloom.protocol.OffHeapFlagArray;
+import io.cudaloom.spi.DeviceBackend;
 import io.cudaloom.spi.FlagMemory;
 import java.util.Objects;
 import java.util.Set;
@@ -32,6 +33,8 @@ public final class SimulatedDevice extends GpuDevice {
     private final int id = IDS.incrementAndGet();
     private final AtomicInteger streamIds = new AtomicInteger();
     private final Set<SimulatedStream> streams = ConcurrentHashMap.newKeySet();
+    /** How to stop each live stream's worker if this device is dropped unclosed (none references a stream). */
+    private final Set<Runnable> stopWorkers = ConcurrentHashMap.newKeySet();
     private final Set<FlagMemory> releasedMemory = ConcurrentHashMap.newKeySet();
     private final AtomicLong writesAfterRelease = new AtomicLong();
     private final AtomicInteger liveFlagMemories = new AtomicInteger();
@@ -48,7 +51,18 @@ public final class SimulatedDevice extends GpuDevice {
     public static SimulatedDevice create(ReactorConfig config) {
         Objects.requireNonNull(config, "config");
         SimulatedDevice device = new SimulatedDevice();
-        device.startReactor(config, device::allocateFlags);
+        Set<Runnable> stopWorkers = device.stopWorkers; // the clean-up holds this set, not the device
+        device.startReactor(config, new DeviceBackend() {
+            @Override
+            public FlagMemory allocateFlags(int count) {
+                return device.allocateFlags(count);
+            }
+
+            @Override
+            public Runnable cleanupIfUnclosed() {
+                return () -> stopWorkers.forEach(Runnable::run);
+            }
+        });
         return device;
     }
 
@@ -74,6 +88,7 @@ public final class SimulatedDevice extends GpuDevice {
         }
         SimulatedStream s = new SimulatedStream(this, streamIds.incrementAndGet());
         streams.add(s);
+        stopWorkers.add(s.workerStop());
         return s;
     }
 
@@ -191,6 +206,7 @@ public final class SimulatedDevice extends GpuDevice {
 
     void streamFinished(SimulatedStream s) {
         streams.remove(s);
+        stopWorkers.remove(s.workerStop());
     }
 
     @Override

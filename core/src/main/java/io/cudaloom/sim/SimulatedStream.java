@@ -11,6 +11,7 @@ import io.cudaloom.spi.FlagMemory;
 import io.cudaloom.spi.StreamBackend;
 import io.cudaloom.spi.StreamState;
 import io.cudaloom.WorkChecks;
+import java.lang.ref.WeakReference;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.Objects;
@@ -35,6 +36,7 @@ public final class SimulatedStream extends GpuStream {
     private final AtomicLong submitted = new AtomicLong();
     private final AtomicLong finished = new AtomicLong();
     private final Thread worker;
+    private final Runnable workerStop;
     private volatile @Nullable String fault;
     /** The exception of the kernel that failed, if one did; written before {@link #fault}. */
     private volatile @Nullable Throwable faultCause;
@@ -44,7 +46,10 @@ public final class SimulatedStream extends GpuStream {
         super(device, s -> new Backend((SimulatedStream) s));
         this.device = device;
         this.name = "sim-stream-" + id;
-        this.worker = Thread.ofPlatform().daemon(true).name(device.name() + " " + name).unstarted(this::run);
+        LinkedBlockingQueue<Command> commands = queue; // the stop action holds the queue, not the stream
+        this.workerStop = () -> commands.add(Command.SHUTDOWN);
+        this.worker = Thread.ofPlatform().daemon(true).name(device.name() + " " + name)
+                .unstarted(new Worker(new WeakReference<>(this), queue));
         worker.start();
     }
 
@@ -204,33 +209,63 @@ public final class SimulatedStream extends GpuStream {
         queue.add(c);
     }
 
-    private void run() {
-        while (true) {
-            Command c;
-            try {
-                c = queue.take();
-            } catch (InterruptedException e) {
-                continue; // nothing interrupts this thread on purpose; keep serving the queue
-            }
-            if (c == Command.SHUTDOWN) {
-                device.streamFinished(this);
-                return;
-            }
-            if (fault == null) {
-                try {
-                    c.run();
-                } catch (InjectedFault e) {
-                    // The device first: whoever sees this stream faulted then sees the device faulted.
-                    device.streamFaulted(this, e.getMessage());
-                    fault = e.getMessage();
-                } catch (RuntimeException | Error e) {
-                    device.streamFaulted(this, "kernel failed: " + e);
-                    faultCause = e;
-                    fault = "kernel failed: " + e;
-                }
-            }
-            finished.incrementAndGet(); // executed or discarded after a fault
+    /** Ends the worker after the commands already queued, holding nothing but the queue (for a device dropped unclosed). */
+    Runnable workerStop() {
+        return workerStop;
+    }
+
+    /**
+     * The stream's thread. Waiting for a command it holds only the queue and a weak reference to
+     * the stream, so an idle stream (and its device) dropped unclosed can be collected; the
+     * device's clean-up then queues {@link Command#SHUTDOWN} and the thread ends.
+     */
+    private static final class Worker implements Runnable {
+        private final WeakReference<SimulatedStream> stream;
+        private final LinkedBlockingQueue<Command> queue;
+
+        Worker(WeakReference<SimulatedStream> stream, LinkedBlockingQueue<Command> queue) {
+            this.stream = stream;
+            this.queue = queue;
         }
+
+        @Override
+        public void run() {
+            while (true) {
+                Command c;
+                try {
+                    c = queue.take();
+                } catch (InterruptedException e) {
+                    continue; // nothing interrupts this thread on purpose; keep serving the queue
+                }
+                SimulatedStream s = stream.get();
+                if (s == null) {
+                    return; // collected: only its clean-up's SHUTDOWN can have come
+                }
+                if (c == Command.SHUTDOWN) {
+                    s.device.streamFinished(s);
+                    return;
+                }
+                s.execute(c);
+                s = null; // not held while waiting for the next command
+            }
+        }
+    }
+
+    private void execute(Command c) {
+        if (fault == null) {
+            try {
+                c.run();
+            } catch (InjectedFault e) {
+                // The device first: whoever sees this stream faulted then sees the device faulted.
+                device.streamFaulted(this, e.getMessage());
+                fault = e.getMessage();
+            } catch (RuntimeException | Error e) {
+                device.streamFaulted(this, "kernel failed: " + e);
+                faultCause = e;
+                fault = "kernel failed: " + e;
+            }
+        }
+        finished.incrementAndGet(); // executed or discarded after a fault
     }
 
     private static void spend(long nanos) {

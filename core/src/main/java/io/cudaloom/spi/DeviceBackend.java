@@ -5,4 +5,13 @@ package io.cudaloom.spi;
 public interface DeviceBackend {
     /** Zeroed flag memory for {@code count} slots (pinned and device-mapped on a real GPU). */
     FlagMemory allocateFlags(int count);
+
+    /**
+     * What to undo if the device becomes unreachable without being closed (e.g. stop the
+     * backend's own threads). The action must not reference the device, or the device would
+     * never become unreachable; it runs once, on a cleaner thread.
+     */
+    default Runnable cleanupIfUnclosed() {
+        return () -> { };
+    }
 }
