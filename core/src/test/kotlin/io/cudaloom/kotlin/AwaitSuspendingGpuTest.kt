@@ -103,10 +103,11 @@ class AwaitSuspendingGpuTest {
         val n = 10_000
         openOrSkip(ReactorConfig.builder().capacity(16_384).build()).use { gpu ->
             gpu.loadKernels().use { k ->
-                // 625 launches per stream: below the driver's queue of about 1,000 entries, so no
-                // launch blocks behind the 2 s kernel (with 8 streams, 1,250 each, launches stalled
-                // in the driver and 9,469 finished before all had registered, on the H200)
-                val streams = List(16) { gpu.newStream() }
+                // Each coroutine puts two entries on its stream (its launch and its flag write), and
+                // a stream takes about 1,000 before a launch blocks behind the 2 s kernel. 40 streams:
+                // 250 coroutines, 500 entries each. (On the H200, 8 streams (2,500 entries each) had
+                // 9,469 finish before all had registered, and 16 streams (1,250 each) all 10,000.)
+                val streams = List(40) { gpu.newStream() }
                 streams.forEach { k.launchSpin(it, 2_000_000_000L) } // 2 s: everyone registers behind it
                 val pool = Executors.newFixedThreadPool(2)
                 val dispatcher = ScannerCountingDispatcher(pool.asCoroutineDispatcher())
