@@ -38,7 +38,6 @@ public final class SimulatedStream extends GpuStream {
     private volatile @Nullable String fault;
     /** The exception of the kernel that failed, if one did; written before {@link #fault}. */
     private volatile @Nullable Throwable faultCause;
-    private volatile boolean closed;
 
     SimulatedStream(SimulatedDevice device, int id) {
         super(device, s -> new Backend((SimulatedStream) s));
@@ -127,18 +126,13 @@ public final class SimulatedStream extends GpuStream {
         return device;
     }
 
-    @Override
-    public boolean isClosed() {
-        return closed;
-    }
-
-    /** Stops taking work; commands already submitted still run, then the stream's thread ends. */
-    @Override
-    public void close() {
-        if (!closed) {
-            closed = true;
-            queue.add(Command.SHUTDOWN);
-        }
+    /**
+     * The backend's half of {@link #close()}, once, after the stream was marked closed and its
+     * drain's flag write or host callback was queued: commands already queued still run, then the
+     * stream's thread ends.
+     */
+    private void shutdown() {
+        queue.add(Command.SHUTDOWN);
     }
 
     @Override
@@ -161,7 +155,7 @@ public final class SimulatedStream extends GpuStream {
     }
 
     private boolean enqueueFlagWrite(FlagMemory memory, int slot) {
-        if (fault != null || closed) {
+        if (fault != null || isClosed()) {
             return false;
         }
         enqueue(() -> device.writeFlag(memory, slot));
@@ -169,7 +163,7 @@ public final class SimulatedStream extends GpuStream {
     }
 
     private boolean enqueueHostCallback(Runnable callback) {
-        if (fault != null || closed) {
+        if (fault != null || isClosed()) {
             return false;
         }
         enqueue(callback::run);
@@ -183,7 +177,7 @@ public final class SimulatedStream extends GpuStream {
     // ---- the stream's thread ------------------------------------------------------------------
 
     private void submit(Command c) {
-        if (closed) {
+        if (isClosed()) {
             // The device closes itself (closed = true) before its streams, so a stream closed by
             // the device's close always sees the device closed here.
             if (device.isClosed()) {
@@ -299,6 +293,11 @@ public final class SimulatedStream extends GpuStream {
         @Override
         public boolean runsOnCurrentThread() {
             return Thread.currentThread() == stream.worker;
+        }
+
+        @Override
+        public void shutdown() {
+            stream.shutdown();
         }
     }
 }
