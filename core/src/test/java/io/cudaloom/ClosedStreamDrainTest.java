@@ -3,6 +3,7 @@ package io.cudaloom;
 import static io.cudaloom.ReactorTestSupport.LONG;
 import static io.cudaloom.ReactorTestSupport.assertNothingLeaked;
 import static io.cudaloom.ReactorTestSupport.gate;
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.*;
 
 import io.cudaloom.sim.SimulatedDevice;
@@ -12,7 +13,10 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -23,8 +27,8 @@ import org.junit.jupiter.params.provider.EnumSource;
 /**
  * The corners of a closed stream's drain ({@link StreamDrain}) that the backend-independent
  * {@link SemanticsSuite} does not reach: an event taken while the stream was closing, a drain the
- * stream refused, the threads that may not block on it, and the proof it shares with coalesced
- * waits.
+ * stream refused, the threads that may not block on it, the proof it shares with coalesced waits,
+ * and closes racing awaits and each other.
  */
 class ClosedStreamDrainTest {
     private final List<GpuDevice> devices = new ArrayList<>();
@@ -146,4 +150,63 @@ class ClosedStreamDrainTest {
     }
 
     enum Coalescing { TRUE, FALSE }
+
+    /**
+     * Closes racing each other and awaits: exactly one drain is published, every event taken
+     * before the close completes, and nothing is ever queued behind the simulated stream's end
+     * (it would never run: a registration stranded, a slot never back).
+     */
+    @ParameterizedTest
+    @EnumSource(value = CompletionStrategy.class, names = {"REACTOR", "HOST_CALLBACK"})
+    void concurrentClosesAndAwaitsStrandNothing(CompletionStrategy strategy) throws Exception {
+        SimulatedDevice device = track(SimulatedDevice.create(ReactorConfig.builder().strategy(strategy).build()));
+        final int rounds = 100;
+        final int parties = 5;
+        AtomicInteger refusedLateEvents = new AtomicInteger();
+        for (int round = 0; round < rounds; round++) {
+            SimulatedStream stream = device.newStream();
+            stream.launchKernel(Duration.ofNanos(round % 2 == 0 ? 0 : 50_000));
+            GpuEvent before = stream.event();
+            CyclicBarrier start = new CyclicBarrier(parties);
+            List<CompletableFuture<String>> outcomes = new ArrayList<>();
+            for (int p = 0; p < parties; p++) {
+                int party = p;
+                CompletableFuture<String> outcome = new CompletableFuture<>();
+                outcomes.add(outcome);
+                Thread.ofVirtual().start(() -> {
+                    try {
+                        start.await();
+                        switch (party) {
+                            case 0, 1 -> stream.close();
+                            case 2 -> before.await();
+                            case 3 -> before.toCompletableFuture().get(LONG.toSeconds(), TimeUnit.SECONDS);
+                            default -> {
+                                try {
+                                    stream.event().await(); // open or closed: either way it ends
+                                } catch (IllegalStateException closed) {
+                                    refusedLateEvents.incrementAndGet();
+                                }
+                            }
+                        }
+                        outcome.complete("ok");
+                    } catch (Throwable t) {
+                        outcome.completeExceptionally(t);
+                    }
+                });
+            }
+            for (CompletableFuture<String> outcome : outcomes) {
+                try {
+                    assertEquals("ok", outcome.get(LONG.toSeconds(), TimeUnit.SECONDS), "round " + round);
+                } catch (ExecutionException e) {
+                    throw new AssertionError("round " + round + ": a party failed", e.getCause());
+                }
+            }
+            assertTrue(stream.isClosed());
+            assertTrue(before.isDone(), "round " + round);
+        }
+        assertNothingLeaked(device); // a stranded registration's slot would never come back
+        await().atMost(LONG).until(() -> device.liveStreams() == 0); // every stream ran to its end
+        System.out.println("ClosedStreamDrainTest race (" + strategy + "): " + refusedLateEvents.get() + " of "
+                + rounds + " late events refused, the rest served");
+    }
 }

@@ -38,6 +38,13 @@ public final class SimulatedStream extends GpuStream {
     private volatile @Nullable String fault;
     /** The exception of the kernel that failed, if one did; written before {@link #fault}. */
     private volatile @Nullable Throwable faultCause;
+    /**
+     * Set by {@link #shutdown()} as it queues {@link Command#SHUTDOWN}, read by {@link #enqueue};
+     * guarded by {@link #queue}'s monitor, so that nothing is ever queued behind SHUTDOWN (it would
+     * never run, and the stream would never settle): a command whose closed check passed just
+     * before a concurrent close is refused here instead.
+     */
+    private boolean shutDown;
 
     SimulatedStream(SimulatedDevice device, int id) {
         super(device, s -> new Backend((SimulatedStream) s));
@@ -132,7 +139,10 @@ public final class SimulatedStream extends GpuStream {
      * stream's thread ends.
      */
     private void shutdown() {
-        queue.add(Command.SHUTDOWN);
+        synchronized (queue) {
+            shutDown = true;
+            queue.add(Command.SHUTDOWN);
+        }
     }
 
     @Override
@@ -158,16 +168,14 @@ public final class SimulatedStream extends GpuStream {
         if (fault != null || isClosed()) {
             return false;
         }
-        enqueue(() -> device.writeFlag(memory, slot));
-        return true;
+        return enqueue(() -> device.writeFlag(memory, slot));
     }
 
     private boolean enqueueHostCallback(Runnable callback) {
         if (fault != null || isClosed()) {
             return false;
         }
-        enqueue(callback::run);
-        return true;
+        return enqueue(callback::run);
     }
 
     private boolean flagWritesSettled() {
@@ -178,24 +186,37 @@ public final class SimulatedStream extends GpuStream {
 
     private void submit(Command c) {
         if (isClosed()) {
-            // The device closes itself (closed = true) before its streams, so a stream closed by
-            // the device's close always sees the device closed here.
-            if (device.isClosed()) {
-                throw new ReactorClosedException(device.name() + " is closed: stream " + name + " takes no more work");
-            }
-            throw new IllegalStateException("stream " + name + " is closed");
+            throw closed();
         }
         String f = fault;
         if (f != null) {
             throw new GpuFaultException("launch on " + name + " refused: the stream faulted earlier: " + f);
         }
-        enqueue(c);
+        if (!enqueue(c)) {
+            throw closed(); // closed since the check above
+        }
         noteSubmission(); // after the enqueue: see GpuStream.submissionCount
     }
 
-    private void enqueue(Command c) {
-        submitted.incrementAndGet(); // before the queue: queryState never reports IDLE with c pending
-        queue.add(c);
+    private RuntimeException closed() {
+        // The device closes itself (closed = true) before its streams, so a stream closed by the
+        // device's close always sees the device closed here.
+        if (device.isClosed()) {
+            return new ReactorClosedException(device.name() + " is closed: stream " + name + " takes no more work");
+        }
+        return new IllegalStateException("stream " + name + " is closed");
+    }
+
+    /** Queues {@code c} unless the stream has shut down; false if it has. */
+    private boolean enqueue(Command c) {
+        synchronized (queue) {
+            if (shutDown) {
+                return false;
+            }
+            submitted.incrementAndGet(); // before the queue: queryState never reports IDLE with c pending
+            queue.add(c);
+            return true;
+        }
     }
 
     private void run() {
