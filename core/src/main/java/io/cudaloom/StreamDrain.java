@@ -26,9 +26,12 @@ import org.jspecify.annotations.Nullable;
  * {@code covered} submissions are in stream order before the drain's flag write (or host callback),
  * and its completion proves them done. An event with {@code required <= covered} stands for no
  * other counted work, so the drain serves it; an event taken while the stream was closing may need
- * work the drain does not cover, and is refused. (Work enqueued on the raw stream handle and not
- * counted is covered when it was enqueued before the close began, as every event taken before
- * {@code close()} was called sees it.)
+ * work the drain does not cover, and is refused. Uncounted work enqueued on the raw stream handle
+ * before {@code close()} was called is covered too (the write follows it in stream order), which
+ * is all such work that an event taken before the close can stand for. That is also why the close
+ * registers even when the counts say the stream is idle: without coalescing such work may be
+ * uncounted, so the registration's own driver query decides (an idle stream's registration is
+ * delivered at once, counted as an immediate completion, and arms nothing).
  *
  * <h2>Access modes</h2>
  * <ol>
