@@ -35,6 +35,14 @@ import org.jspecify.annotations.Nullable;
  *
  * <p>Failures: {@link GpuFaultException} if the stream faulted (the work will never complete),
  * {@link ReactorClosedException} if the device was closed.
+ *
+ * <p><b>After the stream's close.</b> An event taken before {@link GpuStream#close()} can still
+ * be awaited, blocking or not, for the work it stands for: the close leaves one registration behind
+ * (its <em>drain</em>, covering all work submitted before the close), and every form waits on that
+ * with the same conventions and outcomes. Only an event taken while the stream was being closed
+ * (on another thread), which may stand for work the close does not cover, is refused with
+ * {@link IllegalStateException}. These waits arm nothing of their own, so {@link ReactorStats}
+ * counts only the close's registration (a timeout or a cancel there is not counted as abandoned).
  */
 public final class GpuEvent {
     /** What {@link #subscribe} returns when the outcome was handed to the executor at once. */
@@ -75,7 +83,8 @@ public final class GpuEvent {
      * @throws GpuFaultException if the stream faulted
      * @throws ReactorClosedException if the device was closed
      * @throws IllegalStateException if called on a thread of the reactor itself (its scanner, or a
-     *     completion callback run there), which would stall every waiter of the device
+     *     completion callback run there), which would stall every waiter of the device; or if the
+     *     event was taken while its stream was being closed (see the class comment)
      */
     @Blocking
     public void await() throws InterruptedException {
@@ -83,7 +92,7 @@ public final class GpuEvent {
             throw new InterruptedException();
         }
         if (!done) {
-            reactor.await(stream, required, true, false, 0L);
+            awaitWork(true, false, 0L);
             done = true;
         }
     }
@@ -119,7 +128,7 @@ public final class GpuEvent {
     public void awaitUninterruptibly() {
         if (!done) {
             try {
-                reactor.await(stream, required, false, false, 0L);
+                awaitWork(false, false, 0L);
             } catch (InterruptedException e) {
                 throw new AssertionError("uninterruptible await was interrupted", e);
             }
@@ -143,7 +152,8 @@ public final class GpuEvent {
      * {@link ReactorStats#abandoned()}. A slot it held is recycled once the device's write lands.
      *
      * @throws NullPointerException if {@code executor} is null
-     * @throws IllegalStateException if the stream is closed (while its device is open)
+     * @throws IllegalStateException if the event was taken while its stream was being closed (see
+     *     the class comment)
      */
     public CompletableFuture<@Nullable Void> toCompletableFuture(Executor executor) {
         Objects.requireNonNull(executor, "executor");
@@ -152,9 +162,9 @@ public final class GpuEvent {
             future.complete(null);
             return future;
         }
-        Registration registration;
+        Subscription registration;
         try {
-            registration = reactor.register(stream, delivery(executor, failure -> {
+            registration = register(delivery(executor, failure -> {
                 if (failure == null) {
                     future.complete(null);
                 } else {
@@ -165,11 +175,11 @@ public final class GpuEvent {
             future.completeExceptionally(closed); // register threw: its callback will never run
             return future;
         }
-        if (registration != Registration.DELIVERED) {
+        if (registration != DELIVERED) {
             // Runs once the future completes, whoever completes it. After our own delivery the
             // payload is already taken, so the withdrawal fails and counts nothing; after a cancel
             // (or any other completion by the caller) it succeeds unless delivery won the race.
-            future.whenComplete((ignored, failure) -> registration.withdraw());
+            future.whenComplete((ignored, failure) -> registration.cancel());
         }
         return future;
     }
@@ -177,7 +187,7 @@ public final class GpuEvent {
     /**
      * {@link #toCompletableFuture(Executor)} with the reactor's default callback executor.
      *
-     * @throws IllegalStateException if the stream is closed (while its device is open)
+     * @throws IllegalStateException if the event was taken while its stream was being closed
      */
     public CompletableFuture<@Nullable Void> toCompletableFuture() {
         return toCompletableFuture(reactor.callbackExecutor());
@@ -194,7 +204,7 @@ public final class GpuEvent {
      * or every waiter of the reactor waits with them. Pass a real executor for anything longer.
      *
      * @throws NullPointerException if an argument is null
-     * @throws IllegalStateException if the stream is closed (while its device is open)
+     * @throws IllegalStateException if the event was taken while its stream was being closed
      */
     public void onComplete(Executor executor, Runnable onDone, Consumer<? super RuntimeException> onError) {
         Objects.requireNonNull(onDone, "onDone");
@@ -267,7 +277,8 @@ public final class GpuEvent {
      * @param onDone given {@code null} on success, else the failure
      * @return the handle that withdraws the registration
      * @throws NullPointerException if an argument is null
-     * @throws IllegalStateException if the stream is closed (while its device is open)
+     * @throws IllegalStateException if the event was taken while its stream was being closed (see
+     *     the class comment)
      */
     public Subscription subscribe(Executor executor, Consumer<? super @Nullable RuntimeException> onDone) {
         Objects.requireNonNull(executor, "executor");
@@ -276,14 +287,12 @@ public final class GpuEvent {
             executor.execute(() -> onDone.accept(null));
             return DELIVERED;
         }
-        Registration registration;
         try {
-            registration = reactor.register(stream, delivery(executor, onDone));
+            return register(delivery(executor, onDone));
         } catch (ReactorClosedException closed) {
             executor.execute(() -> onDone.accept(closed)); // register threw: its callback never runs
             return DELIVERED;
         }
-        return registration == Registration.DELIVERED ? DELIVERED : registration::withdraw;
     }
 
     /**
@@ -302,6 +311,88 @@ public final class GpuEvent {
         boolean cancel();
     }
 
+    // ---- open stream or closed: the reactor, or the stream's drain ---------------------------------
+
+    /**
+     * The blocking wait: the reactor's while the stream is open, else the drain's. A wait the
+     * reactor refuses because the stream closed meanwhile (the closed-stream check, or both the
+     * flag write and the host callback refused by a stream that has stopped taking them) goes to
+     * the drain, which re-checks the rest. Returns false only when timed and the time ran out.
+     */
+    private boolean awaitWork(boolean interruptible, boolean timed, long nanos) throws InterruptedException {
+        StreamDrain drain = stream.drainAfterClose();
+        long start = timed ? System.nanoTime() : 0L;
+        if (drain == null) {
+            try {
+                return reactor.await(stream, required, interruptible, timed, nanos);
+            } catch (IllegalStateException refused) {
+                if (refused instanceof ReactorClosedException || (drain = stream.drainAfterClose()) == null) {
+                    throw refused;
+                }
+                if (timed) {
+                    nanos = Math.max(0L, nanos - (System.nanoTime() - start));
+                }
+            }
+        }
+        if (reactor.isClosed()) {
+            throw reactor.lifecycle().closedFailure();
+        }
+        if (knownComplete()) {
+            return true;
+        }
+        reactor.checks().checkMayBlock(stream);
+        checkCovered(drain);
+        return drain.await(interruptible, timed, nanos);
+    }
+
+    /**
+     * The non-blocking registration: the reactor's while the stream is open, else a subscription
+     * to the drain (falling back to it as {@link #awaitWork} does).
+     *
+     * @throws ReactorClosedException if the reactor is closed ({@code deliver} will never run)
+     * @throws IllegalStateException if the reactor refuses, or the drain does not cover this event
+     */
+    private Subscription register(Consumer<@Nullable RuntimeException> deliver) {
+        StreamDrain drain = stream.drainAfterClose();
+        if (drain == null) {
+            try {
+                Registration registration = reactor.register(stream, deliver);
+                return registration == Registration.DELIVERED ? DELIVERED : registration::withdraw;
+            } catch (IllegalStateException refused) {
+                if (refused instanceof ReactorClosedException || (drain = stream.drainAfterClose()) == null) {
+                    throw refused;
+                }
+            }
+        }
+        if (reactor.isClosed()) {
+            throw reactor.lifecycle().closedFailure();
+        }
+        if (knownComplete()) {
+            deliver.accept(null);
+            return DELIVERED;
+        }
+        checkCovered(drain);
+        Subscription subscription = drain.subscribe(deliver);
+        return subscription == StreamDrain.DELIVERED ? DELIVERED : subscription;
+    }
+
+    /**
+     * Whether an earlier proof already covers this event, trusted only when waiters are coalesced:
+     * only then are the counts complete (raw-stream work is counted by the user), as in
+     * {@code BlockingWait}. Otherwise the drain, whose write follows all the stream's work, decides.
+     */
+    private boolean knownComplete() {
+        return reactor.config().coalesce() && stream.isKnownComplete(required);
+    }
+
+    /** An event taken while its stream was being closed may need work that the drain does not cover. */
+    private void checkCovered(StreamDrain drain) {
+        if (required > drain.covered) {
+            throw new IllegalStateException("stream " + stream + " is closed: this event was taken while it was"
+                    + " closing, after the work the close covers");
+        }
+    }
+
     private boolean awaitNanos(long nanos) throws InterruptedException {
         if (Thread.interrupted()) {
             throw new InterruptedException();
@@ -309,7 +400,7 @@ public final class GpuEvent {
         if (done) {
             return true;
         }
-        boolean completed = reactor.await(stream, required, true, true, Math.max(0L, nanos));
+        boolean completed = awaitWork(true, true, Math.max(0L, nanos));
         if (completed) {
             done = true;
         }

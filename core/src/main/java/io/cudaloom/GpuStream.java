@@ -27,6 +27,7 @@ public abstract class GpuStream implements AutoCloseable {
     private volatile @org.jspecify.annotations.Nullable WaitGroup lastGroup;
     static final java.lang.invoke.VarHandle LAST_GROUP;
     private static final java.lang.invoke.VarHandle COMPLETED_THROUGH;
+    private static final java.lang.invoke.VarHandle DRAIN;
 
     static {
         try {
@@ -34,6 +35,8 @@ public abstract class GpuStream implements AutoCloseable {
                     .findVarHandle(GpuStream.class, "lastGroup", WaitGroup.class);
             COMPLETED_THROUGH = java.lang.invoke.MethodHandles.lookup()
                     .findVarHandle(GpuStream.class, "completedThrough", long.class);
+            DRAIN = java.lang.invoke.MethodHandles.lookup()
+                    .findVarHandle(GpuStream.class, "drain", StreamDrain.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -41,12 +44,20 @@ public abstract class GpuStream implements AutoCloseable {
 
     private final StreamBackend backend;
     /**
+     * Null while the stream is open; set once, by {@link #close()}, with a compare-and-set from
+     * null (through {@link #DRAIN}): the closed flag and the drain that serves the events taken
+     * before the close, published together (StreamDrain's ordering 1). Read with volatile loads.
+     */
+    private volatile @org.jspecify.annotations.Nullable StreamDrain drain;
+    /**
      * The highest submission count known complete. Only proofs raise it (a CAS to the maximum,
      * {@link #completedThrough(long)}): an await that returned normally for an event taken after
-     * that many counted submissions, a callback delivered without failure for one, or a query that
-     * answered idle after that many were counted. Each proof covers the submissions counted before
-     * its event or query, because a submission is counted only after its driver call returned
-     * (see {@link #submissionCount()}), so the work is in stream order before the flag or query.
+     * that many counted submissions, a callback delivered without failure for one, a closed
+     * stream's drain completed without failure (it was registered after that many), or a query
+     * that answered idle after that many were counted. Each proof covers the submissions counted
+     * before its event, drain or query, because a submission is counted only after its driver call
+     * returned (see {@link #submissionCount()}), so the work is in stream order before the flag or
+     * query.
      */
     private volatile long completedThrough;
     /** Recent awaits' durations (an exponential moving average, racy by design): the spin budget's guide. */
@@ -68,7 +79,8 @@ public abstract class GpuStream implements AutoCloseable {
 
     /**
      * An event standing for all work submitted to this stream so far. Awaiting it waits for that
-     * work (and possibly for work submitted later, never for less).
+     * work (and possibly for work submitted later, never for less). An event taken before
+     * {@link #close()} can still be awaited after it.
      *
      * @throws IllegalStateException if the stream is closed
      * @throws ReactorClosedException if the device is closed
@@ -180,13 +192,41 @@ public abstract class GpuStream implements AutoCloseable {
     public abstract void memset32(DeviceMemory dst, int value, long count);
 
     /** Whether {@link #close()} was called. */
-    public abstract boolean isClosed();
+    public final boolean isClosed() {
+        return drain != null;
+    }
 
-    /** Releases the stream; work already submitted still runs. Idempotent. */
+    /**
+     * Releases the stream: it takes no more work and makes no more events
+     * ({@link IllegalStateException}); work already submitted still runs, and the events taken
+     * before the close can still be awaited (blocking or not) for the work they stand for: they
+     * complete when it does, or fail with {@link GpuFaultException} if the stream faults, or with
+     * {@link ReactorClosedException} if the device closes first. For that the close leaves one
+     * registration with the reactor while work is in flight (a slot, or a host callback), retired
+     * when the work is done like any other. Returns without waiting for the work. Idempotent;
+     * never throws.
+     */
     @Override
-    public abstract void close();
+    public final void close() {
+        if (drain != null) {
+            return;
+        }
+        // Registered while the backend still takes flag writes: it stops only in shutdown() below.
+        StreamDrain d = StreamDrain.register(this);
+        if (!DRAIN.compareAndSet(this, null, d)) {
+            // A concurrent close won and serves the events; this registration completes unobserved
+            // (or was refused, if the winner's backend had stopped taking flag writes): nothing leaks.
+            return;
+        }
+        backend.shutdown();
+    }
 
     // ---- the reactor's bookkeeping ----------------------------------------------------------------
+
+    /** The drain that serves this stream's events once it is closed; null while it is open. */
+    @org.jspecify.annotations.Nullable StreamDrain drainAfterClose() {
+        return drain;
+    }
 
     /**
      * True if counted work was submitted after the last proof of completion, so the stream is

@@ -100,7 +100,6 @@ final class InstantDevice extends GpuDevice {
     static final class InstantStream extends GpuStream implements StreamBackend {
         private final boolean refuseFlagWrites;
         private final boolean holdFlagWrites;
-        private volatile boolean closed;
         /** Reported by queryState: the stream has faulted. */
         volatile boolean faulted;
         /** Reported by flagWritesSettled: no write enqueued on this stream can land any more. */
@@ -125,15 +124,9 @@ final class InstantDevice extends GpuDevice {
             this.holdFlagWrites = holdFlagWrites;
         }
 
+        /** Nothing to release: once closed (isClosed()), flag writes and host callbacks are refused. */
         @Override
-        public boolean isClosed() {
-            return closed;
-        }
-
-        @Override
-        public void close() {
-            closed = true;
-        }
+        public void shutdown() {}
 
         @Override
         public void launch(GpuKernel kernel, int gridX, int blockX, Object... args) {
@@ -184,7 +177,7 @@ final class InstantDevice extends GpuDevice {
         @Override
         public boolean enqueueFlagWrite(FlagMemory memory, int slot) {
             // A faulted stream takes no more work, as CUDA's sticky errors and the simulated stream.
-            if (refuseFlagWrites || refuseFlagWritesNow || faulted) {
+            if (refuseFlagWrites || refuseFlagWritesNow || faulted || isClosed()) {
                 return false;
             }
             if (holdFlagWrites) {
@@ -202,7 +195,7 @@ final class InstantDevice extends GpuDevice {
 
         @Override
         public boolean enqueueHostCallback(Runnable callback) {
-            if (!((InstantDevice) device()).acceptHostCallbacks || faulted) {
+            if (!((InstantDevice) device()).acceptHostCallbacks || faulted || isClosed()) {
                 return false;
             }
             synchronized (this) {

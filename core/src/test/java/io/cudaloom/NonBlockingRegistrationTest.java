@@ -25,7 +25,7 @@ import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * The non-blocking forms ({@link GpuEvent#toCompletableFuture}, {@link GpuEvent#onComplete}): the
- * same closed-stream rule as await, failures reported instead of thrown, cancellation withdrawing
+ * same closed-stream semantics as await, failures reported instead of thrown, cancellation withdrawing
  * the registration, and callbacks that throw harming neither the stream nor the scanner.
  */
 class NonBlockingRegistrationTest {
@@ -58,7 +58,7 @@ class NonBlockingRegistrationTest {
     // ---- closed stream, closed reactor ---------------------------------------------------------
 
     @Test
-    void aClosedStreamIsRejectedByTheNonBlockingFormsAsByAwait() {
+    void anEventTakenBeforeTheStreamsCloseIsServedByTheNonBlockingFormsAsByAwait() throws Exception {
         SimulatedDevice device = track(SimulatedDevice.create());
         SimulatedStream busy = device.newStream();
         CountDownLatch gate = gate(busy);
@@ -67,23 +67,39 @@ class NonBlockingRegistrationTest {
         GpuEvent idleEvent = idle.event();
         busy.close();
         idle.close();
-        CountingExecutor executor = new CountingExecutor();
-        for (GpuEvent event : List.of(busyEvent, idleEvent)) {
-            String expected = "stream " + event.stream() + " is closed";
-            IllegalStateException awaited = assertThrows(IllegalStateException.class, event::await);
-            assertEquals(expected, awaited.getMessage());
-            IllegalStateException future = assertThrows(IllegalStateException.class, event::toCompletableFuture);
-            assertEquals(expected, future.getMessage());
-            assertFalse(future instanceof ReactorClosedException, "the reactor is open");
-            IllegalStateException callback = assertThrows(IllegalStateException.class,
-                    () -> event.onComplete(executor, () -> {}, e -> {}));
-            assertEquals(expected, callback.getMessage());
-        }
-        assertEquals(0, executor.tasks.get(), "no callback ran");
         ReactorStats s = device.reactor().stats();
-        assertEquals(0, s.registrations(), "nothing armed: " + s);
-        assertEquals(0, s.fallbacks(), "no host callback was enqueued, so no fallback is counted: " + s);
+        assertEquals(1, s.registrations(), "the busy stream's close left one registration, the idle one's none: " + s);
+
+        // The idle stream's work was done when it closed: every form completes at once.
+        CountingExecutor executor = new CountingExecutor();
+        CompletableFuture<?> idleFuture = idleEvent.toCompletableFuture(executor);
+        assertTrue(idleFuture.isDone() && !idleFuture.isCompletedExceptionally(), "completed before it was returned");
+        AtomicInteger idleDone = new AtomicInteger();
+        idleEvent.onComplete(executor, idleDone::incrementAndGet, e -> fail(e));
+        assertEquals(1, idleDone.get(), "ran at once");
+        assertTrue(idleEvent.await(Duration.ZERO));
+
+        // The busy stream's: nothing completes while its work is held, then everything does.
+        CompletableFuture<?> future = busyEvent.toCompletableFuture(executor);
+        AtomicInteger done = new AtomicInteger();
+        AtomicReference<RuntimeException> error = new AtomicReference<>();
+        busyEvent.onComplete(executor, done::incrementAndGet, error::set);
+        assertFalse(future.isDone(), "the work is held");
+        assertEquals(0, done.get());
+        assertFalse(busyEvent.await(Duration.ZERO));
+        assertEquals(1, device.reactor().stats().registrations(), "served by the close's registration");
         gate.countDown();
+        future.get(LONG.toSeconds(), TimeUnit.SECONDS);
+        await().atMost(LONG).until(() -> done.get() == 1);
+        assertNull(error.get());
+        assertTrue(busyEvent.await(Duration.ZERO));
+        assertTrue(busyEvent.isDone());
+
+        for (GpuStream closed : List.of(busy, idle)) {
+            IllegalStateException e = assertThrows(IllegalStateException.class, closed::event);
+            assertEquals("stream " + closed + " is closed", e.getMessage(), "no new event after the close");
+            assertFalse(e instanceof ReactorClosedException, "the reactor is open");
+        }
         assertNothingLeaked(device);
     }
 

@@ -160,19 +160,47 @@ class SubscriptionTest {
     }
 
     @Test
-    void badArgumentsAndAClosedStreamThrowAtOnce() {
+    void badArgumentsThrowAtOnce() {
         SimulatedDevice device = track(SimulatedDevice.create());
         SimulatedStream stream = device.newStream();
-        CountDownLatch gate = gate(stream);
         GpuEvent event = stream.event();
         Recorder r = new Recorder();
         assertThrows(NullPointerException.class, () -> event.subscribe(null, e -> {}));
         assertThrows(NullPointerException.class, () -> event.subscribe(r, null));
-        stream.close();
-        IllegalStateException e = assertThrows(IllegalStateException.class, () -> r.subscribe(event));
-        assertEquals("stream " + stream + " is closed", e.getMessage());
         assertEquals(0, r.tasks.get());
+    }
+
+    @Test
+    void anEventTakenBeforeTheStreamsCloseIsDeliveredFromTheScannerAndItsSubscriptionCanBeCancelled()
+            throws Exception {
+        SimulatedDevice device = track(SimulatedDevice.create());
+        SimulatedStream stream = device.newStream();
+        CountDownLatch gate = gate(stream);
+        GpuEvent event = stream.event();
+        stream.close();
+        Recorder r = new Recorder();
+        Recorder cancelled = new Recorder();
+        GpuEvent.Subscription s = r.subscribe(event);
+        GpuEvent.Subscription withdrawn = cancelled.subscribe(event);
+        assertEquals(0, r.tasks.get(), "nothing delivered while the work runs");
+        assertTrue(withdrawn.cancel(), "withdrawn before the delivery");
+        assertFalse(withdrawn.cancel(), "idempotent");
+        assertEquals(1, device.reactor().stats().registrations(), "only the close's own registration: " + device.reactor().stats());
+
         gate.countDown();
+        assertTrue(r.done.await(LONG.toSeconds(), TimeUnit.SECONDS));
+        assertNull(r.failure.get(), "null means success");
+        assertSame(device.reactor().scannerThread(), r.ranOn.get(), "a direct executor runs on the deliverer");
+        assertTrue(event.isDone());
+        assertFalse(s.cancel(), "a delivered subscription withdraws nothing");
+        assertEquals(0, cancelled.tasks.get(), "a cancelled subscription never reaches its executor");
+
+        Recorder late = new Recorder(); // the event is done: handed over at once, on this thread
+        assertFalse(late.subscribe(event).cancel());
+        assertSame(Thread.currentThread(), late.ranOn.get());
+        IllegalStateException e = assertThrows(IllegalStateException.class, stream::event);
+        assertEquals("stream " + stream + " is closed", e.getMessage());
+        assertNothingLeaked(device);
     }
 
     @ParameterizedTest

@@ -23,11 +23,13 @@ import org.jspecify.annotations.Nullable;
  * A CUDA stream ({@code cuStreamCreate(NON_BLOCKING)}) with the operations callers need around
  * {@link #await()}: kernel launches, async copies and memsets. Every method makes the device's
  * context current first (see {@link CudaDevice}).
+ *
+ * <p>{@link #close()} destroys the stream ({@code cuStreamDestroy}) at once if it is idle, else
+ * when the device closes; the work already submitted still runs.
  */
 public final class CudaStream extends GpuStream {
     private final CudaDevice device;
     private final CUstream stream = new CUstream();
-    private volatile boolean closed;
     private volatile boolean destroyed;
     /** The first sticky error seen on this stream, named. */
     private volatile @Nullable String fault;
@@ -122,21 +124,12 @@ public final class CudaStream extends GpuStream {
         submitted(cuMemsetD32Async(((DeviceBuffer) dst).pointer(), value, count, stream), "cuMemsetD32Async");
     }
 
-    @Override
-    public boolean isClosed() {
-        return closed;
-    }
-
     /**
-     * Stops taking work. The stream is destroyed now if it is idle, else when the device closes
-     * (work already submitted still runs). Idempotent.
+     * The backend's half of {@link #close()}, once, after the stream was marked closed (so it takes
+     * no more work, flag writes or host functions) and its drain's flag write or host function was
+     * enqueued: the stream is destroyed now if it is idle, else when the device closes.
      */
-    @Override
-    public void close() {
-        if (closed) {
-            return;
-        }
-        closed = true;
+    private void shutdown() {
         if (!device.isContextGone() && queryState() != StreamState.BUSY) {
             destroy();
         }
@@ -192,7 +185,7 @@ public final class CudaStream extends GpuStream {
 
     private boolean enqueueFlagWrite(FlagMemory memory, int slot) {
         CUdeviceptr target = device.flagPointer(memory, slot);
-        if (target == null || closed || fault != null) {
+        if (target == null || isClosed() || fault != null) {
             return false;
         }
         cuCtxSetCurrent(device.contextHandle());
@@ -209,7 +202,7 @@ public final class CudaStream extends GpuStream {
     }
 
     private boolean enqueueHostCallback(Runnable callback) {
-        if (closed || fault != null) {
+        if (isClosed() || fault != null) {
             return false;
         }
         cuCtxSetCurrent(device.contextHandle());
@@ -253,7 +246,7 @@ public final class CudaStream extends GpuStream {
         if (device.isClosed()) {
             throw new io.cudaloom.ReactorClosedException(device.name() + " is closed: no more work on " + this);
         }
-        if (closed) {
+        if (isClosed()) {
             throw new IllegalStateException("stream " + this + " is closed");
         }
         String f = fault;
@@ -311,6 +304,11 @@ public final class CudaStream extends GpuStream {
         @Override
         public boolean flagWritesSettled() {
             return stream.flagWritesSettled();
+        }
+
+        @Override
+        public void shutdown() {
+            stream.shutdown();
         }
     }
 }

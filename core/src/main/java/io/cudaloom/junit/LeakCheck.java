@@ -41,9 +41,10 @@ final class LeakCheck {
         }
         ReactorStats s = device.reactor().stats();
         if (s.armedNow() > 0) {
-            problems.add(s.armedNow() + " completion slot(s) still armed: an await, future or onComplete callback"
-                    + " is still waiting for work that never finished (a stream held by unfinished work, or a"
-                    + " waiter left running)");
+            problems.add(s.armedNow() + " completion slot(s) still armed: an await, future or onComplete callback,"
+                    + " or a stream closed with work in flight (its close registers for that work), is still"
+                    + " waiting for work that never finished (a stream held by unfinished work, or a waiter left"
+                    + " running)");
         }
         if (s.quarantined() > 0) {
             problems.add(s.quarantined() + " completion slot(s) quarantined: a device write into them may still"

@@ -40,7 +40,13 @@ public final class SimulatedStream extends GpuStream {
     private volatile @Nullable String fault;
     /** The exception of the kernel that failed, if one did; written before {@link #fault}. */
     private volatile @Nullable Throwable faultCause;
-    private volatile boolean closed;
+    /**
+     * Set by {@link #shutdown()} as it queues {@link Command#SHUTDOWN}, read by {@link #enqueue};
+     * guarded by {@link #queue}'s monitor, so that nothing is ever queued behind SHUTDOWN (it would
+     * never run, and the stream would never settle): a command whose closed check passed just
+     * before a concurrent close is refused here instead.
+     */
+    private boolean shutDown;
 
     SimulatedStream(SimulatedDevice device, int id) {
         super(device, s -> new Backend((SimulatedStream) s));
@@ -132,16 +138,14 @@ public final class SimulatedStream extends GpuStream {
         return device;
     }
 
-    @Override
-    public boolean isClosed() {
-        return closed;
-    }
-
-    /** Stops taking work; commands already submitted still run, then the stream's thread ends. */
-    @Override
-    public void close() {
-        if (!closed) {
-            closed = true;
+    /**
+     * The backend's half of {@link #close()}, once, after the stream was marked closed and its
+     * drain's flag write or host callback was queued: commands already queued still run, then the
+     * stream's thread ends.
+     */
+    private void shutdown() {
+        synchronized (queue) {
+            shutDown = true;
             queue.add(Command.SHUTDOWN);
         }
     }
@@ -166,19 +170,17 @@ public final class SimulatedStream extends GpuStream {
     }
 
     private boolean enqueueFlagWrite(FlagMemory memory, int slot) {
-        if (fault != null || closed) {
+        if (fault != null || isClosed()) {
             return false;
         }
-        enqueue(() -> device.writeFlag(memory, slot));
-        return true;
+        return enqueue(() -> device.writeFlag(memory, slot));
     }
 
     private boolean enqueueHostCallback(Runnable callback) {
-        if (fault != null || closed) {
+        if (fault != null || isClosed()) {
             return false;
         }
-        enqueue(callback::run);
-        return true;
+        return enqueue(callback::run);
     }
 
     private boolean flagWritesSettled() {
@@ -188,25 +190,38 @@ public final class SimulatedStream extends GpuStream {
     // ---- the stream's thread ------------------------------------------------------------------
 
     private void submit(Command c) {
-        if (closed) {
-            // The device closes itself (closed = true) before its streams, so a stream closed by
-            // the device's close always sees the device closed here.
-            if (device.isClosed()) {
-                throw new ReactorClosedException(device.name() + " is closed: stream " + name + " takes no more work");
-            }
-            throw new IllegalStateException("stream " + name + " is closed");
+        if (isClosed()) {
+            throw closed();
         }
         String f = fault;
         if (f != null) {
             throw new GpuFaultException("launch on " + name + " refused: the stream faulted earlier: " + f);
         }
-        enqueue(c);
+        if (!enqueue(c)) {
+            throw closed(); // closed since the check above
+        }
         noteSubmission(); // after the enqueue: see GpuStream.submissionCount
     }
 
-    private void enqueue(Command c) {
-        submitted.incrementAndGet(); // before the queue: queryState never reports IDLE with c pending
-        queue.add(c);
+    private RuntimeException closed() {
+        // The device closes itself (closed = true) before its streams, so a stream closed by the
+        // device's close always sees the device closed here.
+        if (device.isClosed()) {
+            return new ReactorClosedException(device.name() + " is closed: stream " + name + " takes no more work");
+        }
+        return new IllegalStateException("stream " + name + " is closed");
+    }
+
+    /** Queues {@code c} unless the stream has shut down; false if it has. */
+    private boolean enqueue(Command c) {
+        synchronized (queue) {
+            if (shutDown) {
+                return false;
+            }
+            submitted.incrementAndGet(); // before the queue: queryState never reports IDLE with c pending
+            queue.add(c);
+            return true;
+        }
     }
 
     /** Ends the worker after the commands already queued, holding nothing but the queue (for a device dropped unclosed). */
@@ -334,6 +349,11 @@ public final class SimulatedStream extends GpuStream {
         @Override
         public boolean runsOnCurrentThread() {
             return Thread.currentThread() == stream.worker;
+        }
+
+        @Override
+        public void shutdown() {
+            stream.shutdown();
         }
     }
 }

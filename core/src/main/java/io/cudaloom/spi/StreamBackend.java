@@ -37,6 +37,15 @@ public interface StreamBackend {
      */
     boolean flagWritesSettled();
 
+    /**
+     * Called once, by the stream's {@code close()}, after the stream was marked closed (its
+     * {@code isClosed()} is true) and after the close registered its drain (whose flag write or
+     * host callback this backend has therefore already taken): stop taking work, flag writes and
+     * host callbacks; let what was already enqueued run; release the stream's resources now or
+     * once that work is done. Must not throw and must not block.
+     */
+    void shutdown();
+
     /** What caused the fault, when there is a Java exception behind it (a simulated kernel's). */
     default @Nullable Throwable faultCause() {
         return null;

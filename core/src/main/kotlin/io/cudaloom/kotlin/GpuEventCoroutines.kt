@@ -52,7 +52,8 @@ import kotlinx.coroutines.suspendCancellableCoroutine
  *
  * @throws GpuFaultException if the stream faulted: the work will never complete
  * @throws ReactorClosedException if the device is or gets closed
- * @throws IllegalStateException if the event's stream is closed (while its device is open)
+ * @throws IllegalStateException if the event was taken while its stream was being closed (an
+ *   event taken before [GpuStream.close] is awaited for its work, as by [GpuEvent.await])
  * @throws CancellationException if the coroutine was cancelled while suspended
  */
 public suspend fun GpuEvent.awaitSuspending() {

@@ -174,16 +174,55 @@ class AwaitSuspendingTest {
     }
 
     @Test
-    fun aClosedStreamIsRejectedAtOnce() {
+    fun anEventTakenBeforeTheStreamsCloseResumesOnceTheWorkIsDone() {
         val device = track(SimulatedDevice.create())
         val stream = device.newStream()
         val gate = stream.gate()
         val event = stream.event()
         stream.close()
-        val e = assertThrows(IllegalStateException::class.java) { runBlocking { event.awaitSuspending() } }
-        assertEquals("stream $stream is closed", e.message)
-        assertEquals(0L, device.reactor().stats().registrations())
-        gate.countDown()
+        try {
+            runBlocking {
+                // Undispatched: it runs here until it suspends, so it has subscribed when async returns.
+                val result = async(Dispatchers.Default, CoroutineStart.UNDISPATCHED) { event.awaitSuspending() }
+                assertFalse(result.isCompleted, "the work is held")
+                assertEquals(1L, device.reactor().stats().armedNow(), "the close's own registration, and no other")
+                gate.countDown()
+                withTimeout(30_000) { result.await() }
+            }
+            assertTrue(event.isDone)
+            assertEquals(1L, device.reactor().stats().registrations(), "served by the close's registration")
+            runBlocking { event.awaitSuspending() } // done: returns at once
+            // No new event on the closed stream, so no suspending await of the stream itself.
+            val e = assertThrows(IllegalStateException::class.java) { runBlocking { stream.awaitSuspending() } }
+            assertEquals("stream $stream is closed", e.message)
+            assertNothingLeaked(device)
+        } finally {
+            gate.countDown()
+        }
+    }
+
+    @Test
+    fun aFaultAfterTheStreamsCloseFailsTheSuspendedAwait() {
+        val device = track(SimulatedDevice.create())
+        val stream = device.newStream()
+        val gate = stream.gate()
+        stream.injectFault("illegal address after close (injected)")
+        val event = stream.event()
+        stream.close()
+        try {
+            val failure = runBlocking {
+                val result = async(Dispatchers.Default, CoroutineStart.UNDISPATCHED) {
+                    runCatching { event.awaitSuspending() }.exceptionOrNull()
+                }
+                assertFalse(result.isCompleted, "the work is held")
+                gate.countDown()
+                withTimeout(30_000) { result.await() }
+            }
+            val fault = assertInstanceOf(GpuFaultException::class.java, failure)
+            assertTrue(fault.message.orEmpty().contains("illegal address after close"), fault.message)
+        } finally {
+            gate.countDown()
+        }
     }
 
     @Test

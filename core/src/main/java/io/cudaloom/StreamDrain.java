@@ -1,0 +1,206 @@
+package io.cudaloom;
+
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * The one registration a stream's {@link GpuStream#close()} leaves behind, so that events taken
+ * before the close can still be awaited for the work they stand for: registered with the reactor
+ * like any {@link GpuEvent#subscribe} (a slot and a flag write, or a host callback) while the
+ * stream still takes flag writes, and completed when that write lands, or failed
+ * ({@link GpuFaultException}, {@link ReactorClosedException} when the device closes first,
+ * {@link IllegalStateException} if the stream refused it). Once the stream is closed, every await
+ * and registration of its events is served here instead of by a registration of its own (the
+ * backend takes none any more).
+ *
+ * <h2>What it covers</h2>
+ * {@link #covered} is the stream's submission count read before registering. A submission is
+ * counted only after its driver call returned ({@link GpuStream#submissionCount()}), so the first
+ * {@code covered} submissions are in stream order before the drain's flag write (or host callback),
+ * and its completion proves them done. An event with {@code required <= covered} stands for no
+ * other counted work, so the drain serves it; an event taken while the stream was closing may need
+ * work the drain does not cover, and is refused. Uncounted work enqueued on the raw stream handle
+ * before {@code close()} was called is covered too (the write follows it in stream order), which
+ * is all such work that an event taken before the close can stand for. That is also why the close
+ * registers even when the counts say the stream is idle: without coalescing such work may be
+ * uncounted, so the registration's own driver query decides (an idle stream's registration is
+ * delivered at once, counted as an immediate completion, and arms nothing).
+ *
+ * <h2>Access modes</h2>
+ * <ol>
+ * <li><b>The drain itself</b> is published by the compare-and-set of {@code GpuStream.drain} from
+ *     null (a volatile write) and read by volatile loads of that field
+ *     ({@link GpuStream#isClosed()}, {@link GpuStream#drainAfterClose()}). Everything the closing
+ *     thread did before the compare-and-set (reading {@link #covered}, registering, the backend's
+ *     enqueue of the flag write) happens-before whatever a thread that read the drain does with
+ *     it. The backend stops taking flag writes and host callbacks only once {@code isClosed()} is
+ *     true and in {@code StreamBackend.shutdown()}, both after the compare-and-set in the closing
+ *     thread's program order: the close never refuses its own drain's write.
+ * <li><b>The outcome</b> is written once, by whichever thread delivers the registration (the
+ *     scanner, a host-callback thread, the closing thread of the device, or the stream's closing
+ *     thread itself when the outcome was known at once): on success it first raises
+ *     {@link GpuStream#completedThrough} to {@link #covered} (a volatile compare-and-set), then
+ *     completes {@link #settled} and {@link #outcome} (each a compare-and-set of the future's
+ *     result field). Readers see it through the futures' volatile reads of that field
+ *     ({@code isDone}, {@code get}, {@code join}) or as their dependents, which the future runs
+ *     after the result was written. That is enough: the delivering thread read the device's flag
+ *     with acquire (SlotTable ordering 5) or runs after the stream's work (a host callback), so
+ *     the device's results, the proof and the outcome are all visible to a reader that saw the
+ *     result; and a parked waiter is unparked by the future after its result was written, as every
+ *     {@code java.util.concurrent} completer does (SlotTable ordering 9), so no wake-up is lost.
+ * <li><b>A subscription</b> is one {@link AtomicReference} cell holding the delivery: the drain's
+ *     completion takes it with a get-and-set, {@link GpuEvent.Subscription#cancel()} with another,
+ *     so exactly one of them gets it (as a slot's payload is taken by the scanner's get-and-set or
+ *     withdrawn by a compare-and-set, SlotTable ordering 6).
+ * </ol>
+ * Two futures, because a thread waiting in {@link CompletableFuture#get()} helps run the
+ * future's dependents: the blocking waits wait on {@link #settled}, which has none, and the
+ * subscriptions depend on {@link #outcome}, which nothing waits on, so a subscriber's executor is
+ * called by the delivering thread (or, once the outcome is known, by the subscribing thread),
+ * never by an unrelated waiter.
+ *
+ * <p>Not counted in {@link ReactorStats} beyond the drain's own registration: the waits and
+ * subscriptions it serves arm nothing, so their completions, timeouts and cancellations are not
+ * counted.
+ */
+final class StreamDrain {
+    /** What {@link #subscribe} returns when the outcome was handed over at once. */
+    static final GpuEvent.Subscription DELIVERED = () -> false;
+
+    /** The stream's submission count when the drain was registered: the events it serves need no more. */
+    final long covered;
+    private final GpuStream stream;
+    /** Completed with the outcome; only blocking waits wait on it, nothing depends on it. */
+    private final CompletableFuture<@Nullable Void> settled = new CompletableFuture<>();
+    /** Completed with the outcome; only subscriptions depend on it, nothing waits on it. */
+    private final CompletableFuture<@Nullable Void> outcome = new CompletableFuture<>();
+
+    private StreamDrain(GpuStream stream, long covered) {
+        this.stream = stream;
+        this.covered = covered;
+    }
+
+    /**
+     * Registers a drain for the work submitted to {@code stream} so far. Never throws for the
+     * registration itself: a refusal (a closed reactor, a stream that refused both the flag write
+     * and the host callback) becomes the drain's outcome. The stream must still take flag writes.
+     */
+    static StreamDrain register(GpuStream stream) {
+        StreamDrain drain = new StreamDrain(stream, stream.submissionCount()); // before the flag write
+        try {
+            // Never withdrawn: the registration ends when its write lands, or when it is failed.
+            stream.device().reactor().register(stream, drain::complete);
+        } catch (RuntimeException refused) {
+            drain.complete(refused); // the registration's callback will never run
+        }
+        return drain;
+    }
+
+    /** The registration's callback: called once, on the delivering thread (see the class comment, 2). */
+    private void complete(@Nullable RuntimeException failure) {
+        if (failure == null) {
+            stream.completedThrough(covered); // a proof, as any await that returned normally
+            settled.complete(null);
+            outcome.complete(null);
+        } else {
+            settled.completeExceptionally(failure);
+            outcome.completeExceptionally(failure);
+        }
+    }
+
+    /** Whether the outcome is known (no wait, no device query). */
+    boolean isSettled() {
+        return settled.isDone();
+    }
+
+    /**
+     * Waits for the outcome: true on success, false when timed and the time ran out (a zero or
+     * negative {@code nanos} does not wait). The failure is thrown anew, so that its stack trace is
+     * the waiter's. Interrupts follow {@code java.util.concurrent}: an interruptible wait throws
+     * {@link InterruptedException} with the status cleared; an uninterruptible one keeps the status.
+     */
+    boolean await(boolean interruptible, boolean timed, long nanos) throws InterruptedException {
+        try {
+            if (!timed) {
+                if (interruptible) {
+                    settled.get();
+                } else {
+                    settled.join();
+                }
+            } else if (nanos <= 0) {
+                if (!settled.isDone()) {
+                    return false;
+                }
+                settled.join();
+            } else {
+                settled.get(nanos, TimeUnit.NANOSECONDS);
+            }
+            return true;
+        } catch (TimeoutException e) {
+            return false;
+        } catch (ExecutionException | CompletionException e) {
+            throw anew(e.getCause());
+        }
+    }
+
+    /**
+     * Hands {@code deliver} the outcome (null on success) once it is known: at once, on this
+     * thread, if it is known now (then whatever {@code deliver} throws reaches the caller), else on
+     * the delivering thread, which reports what {@code deliver} throws to its uncaught-exception
+     * handler (as {@code Scanner.completeGuarded} does). The returned subscription withdraws it.
+     */
+    GpuEvent.Subscription subscribe(Consumer<@Nullable RuntimeException> deliver) {
+        if (outcome.isDone()) {
+            deliver.accept(failureOf(outcome));
+            return DELIVERED;
+        }
+        AtomicReference<@Nullable Consumer<@Nullable RuntimeException>> cell = new AtomicReference<>(deliver);
+        outcome.whenComplete((ignored, thrown) -> {
+            Consumer<@Nullable RuntimeException> taken = cell.getAndSet(null);
+            if (taken != null) {
+                try {
+                    taken.accept(thrown == null ? null : runtime(thrown));
+                } catch (Throwable t) {
+                    Thread self = Thread.currentThread();
+                    self.getUncaughtExceptionHandler().uncaughtException(self, t);
+                }
+            }
+        });
+        return () -> cell.getAndSet(null) != null;
+    }
+
+    private static @Nullable RuntimeException failureOf(CompletableFuture<?> done) {
+        return done.isCompletedExceptionally() ? runtime(done.exceptionNow()) : null;
+    }
+
+    /** The drain is only ever failed with a RuntimeException (see {@link #register}). */
+    private static RuntimeException runtime(Throwable t) {
+        Throwable cause = t instanceof CompletionException && t.getCause() != null ? t.getCause() : t;
+        return cause instanceof RuntimeException r ? r : new IllegalStateException(cause);
+    }
+
+    /** The failure, thrown anew for a waiter, of the same kind as a registration's own (BlockingWait). */
+    private static RuntimeException anew(@Nullable Throwable thrown) {
+        RuntimeException failure = runtime(Objects.requireNonNull(thrown, "failure"));
+        String message = Objects.requireNonNullElse(failure.getMessage(), failure.toString());
+        if (failure instanceof GpuFaultException) {
+            return new GpuFaultException(message, failure);
+        }
+        if (failure instanceof ReactorClosedException) {
+            return new ReactorClosedException(message, failure);
+        }
+        return new IllegalStateException(message, failure);
+    }
+
+    @Override
+    public String toString() {
+        return "StreamDrain[" + stream + ", covers " + covered + (isSettled() ? ", settled]" : "]");
+    }
+}
