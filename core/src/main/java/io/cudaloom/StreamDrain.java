@@ -1,5 +1,6 @@
 package io.cudaloom;
 
+import io.cudaloom.spi.StreamState;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -29,9 +30,9 @@ import org.jspecify.annotations.Nullable;
  * work the drain does not cover, and is refused. Uncounted work enqueued on the raw stream handle
  * before {@code close()} was called is covered too (the write follows it in stream order), which
  * is all such work that an event taken before the close can stand for. That is also why the close
- * registers even when the counts say the stream is idle: without coalescing such work may be
- * uncounted, so the registration's own driver query decides (an idle stream's registration is
- * delivered at once, counted as an immediate completion, and arms nothing).
+ * asks the driver even when the counts say the stream is idle: without coalescing such work may be
+ * uncounted. An idle answer completes the drain at once, with no registration (nothing counted in
+ * the reactor's stats); a busy or faulted one registers (a fault then fails the drain).
  *
  * <h2>Access modes</h2>
  * <ol>
@@ -93,7 +94,13 @@ final class StreamDrain {
      * and the host callback) becomes the drain's outcome. The stream must still take flag writes.
      */
     static StreamDrain register(GpuStream stream) {
-        StreamDrain drain = new StreamDrain(stream, stream.submissionCount()); // before the flag write
+        StreamDrain drain = new StreamDrain(stream, stream.submissionCount()); // before the query and the flag write
+        if (stream.queryState() == StreamState.IDLE) {
+            // Done already (the query covers the counted work and any raw work before it): no
+            // registration, so an idle stream's close leaves nothing in the reactor's stats.
+            drain.complete(null);
+            return drain;
+        }
         try {
             // Never withdrawn: the registration ends when its write lands, or when it is failed.
             stream.device().reactor().register(stream, drain::complete);

@@ -22,8 +22,6 @@ final class UnclosedDeviceReport implements Runnable {
     private static final System.Logger LOG = System.getLogger("io.cudaloom");
     private static final Cleaner CLEANER = Cleaner.create(
             Thread.ofPlatform().daemon(true).name("cuda-loom-cleaner").inheritInheritableThreadLocals(false).factory());
-    /** For tests: counts the devices reported since the JVM started. */
-    private static final java.util.concurrent.atomic.AtomicLong REPORTED = new java.util.concurrent.atomic.AtomicLong();
 
     private final String deviceName;
     private final Throwable openedAt;
@@ -48,10 +46,6 @@ final class UnclosedDeviceReport implements Runnable {
         return new Registration(report, CLEANER.register(device, report));
     }
 
-    static long reported() {
-        return REPORTED.get();
-    }
-
     /** The device's handle on its report: {@link #closed()} when it is closed properly. */
     record Registration(UnclosedDeviceReport report, Cleaner.Cleanable cleanable) {
         void closed() {
@@ -65,7 +59,6 @@ final class UnclosedDeviceReport implements Runnable {
         if (closed) {
             return;
         }
-        REPORTED.incrementAndGet();
         LOG.log(System.Logger.Level.WARNING, () -> "cuda-loom: " + deviceName + " was garbage-collected without "
                 + "close(): its threads are stopped now, but its native memory (pinned flag memory, and on a GPU its "
                 + "context and buffers) is only freed at JVM exit. Close every GpuDevice, e.g. with try-with-resources.",
