@@ -737,6 +737,8 @@ abstract class SemanticsSuite {
         }
         assertEquals("false after the full timeout, then true", returning.get(2).result());
         assertEquals("returned, status kept", uninterruptible.result());
+        // Not future.get() first: a thread waiting in get() may run the dependents itself.
+        awaitUntil("the dependent stage ran", () -> !dependentRanOn.isEmpty());
         future.get(LONG.toSeconds(), TimeUnit.SECONDS);
         dependent.get(LONG.toSeconds(), TimeUnit.SECONDS);
         assertTrue(callbackRan.await(LONG.toSeconds(), TimeUnit.SECONDS));
