@@ -18,8 +18,8 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.function.Executable;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -31,21 +31,12 @@ import org.junit.jupiter.params.provider.EnumSource;
  * and closes racing awaits and each other.
  */
 class ClosedStreamDrainTest {
-    private final List<GpuDevice> devices = new ArrayList<>();
-
-    private <D extends GpuDevice> D track(D device) {
-        devices.add(device);
-        return device;
-    }
-
-    @AfterEach
-    void closeDevices() {
-        devices.forEach(GpuDevice::close);
-    }
+    @RegisterExtension
+    final OpenedDevices devices = new OpenedDevices();
 
     @Test
     void anEventTakenWhileTheStreamWasClosingIsRefusedByEveryFormEvenOnceTheDrainIsDone() throws Exception {
-        SimulatedDevice device = track(SimulatedDevice.create());
+        SimulatedDevice device = devices.track(SimulatedDevice.create());
         SimulatedStream stream = device.newStream();
         CountDownLatch gate = gate(stream);
         GpuEvent covered = stream.event();
@@ -77,7 +68,7 @@ class ClosedStreamDrainTest {
 
     @Test
     void aDrainTheStreamRefusesFailsTheEventsAndTheCloseItselfSucceeds() {
-        InstantDevice device = track(InstantDevice.refusing()); // refuses flag writes and host callbacks
+        InstantDevice device = devices.track(InstantDevice.refusing()); // refuses flag writes and host callbacks
         GpuStream stream = device.newStream();
         GpuEvent event = stream.event();
         stream.close(); // must not throw
@@ -94,7 +85,7 @@ class ClosedStreamDrainTest {
 
     @Test
     void theScannerMayCloseAStreamButNotBlockOnItsDrain() throws Exception {
-        SimulatedDevice device = track(SimulatedDevice.create());
+        SimulatedDevice device = devices.track(SimulatedDevice.create());
         SimulatedStream closing = device.newStream();
         SimulatedStream trigger = device.newStream();
         CountDownLatch closingGate = gate(closing);
@@ -133,7 +124,7 @@ class ClosedStreamDrainTest {
     @ParameterizedTest
     @EnumSource(names = {"TRUE", "FALSE"}, value = Coalescing.class)
     void anEarlierProofAnswersForAClosedStreamsEventOnlyWhenCoalescing(Coalescing coalescing) throws Exception {
-        SimulatedDevice device = track(SimulatedDevice.create(
+        SimulatedDevice device = devices.track(SimulatedDevice.create(
                 ReactorConfig.builder().coalesce(coalescing == Coalescing.TRUE).build()));
         SimulatedStream stream = device.newStream();
         stream.launch(() -> {});
@@ -159,7 +150,7 @@ class ClosedStreamDrainTest {
     @ParameterizedTest
     @EnumSource(value = CompletionStrategy.class, names = {"REACTOR", "HOST_CALLBACK"})
     void concurrentClosesAndAwaitsStrandNothing(CompletionStrategy strategy) throws Exception {
-        SimulatedDevice device = track(SimulatedDevice.create(ReactorConfig.builder().strategy(strategy).build()));
+        SimulatedDevice device = devices.track(SimulatedDevice.create(ReactorConfig.builder().strategy(strategy).build()));
         final int rounds = 100;
         final int parties = 5;
         AtomicInteger refusedLateEvents = new AtomicInteger();

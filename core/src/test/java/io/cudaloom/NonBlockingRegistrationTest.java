@@ -18,8 +18,8 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
@@ -31,17 +31,8 @@ import org.junit.jupiter.params.provider.EnumSource;
 class NonBlockingRegistrationTest {
     private static final Duration LONG = Duration.ofSeconds(30);
 
-    private final List<GpuDevice> devices = new ArrayList<>();
-
-    private <D extends GpuDevice> D track(D device) {
-        devices.add(device);
-        return device;
-    }
-
-    @AfterEach
-    void closeDevices() {
-        devices.forEach(GpuDevice::close);
-    }
+    @RegisterExtension
+    final OpenedDevices devices = new OpenedDevices();
 
 
     /** Runs each task on the calling thread and counts it. */
@@ -59,7 +50,7 @@ class NonBlockingRegistrationTest {
 
     @Test
     void anEventTakenBeforeTheStreamsCloseIsServedByTheNonBlockingFormsAsByAwait() throws Exception {
-        SimulatedDevice device = track(SimulatedDevice.create());
+        SimulatedDevice device = devices.track(SimulatedDevice.create());
         SimulatedStream busy = device.newStream();
         CountDownLatch gate = gate(busy);
         SimulatedStream idle = device.newStream();
@@ -105,7 +96,7 @@ class NonBlockingRegistrationTest {
 
     @Test
     void aFallbackIsCountedOnlyOnceItsHostCallbackWasEnqueued() {
-        InstantDevice device = track(InstantDevice.refusing());
+        InstantDevice device = devices.track(InstantDevice.refusing());
         GpuStream stream = device.newStream();
         GpuEvent event = stream.event();
         IllegalStateException awaited = assertThrows(IllegalStateException.class, stream::await);
@@ -126,7 +117,7 @@ class NonBlockingRegistrationTest {
 
     @Test
     void onAClosedReactorTheNonBlockingFormsReportTheClosureInsteadOfThrowing() throws Exception {
-        SimulatedDevice device = track(SimulatedDevice.create());
+        SimulatedDevice device = devices.track(SimulatedDevice.create());
         SimulatedStream stream = device.newStream();
         CountDownLatch gate = gate(stream);
         GpuEvent event = stream.event();
@@ -162,7 +153,7 @@ class NonBlockingRegistrationTest {
     @ParameterizedTest
     @EnumSource(value = CompletionStrategy.class, names = {"REACTOR", "HOST_CALLBACK"})
     void cancellingTheFutureWithdrawsItsRegistration(CompletionStrategy strategy) throws Exception {
-        SimulatedDevice device = track(SimulatedDevice.create(ReactorConfig.builder().strategy(strategy).build()));
+        SimulatedDevice device = devices.track(SimulatedDevice.create(ReactorConfig.builder().strategy(strategy).build()));
         SimulatedStream stream = device.newStream();
         CountDownLatch gate = gate(stream);
         GpuEvent event = stream.event();
@@ -223,7 +214,7 @@ class NonBlockingRegistrationTest {
         Thread.UncaughtExceptionHandler previous = Thread.getDefaultUncaughtExceptionHandler();
         Thread.setDefaultUncaughtExceptionHandler((thread, e) -> reported.add(e));
         try {
-            test.run(track(SimulatedDevice.create(ReactorConfig.builder()
+            test.run(devices.track(SimulatedDevice.create(ReactorConfig.builder()
                     .strategy(CompletionStrategy.HOST_CALLBACK).faultProbeInterval(Duration.ofMillis(1)).build())),
                     reported);
         } finally {
@@ -286,7 +277,7 @@ class NonBlockingRegistrationTest {
     void closingTheDeviceFromAFaultCallbackOnTheScannerDeliversEveryOutcomeOnce() throws Exception {
         // A direct executor runs the callbacks on the scanner, inside the delivery of the fault;
         // the first one closes the device there, so close() runs re-entrantly on the scanner.
-        SimulatedDevice device = track(SimulatedDevice.create(
+        SimulatedDevice device = devices.track(SimulatedDevice.create(
                 ReactorConfig.builder().faultProbeInterval(Duration.ofMillis(1)).build()));
         SimulatedStream faulty = device.newStream();
         CountDownLatch faultGate = gate(faulty);

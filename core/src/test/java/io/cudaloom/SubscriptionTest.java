@@ -8,8 +8,6 @@ import static org.junit.jupiter.api.Assertions.*;
 
 import io.cudaloom.sim.SimulatedDevice;
 import io.cudaloom.sim.SimulatedStream;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.Executor;
@@ -18,8 +16,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.atomic.AtomicReferenceArray;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
@@ -28,17 +26,8 @@ import org.junit.jupiter.params.provider.EnumSource;
  * thread; {@link GpuEvent.Subscription#cancel()} withdraws it exactly when it returns true.
  */
 class SubscriptionTest {
-    private final List<GpuDevice> devices = new ArrayList<>();
-
-    private <D extends GpuDevice> D track(D device) {
-        devices.add(device);
-        return device;
-    }
-
-    @AfterEach
-    void closeDevices() {
-        devices.forEach(GpuDevice::close);
-    }
+    @RegisterExtension
+    final OpenedDevices devices = new OpenedDevices();
 
     /** Runs each task on the calling thread; records the outcome, the thread and how often it ran. */
     private static final class Recorder implements Executor {
@@ -68,7 +57,7 @@ class SubscriptionTest {
 
     @Test
     void successIsDeliveredAsNullOnTheExecutorFromTheScanner() throws Exception {
-        SimulatedDevice device = track(SimulatedDevice.create());
+        SimulatedDevice device = devices.track(SimulatedDevice.create());
         SimulatedStream stream = device.newStream();
         CountDownLatch gate = gate(stream);
         GpuEvent event = stream.event();
@@ -96,7 +85,7 @@ class SubscriptionTest {
 
     @Test
     void anOutcomeKnownAtOnceIsHandedToTheExecutorOnTheCallingThread() {
-        SimulatedDevice device = track(SimulatedDevice.create());
+        SimulatedDevice device = devices.track(SimulatedDevice.create());
         SimulatedStream stream = device.newStream();
         GpuEvent idle = stream.event();
         Recorder first = new Recorder();
@@ -116,7 +105,7 @@ class SubscriptionTest {
 
     @Test
     void aFaultIsDeliveredAsGpuFaultException() throws Exception {
-        SimulatedDevice device = track(SimulatedDevice.create());
+        SimulatedDevice device = devices.track(SimulatedDevice.create());
         SimulatedStream stream = device.newStream();
         CountDownLatch gate = gate(stream);
         stream.injectFault("illegal address (injected)");
@@ -138,7 +127,7 @@ class SubscriptionTest {
 
     @Test
     void closingTheDeviceDeliversReactorClosedExceptionAndLaterSubscriptionsGetItAtOnce() throws Exception {
-        SimulatedDevice device = track(SimulatedDevice.create());
+        SimulatedDevice device = devices.track(SimulatedDevice.create());
         SimulatedStream stream = device.newStream();
         CountDownLatch gate = gate(stream);
         GpuEvent event = stream.event();
@@ -161,7 +150,7 @@ class SubscriptionTest {
 
     @Test
     void badArgumentsThrowAtOnce() {
-        SimulatedDevice device = track(SimulatedDevice.create());
+        SimulatedDevice device = devices.track(SimulatedDevice.create());
         SimulatedStream stream = device.newStream();
         GpuEvent event = stream.event();
         Recorder r = new Recorder();
@@ -173,7 +162,7 @@ class SubscriptionTest {
     @Test
     void anEventTakenBeforeTheStreamsCloseIsDeliveredFromTheScannerAndItsSubscriptionCanBeCancelled()
             throws Exception {
-        SimulatedDevice device = track(SimulatedDevice.create());
+        SimulatedDevice device = devices.track(SimulatedDevice.create());
         SimulatedStream stream = device.newStream();
         CountDownLatch gate = gate(stream);
         GpuEvent event = stream.event();
@@ -206,7 +195,7 @@ class SubscriptionTest {
     @ParameterizedTest
     @EnumSource(value = CompletionStrategy.class, names = {"REACTOR", "HOST_CALLBACK"})
     void cancelWithdrawsTheRegistrationAndTheCallbackNeverRuns(CompletionStrategy strategy) throws Exception {
-        SimulatedDevice device = track(SimulatedDevice.create(ReactorConfig.builder().strategy(strategy).build()));
+        SimulatedDevice device = devices.track(SimulatedDevice.create(ReactorConfig.builder().strategy(strategy).build()));
         SimulatedStream stream = device.newStream();
         CountDownLatch gate = gate(stream);
         GpuEvent event = stream.event();
@@ -242,7 +231,7 @@ class SubscriptionTest {
     @ParameterizedTest
     @EnumSource(value = CompletionStrategy.class, names = {"REACTOR", "HOST_CALLBACK"})
     void cancelRacingDeliveryHasExactlyOneOutcome(CompletionStrategy strategy) throws Exception {
-        SimulatedDevice device = track(SimulatedDevice.create(ReactorConfig.builder().strategy(strategy).build()));
+        SimulatedDevice device = devices.track(SimulatedDevice.create(ReactorConfig.builder().strategy(strategy).build()));
         SimulatedStream stream = device.newStream();
         final int n = 400;
         AtomicInteger[] ran = new AtomicInteger[n];

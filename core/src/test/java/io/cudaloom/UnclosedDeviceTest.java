@@ -12,13 +12,9 @@ import java.lang.management.ManagementFactory;
 import java.lang.ref.WeakReference;
 import java.time.Duration;
 import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.logging.Handler;
 import java.util.logging.LogRecord;
-import java.util.logging.Logger;
 import javax.management.ObjectName;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -27,32 +23,12 @@ import org.junit.jupiter.api.Test;
  */
 class UnclosedDeviceTest {
     private static final Duration LONG = Duration.ofSeconds(30);
-    /** Held: JUL keeps its loggers weakly, and the handler must stay on this one. */
-    private final Logger logger = Logger.getLogger("io.cudaloom");
-    private final List<LogRecord> records = new CopyOnWriteArrayList<>();
-    private final Handler capture = new Handler() {
-        @Override
-        public void publish(LogRecord record) {
-            records.add(record);
-        }
-
-        @Override
-        public void flush() {
-        }
-
-        @Override
-        public void close() {
-        }
-    };
-
-    @BeforeEach
-    void listen() {
-        logger.addHandler(capture);
-    }
+    private final LogCapture log = new LogCapture();
+    private final List<LogRecord> records = log.records();
 
     @AfterEach
     void stopListening() {
-        logger.removeHandler(capture);
+        log.close();
     }
 
     /** What the test keeps of a device it drops: no reference to the device itself. */

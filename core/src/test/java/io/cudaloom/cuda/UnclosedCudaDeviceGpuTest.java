@@ -5,15 +5,13 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.cudaloom.GpuStream;
+import io.cudaloom.LogCapture;
 import io.cudaloom.TestAccess;
 import io.cudaloom.junit.GpuTest;
 import java.lang.ref.WeakReference;
 import java.time.Duration;
 import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.logging.Handler;
 import java.util.logging.LogRecord;
-import java.util.logging.Logger;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
@@ -36,15 +34,8 @@ class UnclosedCudaDeviceGpuTest {
 
     @Test
     void aCudaDeviceDroppedUnclosedIsReportedAndItsScannerEnds() throws Exception {
-        Logger logger = Logger.getLogger("io.cudaloom");
-        List<LogRecord> records = new CopyOnWriteArrayList<>();
-        Handler capture = new Handler() {
-            @Override public void publish(LogRecord r) { records.add(r); }
-            @Override public void flush() { }
-            @Override public void close() { }
-        };
-        logger.addHandler(capture);
-        try {
+        try (LogCapture log = new LogCapture()) {
+            List<LogRecord> records = log.records();
             Dropped d = useAndDrop();
             await().atMost(LONG).until(() -> {
                 System.gc();
@@ -54,8 +45,6 @@ class UnclosedCudaDeviceGpuTest {
             assertFalse(d.scanner().isAlive(), "the scanner ended");
             assertTrue(records.stream().anyMatch(r -> r.getThrown() != null
                     && r.getThrown().getMessage().startsWith("the device was opened here")), records.toString());
-        } finally {
-            logger.removeHandler(capture);
         }
     }
 }
