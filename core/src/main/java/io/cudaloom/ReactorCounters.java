@@ -17,6 +17,9 @@ final class ReactorCounters {
     final LongAdder faults = new LongAdder();
     final LongAdder scannerUnparks = new LongAdder();
     final LongAdder coalesced = new LongAdder();
+    final LongAdder flagWrites = new LongAdder();
+    final LongAdder admissionWaits = new LongAdder();
+    final LongAdder admissionWaitNanos = new LongAdder();
 
     /** Counts a withdrawal that succeeded; returns {@code withdrawn}. */
     boolean abandoned(boolean withdrawn) {
@@ -48,6 +51,9 @@ final class ReactorCounters {
                 .coalesced(coalesced.sum())
                 .scannerErrors(scanner.count(Scanner.ERRORS))
                 .scannerCpuNanos(scanner.cpuNanos(scannerThread))
+                .flagWrites(flagWrites.sum())
+                .admissionWaits(admissionWaits.sum())
+                .admissionWaitNanos(admissionWaitNanos.sum())
                 .build();
     }
 }

@@ -33,6 +33,9 @@ public final class ReactorStats {
     private final long coalesced;
     private final long scannerErrors;
     private final long scannerCpuNanos;
+    private final long flagWrites;
+    private final long admissionWaits;
+    private final long admissionWaitNanos;
 
     private ReactorStats(Builder b) {
         this.capacity = b.capacity;
@@ -54,6 +57,9 @@ public final class ReactorStats {
         this.coalesced = b.coalesced;
         this.scannerErrors = b.scannerErrors;
         this.scannerCpuNanos = b.scannerCpuNanos;
+        this.flagWrites = b.flagWrites;
+        this.admissionWaits = b.admissionWaits;
+        this.admissionWaitNanos = b.admissionWaitNanos;
     }
 
     /** A builder whose counters all start at 0. */
@@ -128,17 +134,30 @@ public final class ReactorStats {
     /** CPU time the scanner thread has used (its total once it has stopped; -1 where the JVM cannot tell). */
     public long scannerCpuNanos() { return scannerCpuNanos; }
 
+    /**
+     * Device flag writes enqueued ({@code cuStreamWriteValue32} on CUDA): one per registration
+     * that armed a slot. With shared flag writes (the default, {@link ReactorConfig.Builder#coalesce})
+     * many waiters share one, so under load this stays far below the awaits.
+     */
+    public long flagWrites() { return flagWrites; }
+
+    /** Submissions that found their stream's admission bound reached and waited (parked) for room. */
+    public long admissionWaits() { return admissionWaits; }
+
+    /** Total time submissions spent waiting for admission, in nanoseconds. */
+    public long admissionWaitNanos() { return admissionWaitNanos; }
+
     /** Every counter in declaration order: what equals, hashCode and toString compare and print. */
     private long[] values() {
         return new long[] {capacity, armedNow, freeSlots, registrations, completions, inlineCompletions, immediate,
             fallbacks, abandoned, faults, scannerParks, scannerTimedParks, scannerUnparks, scanPasses, faultProbes,
-            quarantined, coalesced, scannerErrors, scannerCpuNanos};
+            quarantined, coalesced, scannerErrors, scannerCpuNanos, flagWrites, admissionWaits, admissionWaitNanos};
     }
 
     private static final String[] NAMES = {"capacity", "armedNow", "freeSlots", "registrations", "completions",
         "inlineCompletions", "immediate", "fallbacks", "abandoned", "faults", "scannerParks", "scannerTimedParks",
         "scannerUnparks", "scanPasses", "faultProbes", "quarantined", "coalesced", "scannerErrors",
-        "scannerCpuNanos"};
+        "scannerCpuNanos", "flagWrites", "admissionWaits", "admissionWaitNanos"};
 
     @Override
     public boolean equals(@Nullable Object o) {
@@ -182,6 +201,9 @@ public final class ReactorStats {
         private long coalesced;
         private long scannerErrors;
         private long scannerCpuNanos;
+        private long flagWrites;
+        private long admissionWaits;
+        private long admissionWaitNanos;
 
         private Builder() {}
 
@@ -204,6 +226,9 @@ public final class ReactorStats {
         public Builder coalesced(long v) { coalesced = v; return this; }
         public Builder scannerErrors(long v) { scannerErrors = v; return this; }
         public Builder scannerCpuNanos(long v) { scannerCpuNanos = v; return this; }
+        public Builder flagWrites(long v) { flagWrites = v; return this; }
+        public Builder admissionWaits(long v) { admissionWaits = v; return this; }
+        public Builder admissionWaitNanos(long v) { admissionWaitNanos = v; return this; }
 
         public ReactorStats build() {
             return new ReactorStats(this);
