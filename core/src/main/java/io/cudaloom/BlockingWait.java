@@ -19,7 +19,7 @@ import org.jspecify.annotations.Nullable;
  * {@link ReactorConfig#waiterSpinMaxWaiters()} threads are inside this wait (counted here), because
  * with more of them every carrier is better used running other virtual threads than spinning (the
  * armed-slot count is the wrong signal: spinning waiters retire their own slots, which keeps it low
- * and the spinning on); and only if the stream's recent awaits ({@link GpuStream#recentWaitNanos})
+ * and the spinning on); and only if the stream's recent awaits ({@link StreamRecord#recentWaitNanos})
  * were no longer than the spin, since a spin that will not see the flag land is pure waste; and
  * not while a quarter of the slots are armed (back-pressure on a scanner that is behind).
  *
@@ -65,7 +65,7 @@ final class BlockingWait {
         }
         // Counts are complete only when coalescing (the user counts raw-stream work then): only
         // then does an earlier proof answer for this event without asking the driver.
-        if (coalesced != null && stream.isKnownComplete(required) && !reactor.isClosed()) {
+        if (coalesced != null && stream.isKnownComplete(required) && !reactor.isClosed() && !stream.isClosed()) {
             counters.immediate.increment();
             counters.completions.increment();
             return true;
@@ -96,7 +96,7 @@ final class BlockingWait {
             throw e;
         } finally {
             waiters.decrementAndGet();
-            stream.recordWait(System.nanoTime() - start);
+            stream.record().recordWait(System.nanoTime() - start);
             if (slow != null) {
                 // Ended and committed here, not in a helper, so the event's stack trace starts at the await.
                 slow.end();
@@ -115,13 +115,13 @@ final class BlockingWait {
             int inside, @Nullable SlowAwaitEvent slow) throws InterruptedException {
         Waiter waiter = Waiter.current();
         waiter.reset();
-        if (coalesced != null) {
-            path(slow, SlowAwaitEvent.COALESCED);
-            return coalesced.await(stream, required, waiter, interruptible, timed, deadline);
-        }
         long spinNanos = config.waiterSpinNanos();
         boolean spin = spinNanos > 0 && inside <= config.waiterSpinMaxWaiters()
-                && stream.recentWaitNanos() <= spinNanos && table.armedCount() < spinArmedLimit;
+                && stream.record().recentWaitNanos() <= spinNanos && table.armedCount() < spinArmedLimit;
+        if (coalesced != null) {
+            path(slow, SlowAwaitEvent.COALESCED);
+            return coalesced.await(stream, required, waiter, spin, interruptible, timed, deadline);
+        }
         long ticket = registrar.tryArm(stream, waiter);
         FallbackRegistration fallback = null;
         if (!Registrar.armed(ticket)) {
@@ -169,6 +169,29 @@ final class BlockingWait {
             Thread.onSpinWait();
         }
         return false; // delivered: parkUntilDelivered returns at once
+    }
+
+    /**
+     * The spin of a waiter that armed a shared group's write itself ({@link CoalescedWait}): as
+     * {@link #spinOnOwnFlag}, but on seeing the flag it withdraws the group's payload and, if that
+     * succeeds (the scanner has not taken it), delivers the group on this thread, its own
+     * membership included; either way the membership is then delivered or about to be.
+     */
+    void spinOnGroupFlag(Waiter waiter, long memberTicket, long slotTicket, Completion payload) {
+        long end = System.nanoTime() + config.waiterSpinNanos();
+        while (!waiter.isDelivered(memberTicket)) {
+            if (table.flagSet(slotTicket)) {
+                if (table.cancel(slotTicket, payload)) {
+                    counters.inlineCompletions.increment();
+                    payload.complete(slotTicket, null); // the scanner retires the slot, and records its proof
+                }
+                return;
+            }
+            if (System.nanoTime() - end >= 0) {
+                return;
+            }
+            Thread.onSpinWait();
+        }
     }
 
     /**

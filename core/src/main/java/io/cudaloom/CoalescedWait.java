@@ -1,14 +1,45 @@
 package io.cudaloom;
 
 import io.cudaloom.spi.StreamState;
+import org.jspecify.annotations.Nullable;
 
 /**
- * The coalescing wait ({@link ReactorConfig#coalesce()}): join the stream's newest
- * {@link WaitGroup} if its flag write covers the work this waiter needs, else install a new group
- * (compare-and-set on {@link GpuStream#LAST_GROUP}, so racing waiters end up in one) and register
- * it. See WaitGroup for why {@code covered >= required} is enough. The group is installed before
- * it is registered, so waiters arriving meanwhile join it; its count was read before, so its write
- * still covers them.
+ * The coalescing wait, one flag write for many waiters (group commit; on by default,
+ * {@link ReactorConfig#coalesce()}). A waiter that needs the first {@code required} counted
+ * submissions of its stream, in this order:
+ * <ol>
+ *   <li>joins the stream's newest armed group ({@link StreamRecord#lastGroup}) if its flag write
+ *       covers that work ({@code covered >= required}, see {@link WaitGroup});
+ *   <li>else joins the stream's open group (the stream's open group), not yet armed, if
+ *       there is one;
+ *   <li>else, while fewer than {@link ReactorConfig#flagWritesInFlight()} groups of the stream are
+ *       armed and undelivered , arms a group of its own at once
+ *       (a lone waiter's latency is that of its own flag write);
+ *   <li>else installs a new open group (compare-and-set, so racing waiters end up in one) and joins it.
+ * </ol>
+ * An open group is armed when a pending group of its stream is delivered ({@link #delivered}), or by
+ * a waiter that finds room ({@link #armOpenIfRoom}): one flag write then serves every waiter that arrived
+ * while the earlier ones were in flight.
+ *
+ * <h2>Orderings, and where each is enforced</h2>
+ * <ol>
+ *   <li><b>An open group covers whoever joined it.</b> The arming thread takes the group from
+ *       {@code OPEN} to {@code ARMING} (a compare-and-set, {@link WaitGroup#startArming}), then
+ *       reads the submission count and enqueues the write. A waiter joins an open group only after
+ *       a volatile read of {@code OPEN} ({@link WaitGroup#isOpen}), and its {@code required} was read
+ *       before that. That read precedes the compare-and-set in the synchronization order, which
+ *       precedes the count read, so {@code required <= covered}: the write covers every member,
+ *       also one whose push lands after the compare-and-set. A push after the delivery fails
+ *       (WaitGroup's sentinel) and the member finds the covered work done.
+ *   <li><b>No open group is left unarmed</b>: {@link io.cudaloom.protocol.GroupCommit}'s
+ *       ordering 2, a Dekker pair between a waiter that installs the open group and then looks for
+ *       room, and a delivery that returns its reservation and then looks for the open group.
+ *   <li><b>Armed before visible.</b> A group is published as {@code lastGroup} (a volatile write)
+ *       only after its {@code covered} was written, so a waiter that reads it there compares
+ *       against a real count.
+ * </ol>
+ * Guarded by the jcstress {@code GroupCommitTest} and its broken twin (a delivery that reads the
+ * open group before it decrements the pending count leaves members waiting forever).
  */
 final class CoalescedWait {
     private final CompletionReactor reactor;
@@ -23,17 +54,19 @@ final class CoalescedWait {
         this.blocking = blocking;
     }
 
-    boolean await(GpuStream stream, long required, Waiter waiter, boolean interruptible, boolean timed,
+    /** @param spin whether a waiter that arms a group itself may spin on its flag (BlockingWait's policy) */
+    boolean await(GpuStream stream, long required, Waiter waiter, boolean spin, boolean interruptible, boolean timed,
             long deadline) throws InterruptedException {
+        StreamRecord record = stream.record();
         WaitGroup.Member member = new WaitGroup.Member(waiter, registrar.syntheticTicket());
         for (;;) {
-            WaitGroup group = (WaitGroup) GpuStream.LAST_GROUP.getVolatile(stream);
-            if (group != null && group.covered >= required) {
-                if (group.join(member)) {
+            WaitGroup last = record.lastGroup;
+            if (last != null && last.covers(required)) {
+                if (last.join(member)) {
                     counters.coalesced.increment();
                     return blocking.parkUntilDelivered(waiter, member.ticket, member, interruptible, timed, deadline);
                 }
-                if (group.deliveredFailure() == null) { // delivered: the work it covers, ours too, is done
+                if (last.deliveredFailure() == null) { // delivered: the work it covers, ours too, is done
                     counters.completions.increment();
                     return true;
                 }
@@ -42,26 +75,102 @@ final class CoalescedWait {
                     return true;
                 }
             }
-            // The count is read before the flag write is enqueued: everything counted is ahead of it.
-            WaitGroup fresh = new WaitGroup(stream.submissionCount());
-            fresh.join(member);
-            if (GpuStream.LAST_GROUP.compareAndSet(stream, group, fresh)) {
-                register(stream, fresh);
+            WaitGroup open = record.commit.open();
+            if (open != null && open.isOpen()) { // ordering 1: required was read before this
+                if (open.join(member)) {
+                    counters.coalesced.increment();
+                    armOpenIfRoom(stream, record);
+                    return blocking.parkUntilDelivered(waiter, member.ticket, member, interruptible, timed, deadline);
+                }
+                if (open.deliveredFailure() == null) { // armed and delivered since: it covered us
+                    counters.completions.increment();
+                    return true;
+                }
+                continue;
+            }
+            if (record.commit.tryReserve()) {
+                // The count is read before the flag write is enqueued: everything counted is ahead of it.
+                WaitGroup fresh = new WaitGroup(stream.submissionCount());
+                fresh.join(member);
+                Delivery delivery = new Delivery(this, stream, fresh);
+                long ticket = arm(stream, record, fresh, delivery);
+                if (spin && Registrar.armed(ticket)) {
+                    // A short kernel then completes with no wake-up, as a lone waiter's own slot does.
+                    blocking.spinOnGroupFlag(waiter, member.ticket, ticket, delivery);
+                }
+                return blocking.parkUntilDelivered(waiter, member.ticket, member, interruptible, timed, deadline);
+            }
+            WaitGroup gathering = WaitGroup.open();
+            gathering.join(member);
+            if (record.commit.installOpen(open, gathering)) {
+                armOpenIfRoom(stream, record); // ordering 2: installed, now look for room
                 return blocking.parkUntilDelivered(waiter, member.ticket, member, interruptible, timed, deadline);
             }
             member = new WaitGroup.Member(waiter, registrar.syntheticTicket()); // lost the race: try theirs
         }
     }
 
-    /** Register an installed group; on failure every member that joined gets the error. */
-    private void register(GpuStream stream, WaitGroup group) {
+    /** Arms the stream's open group if there is room for its write (ordering 2); any thread but a host callback. */
+    private void armOpenIfRoom(GpuStream stream, StreamRecord record) {
+        WaitGroup taken = record.commit.takeIfRoom(WaitGroup::startArming);
+        if (taken != null) {
+            armTaken(stream, record, taken);
+        }
+    }
+
+    /** Arms a group taken from open (its reservation held); the count is read now, after its compare-and-set. */
+    private void armTaken(GpuStream stream, StreamRecord record, WaitGroup group) {
+        group.armedAt(stream.submissionCount()); // ordering 1: after startArming's compare-and-set
+        arm(stream, record, group, new Delivery(this, stream, group));
+    }
+
+    /**
+     * Registers a group whose {@code covered} is set and whose reservation is held, with
+     * {@code delivery} as its payload; returns the slot's ticket, or a negative value (a host
+     * callback serves it, or it failed). On failure every member that joined gets the error.
+     */
+    private long arm(GpuStream stream, StreamRecord record, WaitGroup group, Delivery delivery) {
+        record.lastGroup = group; // ordering 3: covered was written before
         try {
-            long ticket = registrar.tryArm(stream, group);
+            long ticket = registrar.tryArm(stream, delivery);
             if (!Registrar.armed(ticket)) {
-                registrar.registerFallback(stream, group, ticket);
+                registrar.registerFallback(stream, delivery, ticket);
             }
+            return ticket;
         } catch (RuntimeException e) {
-            group.complete(0L, e); // members must not wait for a write that was never enqueued
+            delivery.complete(0L, e); // members must not wait for a write that was never enqueued
+            return -1L;
+        }
+    }
+
+    /**
+     * A group's delivery ended (success, fault or close): its reservation is returned and the open
+     * group, if any, taken for arming (ordering 2). Not armed on a host-callback thread or the
+     * stream's own worker, where CUDA forbids driver calls: there the arming is handed to the
+     * reactor's callback executor.
+     */
+    private void delivered(GpuStream stream) {
+        StreamRecord record = stream.record();
+        WaitGroup taken = record.commit.delivered(WaitGroup::startArming);
+        if (taken == null) {
+            return;
+        }
+        if (FallbackRegistration.onHostCallback() || stream.isOwnWorkerThread()) {
+            reactor.callbackExecutor().execute(() -> armTaken(stream, record, taken));
+        } else {
+            armTaken(stream, record, taken);
+        }
+    }
+
+    /** The payload of a group's slot or host callback: deliver the members, then make room (see {@link #delivered}). */
+    private record Delivery(CoalescedWait owner, GpuStream stream, WaitGroup group) implements Completion {
+        @Override
+        public void complete(long ticket, @Nullable RuntimeException failure) {
+            try {
+                group.complete(ticket, failure);
+            } finally {
+                owner.delivered(stream);
+            }
         }
     }
 }

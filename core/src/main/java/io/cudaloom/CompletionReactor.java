@@ -79,6 +79,9 @@ public final class CompletionReactor {
     private final Thread scannerThread;
     private final Executor callbackExecutor;
     private final ReactorObservability observability;
+    /** The records of this reactor's open streams, so that close can open their admission gates. */
+    private final java.util.Set<StreamRecord> openStreams =
+            java.util.Collections.synchronizedSet(java.util.Collections.newSetFromMap(new java.util.WeakHashMap<>()));
 
     CompletionReactor(GpuDevice device, ReactorConfig config, DeviceBackend backend) {
         this.device = Objects.requireNonNull(device, "device");
@@ -173,7 +176,52 @@ public final class CompletionReactor {
      */
     void close() {
         lifecycle.close();
+        StreamRecord[] records;
+        synchronized (openStreams) {
+            records = openStreams.toArray(new StreamRecord[0]);
+        }
+        for (StreamRecord r : records) {
+            r.openGate(); // after the lifecycle CAS: a submitter let through sees the reactor closed
+        }
     }
+
+    /** A stream of this reactor's device was made (its record is admitted to close's gate opening). */
+    void streamOpened(StreamRecord record) {
+        openStreams.add(record);
+        if (isClosed()) {
+            record.openGate(); // raced with close: nothing will ever release its permits
+        }
+    }
+
+    void streamClosed(StreamRecord record) {
+        openStreams.remove(record);
+    }
+
+    void countAdmissionWait(long nanos) {
+        counters.admissionWaits.increment();
+        counters.admissionWaitNanos.add(nanos);
+    }
+
+    /**
+     * Enqueues a tracker on {@code stream}: a flag write (or host callback) that nobody waits for,
+     * whose landing proves the work ahead of it complete and so returns its admission permits
+     * (StreamRecord's liveness rule). Best effort: a closed reactor or a faulted stream opens the
+     * gate instead, so a failure here is dropped.
+     */
+    void track(GpuStream stream) {
+        try {
+            long ticket = registrar.tryArm(stream, TRACKER, false);
+            if (!Registrar.armed(ticket)) {
+                registrar.registerFallback(stream, TRACKER, ticket);
+            }
+            counters.trackers.increment();
+        } catch (RuntimeException dropped) {
+            // closed or faulted: StreamRecord.openGate lets the parked submitters through
+        }
+    }
+
+    /** What a tracker wakes: nothing; its proof is recorded where its slot retires. */
+    private static final Completion TRACKER = (ticket, failure) -> { };
 
     /**
      * What to undo if the device is dropped unclosed ({@link UnclosedDeviceReport}): the MXBean and

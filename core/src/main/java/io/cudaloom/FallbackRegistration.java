@@ -28,8 +28,12 @@ final class FallbackRegistration implements Runnable, Withdrawable {
     @SuppressWarnings("unused") // accessed through TARGET
     private volatile @Nullable Completion target;
 
-    FallbackRegistration(Registrar registrar, GpuStream stream, long ticket, Completion target) {
+    /** The stream's submission count read before the callback was enqueued: proven when it runs. */
+    final long proof;
+
+    FallbackRegistration(Registrar registrar, GpuStream stream, long ticket, Completion target, long proof) {
         this.registrar = registrar;
+        this.proof = proof;
         this.stream = stream;
         this.ticket = ticket;
         this.target = target;
@@ -43,6 +47,7 @@ final class FallbackRegistration implements Runnable, Withdrawable {
     public void run() {
         IN_CALLBACK.set(Boolean.TRUE);
         try {
+            stream.completedThrough(proof); // the stream's prior work is done, withdrawn or not
             complete(null);
         } finally {
             IN_CALLBACK.remove();

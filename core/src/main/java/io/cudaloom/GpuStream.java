@@ -16,25 +16,12 @@ import java.util.function.Function;
  */
 public abstract class GpuStream implements AutoCloseable {
     private final GpuDevice device;
-    /** Work submitted so far, counted after each submission's driver call returned. */
-    private final java.util.concurrent.atomic.AtomicLong submissions = new java.util.concurrent.atomic.AtomicLong();
-    /**
-     * The newest wait group registered on this stream (coalescing only, {@link CoalescedWait}):
-     * read with a volatile load, replaced by compare-and-set through {@link #LAST_GROUP}. Racy by
-     * design: any recent group will do, since a waiter joins only one that covers its work.
-     */
-    @SuppressWarnings("unused") // through LAST_GROUP
-    private volatile @org.jspecify.annotations.Nullable WaitGroup lastGroup;
-    static final java.lang.invoke.VarHandle LAST_GROUP;
-    private static final java.lang.invoke.VarHandle COMPLETED_THROUGH;
+    /** The reactor's state of this stream: counts, proof, admission, shared flag writes (see StreamRecord). */
+    private final StreamRecord record;
     private static final java.lang.invoke.VarHandle DRAIN;
 
     static {
         try {
-            LAST_GROUP = java.lang.invoke.MethodHandles.lookup()
-                    .findVarHandle(GpuStream.class, "lastGroup", WaitGroup.class);
-            COMPLETED_THROUGH = java.lang.invoke.MethodHandles.lookup()
-                    .findVarHandle(GpuStream.class, "completedThrough", long.class);
             DRAIN = java.lang.invoke.MethodHandles.lookup()
                     .findVarHandle(GpuStream.class, "drain", StreamDrain.class);
         } catch (ReflectiveOperationException e) {
@@ -50,27 +37,16 @@ public abstract class GpuStream implements AutoCloseable {
      */
     private volatile @org.jspecify.annotations.Nullable StreamDrain drain;
     /**
-     * The highest submission count known complete. Only proofs raise it (a CAS to the maximum,
-     * {@link #completedThrough(long)}): an await that returned normally for an event taken after
-     * that many counted submissions, a callback delivered without failure for one, a closed
-     * stream's drain completed without failure (it was registered after that many), or a query
-     * that answered idle after that many were counted. Each proof covers the submissions counted
-     * before its event, drain or query, because a submission is counted only after its driver call
-     * returned (see {@link #submissionCount()}), so the work is in stream order before the flag or
-     * query.
-     */
-    private volatile long completedThrough;
-    /** Recent awaits' durations (an exponential moving average, racy by design): the spin budget's guide. */
-    private volatile long recentWaitNanos;
-
-    /**
      * For backends: {@code backendOf} is given this stream (not yet fully constructed: keep the
      * reference, call nothing on it) and returns the backend side the reactor will use.
      */
     @SuppressWarnings("this-escape") // backendOf only keeps the reference; see above
     protected GpuStream(GpuDevice device, Function<? super GpuStream, ? extends StreamBackend> backendOf) {
         this.device = Objects.requireNonNull(device, "device");
+        CompletionReactor reactor = device.reactor();
+        this.record = new StreamRecord(reactor.config());
         this.backend = Objects.requireNonNull(backendOf.apply(this), "backend");
+        reactor.streamOpened(record);
     }
 
     public final GpuDevice device() {
@@ -112,17 +88,55 @@ public abstract class GpuStream implements AutoCloseable {
      * enqueued, or a waiter may share a completion that does not cover it.
      */
     public final long submissionCount() {
-        return submissions.get();
+        return record.submissions.get();
     }
 
-    /** Counts one submission made on the raw stream outside this library (see {@link #submissionCount()}). */
+    /**
+     * Counts one submission made on the raw stream outside this library (see
+     * {@link #submissionCount()}). It also takes the submission's room in the stream's admission
+     * bound ({@link ReactorConfig.Builder#admissionLimit}), so it may park while the stream is full,
+     * as a launch does: call it right after each raw enqueue.
+     */
     public final void noteExternalSubmission() {
-        submissions.incrementAndGet();
+        admit();
+        noteSubmission();
+    }
+
+    /**
+     * For backends, before every call that enqueues work on the stream (launch, copy, memset): takes
+     * room for one entry in the stream's admission bound ({@link ReactorConfig.Builder#admissionLimit}),
+     * parking the calling thread (FIFO, keeping its interrupt status) while the stream is full, so
+     * no thread ever waits for room inside the driver. Returns whether room was taken: if the
+     * enqueue then fails, hand that to {@link #submissionFailed}. After a successful enqueue call
+     * {@link #noteSubmission()}. A thread the stream's completions depend on (the reactor's scanner,
+     * a host callback, the stream's own worker) never parks here. After it returns the backend must
+     * check again that the stream is open and unfaulted: a close or fault lets parked callers through.
+     */
+    protected final boolean admit() {
+        long waited = record.admit(this);
+        if (waited > 0) {
+            device.reactor().countAdmissionWait(waited);
+        }
+        return waited >= 0;
+    }
+
+    /** For backends: the enqueue after {@link #admit()} failed; {@code admitted} is what admit returned. */
+    protected final void submissionFailed(boolean admitted) {
+        if (admitted) {
+            record.admissionUnused();
+        }
     }
 
     /** Backends call this after each submission's driver call (or enqueue) has returned. */
     protected final void noteSubmission() {
-        submissions.incrementAndGet();
+        record.submissions.incrementAndGet();
+        record.afterSubmission(this);
+    }
+
+    /** Whether the calling thread may park for admission: not one the stream's completions depend on. */
+    boolean mayParkForAdmission() {
+        return !isOwnWorkerThread() && !FallbackRegistration.onHostCallback()
+                && Thread.currentThread() != device.reactor().scannerThread();
     }
 
     // ---- work, the same on every backend ------------------------------------------------------------
@@ -218,7 +232,9 @@ public abstract class GpuStream implements AutoCloseable {
             // (or was refused, if the winner's backend had stopped taking flag writes): nothing leaks.
             return;
         }
+        record.openGate(); // closed: let submitters parked for room through, to find out
         backend.shutdown();
+        device.reactor().streamClosed(record);
     }
 
     // ---- the reactor's bookkeeping ----------------------------------------------------------------
@@ -234,32 +250,21 @@ public abstract class GpuStream implements AutoCloseable {
      * idle stream is correct too: its flag write lands at once).
      */
     boolean hasWorkNotKnownComplete() {
-        return submissions.get() > completedThrough;
+        return record.submissions.get() > record.completedThrough();
     }
 
     /** Whether the first {@code required} counted submissions are proven complete (no driver call). */
     boolean isKnownComplete(long required) {
-        return completedThrough >= required;
+        return record.completedThrough() >= required;
     }
 
-    /** Records a proof that the first {@code count} counted submissions are complete (see the field). */
+    /** Records a proof that the first {@code count} counted submissions are complete (see StreamRecord). */
     void completedThrough(long count) {
-        long seen;
-        while ((seen = completedThrough) < count) {
-            if (COMPLETED_THROUGH.weakCompareAndSet(this, seen, count)) {
-                return;
-            }
-        }
+        record.completedThrough(count);
     }
 
-    long recentWaitNanos() {
-        return recentWaitNanos;
-    }
-
-    /** Folds one await's duration into the average (weight 1/4); lost updates are harmless. */
-    void recordWait(long nanos) {
-        long old = recentWaitNanos;
-        recentWaitNanos = old + ((nanos - old) >> 2);
+    StreamRecord record() {
+        return record;
     }
 
     // ---- the reactor's view of the backend ----------------------------------------------------

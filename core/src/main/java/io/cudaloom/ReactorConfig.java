@@ -15,6 +15,15 @@ import java.util.Objects;
  * millisecond; the reactor's {@link ReactorMXBean} is registered while the device is open.
  */
 public final class ReactorConfig {
+    /**
+     * The default {@link Builder#admissionLimit}: a quarter of the CUDA driver's per-stream queue
+     * (about 1,000 entries, every launch, copy and flag write taking one), leaving the rest for
+     * flag writes and work enqueued on raw handles; measured on the H200 to keep 8 streams of 10 us
+     * kernels at the driver's ceiling (docs/BENCHMARKS.md).
+     */
+    public static final int DEFAULT_ADMISSION_LIMIT = 256;
+    /** The largest admission limit accepted: below the CUDA driver's per-stream queue. */
+    public static final int MAX_ADMISSION_LIMIT = 896;
     /** The largest capacity accepted: 16 Mi slots (64 MiB of pinned flags). */
     public static final int MAX_CAPACITY = 1 << 24;
     private static final Duration MAX_DURATION = Duration.ofSeconds(10);
@@ -29,6 +38,8 @@ public final class ReactorConfig {
     private final long faultProbeIntervalNanos;
     private final CompletionStrategy strategy;
     private final boolean coalesce;
+    private final int admissionLimit;
+    private final int flagWritesInFlight;
     private final boolean jmx;
 
     private ReactorConfig(Builder b) {
@@ -42,6 +53,8 @@ public final class ReactorConfig {
         this.faultProbeIntervalNanos = b.faultProbeInterval.toNanos();
         this.strategy = b.strategy;
         this.coalesce = b.coalesce;
+        this.admissionLimit = b.admissionLimit;
+        this.flagWritesInFlight = b.flagWritesInFlight;
         this.jmx = b.jmx;
     }
 
@@ -63,6 +76,8 @@ public final class ReactorConfig {
                 .faultProbeInterval(Duration.ofNanos(faultProbeIntervalNanos))
                 .strategy(strategy)
                 .coalesce(coalesce)
+                .admissionLimit(admissionLimit)
+                .flagWritesInFlight(flagWritesInFlight)
                 .jmx(jmx);
     }
 
@@ -76,6 +91,10 @@ public final class ReactorConfig {
     public long faultProbeIntervalNanos() { return faultProbeIntervalNanos; }
     public CompletionStrategy strategy() { return strategy; }
     public boolean coalesce() { return coalesce; }
+    /** Work entries a stream may have in flight before a submitter parks ({@link Builder#admissionLimit}). */
+    public int admissionLimit() { return admissionLimit; }
+    /** Shared flag writes a stream may have pending before waiters gather for the next ({@link Builder#flagWritesInFlight}). */
+    public int flagWritesInFlight() { return flagWritesInFlight; }
     /** Whether the reactor registers its {@link ReactorMXBean} while open (see {@link Builder#jmx}). */
     public boolean jmx() { return jmx; }
 
@@ -85,7 +104,8 @@ public final class ReactorConfig {
                 + ", waiterSpin=" + waiterSpinNanos + "ns (while waiters <= " + waiterSpinMaxWaiters + ")"
                 + ", scannerSpin=" + scannerSpinNanos + "ns, scannerLinger=" + scannerLingerNanos + "ns, scannerPark=" + scannerMinParkNanos
                 + ".." + scannerMaxParkNanos + "ns, faultProbeInterval=" + faultProbeIntervalNanos + "ns"
-                + (coalesce ? ", coalesce" : "") + (jmx ? "" : ", no jmx") + "]";
+                + ", admissionLimit=" + admissionLimit + (coalesce ? ", coalesce (flagWritesInFlight="
+                + flagWritesInFlight + ")" : ", no coalesce") + (jmx ? "" : ", no jmx") + "]";
     }
 
     /** Builder; each setter rejects bad values at once with a message naming the setting. */
@@ -99,7 +119,9 @@ public final class ReactorConfig {
         private Duration scannerMaxPark = Duration.ofMillis(1);
         private Duration faultProbeInterval = Duration.ofMillis(1);
         private CompletionStrategy strategy = CompletionStrategy.REACTOR;
-        private boolean coalesce;
+        private boolean coalesce = true;
+        private int admissionLimit = DEFAULT_ADMISSION_LIMIT;
+        private int flagWritesInFlight = 2;
         private boolean jmx = true;
 
         private Builder() {}
@@ -115,15 +137,49 @@ public final class ReactorConfig {
         }
 
         /**
-         * Let blocking waiters on one stream share a completion slot and device write when none of
-         * them needs work submitted after it (off by default). Many waiters behind the same work
-         * then cost one slot, one flag write and one scanner retirement instead of one each, which
-         * keeps the stream's driver queue short. Requires that all work on the stream is counted:
-         * work enqueued on a raw stream handle must be reported with
-         * {@link GpuStream#noteExternalSubmission()}.
+         * Let blocking waiters on one stream share flag writes (on by default: group commit). A
+         * waiter whose work an armed flag write already covers joins it; otherwise, while fewer
+         * than {@link #flagWritesInFlight} shared writes are pending on the stream, it arms one at
+         * once (so a lone waiter waits exactly as long as with its own write), and beyond that it
+         * gathers with the stream's other newcomers behind one write, armed when a pending one
+         * lands. Under load this makes far fewer flag writes than awaits, which keeps the stream's
+         * driver queue for work. Requires that all work on the stream is counted: work enqueued on a
+         * raw stream handle must be reported with {@link GpuStream#noteExternalSubmission()} (off,
+         * every await arms its own write, and such work need not be counted for correctness, but
+         * flag writes are then not bounded by admission).
          */
         public Builder coalesce(boolean coalesce) {
             this.coalesce = coalesce;
+            return this;
+        }
+
+        /**
+         * The most shared flag writes pending per stream before newcomers gather behind the next
+         * one (default 2; see {@link #coalesce}). Higher: less waiting for a write to be armed,
+         * more writes; 1: the fewest writes.
+         */
+        public Builder flagWritesInFlight(int writes) {
+            if (writes < 1 || writes > 64) {
+                throw new IllegalArgumentException("flagWritesInFlight must be between 1 and 64, was " + writes);
+            }
+            this.flagWritesInFlight = writes;
+            return this;
+        }
+
+        /**
+         * Admission: the most work entries (launches, copies, memsets, raw submissions counted with
+         * {@link GpuStream#noteExternalSubmission()}) a stream may have in flight (default
+         * {@value ReactorConfig#DEFAULT_ADMISSION_LIMIT}). A submission to a stream that has this
+         * many not yet known complete parks its thread (FIFO, keeping the interrupt status) until
+         * the reactor sees earlier work complete, instead of spinning inside the driver, whose own
+         * queue (about 1,000 entries per stream) it stays below.
+         */
+        public Builder admissionLimit(int entries) {
+            if (entries < 1 || entries > MAX_ADMISSION_LIMIT) {
+                throw new IllegalArgumentException("admissionLimit must be between 1 and " + MAX_ADMISSION_LIMIT
+                        + ", was " + entries);
+            }
+            this.admissionLimit = entries;
             return this;
         }
 

@@ -20,6 +20,7 @@ final class ReactorCounters {
     final LongAdder flagWrites = new LongAdder();
     final LongAdder admissionWaits = new LongAdder();
     final LongAdder admissionWaitNanos = new LongAdder();
+    final LongAdder trackers = new LongAdder();
 
     /** Counts a withdrawal that succeeded; returns {@code withdrawn}. */
     boolean abandoned(boolean withdrawn) {
@@ -54,6 +55,7 @@ final class ReactorCounters {
                 .flagWrites(flagWrites.sum())
                 .admissionWaits(admissionWaits.sum())
                 .admissionWaitNanos(admissionWaitNanos.sum())
+                .trackers(trackers.sum())
                 .build();
     }
 }

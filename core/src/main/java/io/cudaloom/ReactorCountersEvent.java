@@ -73,6 +73,22 @@ final class ReactorCountersEvent extends jdk.jfr.Event {
     @Description("Awaits that joined another waiter's registration")
     long coalesced;
 
+    @Label("Flag Writes")
+    @Description("Device flag writes enqueued (shared ones count once)")
+    long flagWrites;
+
+    @Label("Admission Waits")
+    @Description("Submissions that parked for room in their stream's admission bound")
+    long admissionWaits;
+
+    @Label("Admission Wait Nanos")
+    @Description("Total time submissions parked for admission, ns")
+    long admissionWaitNanos;
+
+    @Label("Trackers")
+    @Description("Flag writes enqueued with no waiter, to prove a full stream's work complete")
+    long trackers;
+
     @Label("Scanner Parks")
     long scannerParks;
 

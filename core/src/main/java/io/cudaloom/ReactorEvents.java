@@ -85,6 +85,10 @@ final class ReactorEvents {
         event.abandoned = s.abandoned();
         event.faults = s.faults();
         event.coalesced = s.coalesced();
+        event.flagWrites = s.flagWrites();
+        event.admissionWaits = s.admissionWaits();
+        event.admissionWaitNanos = s.admissionWaitNanos();
+        event.trackers = s.trackers();
         event.scannerParks = s.scannerParks();
         event.scannerTimedParks = s.scannerTimedParks();
         event.scannerUnparks = s.scannerUnparks();

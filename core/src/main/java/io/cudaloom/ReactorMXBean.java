@@ -57,6 +57,18 @@ public interface ReactorMXBean {
     /** {@link ReactorStats#coalesced()}. */
     long getCoalesced();
 
+    /** {@link ReactorStats#flagWrites()}. */
+    long getFlagWrites();
+
+    /** {@link ReactorStats#admissionWaits()}. */
+    long getAdmissionWaits();
+
+    /** {@link ReactorStats#admissionWaitNanos()}. */
+    long getAdmissionWaitNanos();
+
+    /** {@link ReactorStats#trackers()}. */
+    long getTrackers();
+
     /** {@link ReactorStats#scannerParks()}. */
     long getScannerParks();
 

@@ -253,6 +253,10 @@ final class ReactorObservability {
         @Override public long getAbandoned() { return stats().abandoned(); }
         @Override public long getFaults() { return stats().faults(); }
         @Override public long getCoalesced() { return stats().coalesced(); }
+        @Override public long getFlagWrites() { return stats().flagWrites(); }
+        @Override public long getAdmissionWaits() { return stats().admissionWaits(); }
+        @Override public long getAdmissionWaitNanos() { return stats().admissionWaitNanos(); }
+        @Override public long getTrackers() { return stats().trackers(); }
         @Override public long getScannerParks() { return stats().scannerParks(); }
         @Override public long getScannerTimedParks() { return stats().scannerTimedParks(); }
         @Override public long getScannerUnparks() { return stats().scannerUnparks(); }

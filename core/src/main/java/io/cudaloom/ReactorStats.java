@@ -36,6 +36,7 @@ public final class ReactorStats {
     private final long flagWrites;
     private final long admissionWaits;
     private final long admissionWaitNanos;
+    private final long trackers;
 
     private ReactorStats(Builder b) {
         this.capacity = b.capacity;
@@ -60,6 +61,7 @@ public final class ReactorStats {
         this.flagWrites = b.flagWrites;
         this.admissionWaits = b.admissionWaits;
         this.admissionWaitNanos = b.admissionWaitNanos;
+        this.trackers = b.trackers;
     }
 
     /** A builder whose counters all start at 0. */
@@ -147,17 +149,24 @@ public final class ReactorStats {
     /** Total time submissions spent waiting for admission, in nanoseconds. */
     public long admissionWaitNanos() { return admissionWaitNanos; }
 
+    /**
+     * Flag writes (or host callbacks) the reactor enqueued on its own, with no waiter, to prove a
+     * full stream's work complete and so return its admission permits when nobody awaits it.
+     * Included in {@link #flagWrites()} when a slot served it.
+     */
+    public long trackers() { return trackers; }
+
     /** Every counter in declaration order: what equals, hashCode and toString compare and print. */
     private long[] values() {
         return new long[] {capacity, armedNow, freeSlots, registrations, completions, inlineCompletions, immediate,
             fallbacks, abandoned, faults, scannerParks, scannerTimedParks, scannerUnparks, scanPasses, faultProbes,
-            quarantined, coalesced, scannerErrors, scannerCpuNanos, flagWrites, admissionWaits, admissionWaitNanos};
+            quarantined, coalesced, scannerErrors, scannerCpuNanos, flagWrites, admissionWaits, admissionWaitNanos, trackers};
     }
 
     private static final String[] NAMES = {"capacity", "armedNow", "freeSlots", "registrations", "completions",
         "inlineCompletions", "immediate", "fallbacks", "abandoned", "faults", "scannerParks", "scannerTimedParks",
         "scannerUnparks", "scanPasses", "faultProbes", "quarantined", "coalesced", "scannerErrors",
-        "scannerCpuNanos", "flagWrites", "admissionWaits", "admissionWaitNanos"};
+        "scannerCpuNanos", "flagWrites", "admissionWaits", "admissionWaitNanos", "trackers"};
 
     @Override
     public boolean equals(@Nullable Object o) {
@@ -204,6 +213,7 @@ public final class ReactorStats {
         private long flagWrites;
         private long admissionWaits;
         private long admissionWaitNanos;
+        private long trackers;
 
         private Builder() {}
 
@@ -229,6 +239,7 @@ public final class ReactorStats {
         public Builder flagWrites(long v) { flagWrites = v; return this; }
         public Builder admissionWaits(long v) { admissionWaits = v; return this; }
         public Builder admissionWaitNanos(long v) { admissionWaitNanos = v; return this; }
+        public Builder trackers(long v) { trackers = v; return this; }
 
         public ReactorStats build() {
             return new ReactorStats(this);

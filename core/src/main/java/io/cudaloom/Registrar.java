@@ -36,6 +36,12 @@ final class Registrar {
      * overwrites it. Null only for a slot never armed, which the consumer never visits.
      */
     private final @Nullable GpuStream[] slotStream;
+    /**
+     * The proof each slot's flag write carries: the stream's submission count read right before
+     * the write was enqueued (StreamRecord). Written with {@link #slotStream}, before the publish;
+     * read by the consumer when it retires the slot, withdrawn or not.
+     */
+    private final long[] slotProof;
     private final Set<FallbackRegistration> fallbacks = ConcurrentHashMap.newKeySet();
     /** Outstanding fallbacks; its 0-to-1 transition wakes the scanner, which probes their streams. */
     private final AtomicLong fallbackOutstanding = new AtomicLong();
@@ -49,6 +55,7 @@ final class Registrar {
         this.counters = counters;
         this.useSlots = strategy == CompletionStrategy.REACTOR;
         this.slotStream = new GpuStream[table.capacity()];
+        this.slotProof = new long[table.capacity()];
     }
 
     /*
@@ -81,6 +88,11 @@ final class Registrar {
      * {@link #WRITE_REFUSED} (the device refused the write).
      */
     long tryArm(GpuStream stream, Completion completion) {
+        return tryArm(stream, completion, true);
+    }
+
+    /** {@link #tryArm(GpuStream, Completion)}; {@code counted} is false for a tracker, which is no registration. */
+    long tryArm(GpuStream stream, Completion completion, boolean counted) {
         if (!useSlots) {
             return NO_SLOTS_USED;
         }
@@ -90,6 +102,7 @@ final class Registrar {
         }
         int slot = SlotTable.slotOf(ticket);
         table.resetFlag(ticket); // before the device write: a stale 0 must not land after its 1
+        long proof = stream.submissionCount(); // before the enqueue: every entry counted is ahead of the write
         boolean enqueued;
         try {
             enqueued = stream.enqueueFlagWrite(flagMemory, slot);
@@ -102,7 +115,12 @@ final class Registrar {
             return WRITE_REFUSED;
         }
         slotStream[slot] = stream; // published to the consumer by publish's bit update
-        counters.registrations.increment();
+        slotProof[slot] = proof;   // likewise
+        stream.record().enqueuedProof(proof);
+        counters.flagWrites.increment();
+        if (counted) {
+            counters.registrations.increment();
+        }
         if (table.publish(ticket, completion)) {
             reactor.wakeScanner(); // idle-to-active: the bit's read-modify-write came first
         }
@@ -118,7 +136,8 @@ final class Registrar {
      * {@link #tryArm} answered instead of a ticket.
      */
     FallbackRegistration registerFallback(GpuStream stream, Completion completion, long reason) {
-        FallbackRegistration fb = new FallbackRegistration(this, stream, syntheticTicket(), completion);
+        FallbackRegistration fb = new FallbackRegistration(this, stream, syntheticTicket(), completion,
+                stream.submissionCount()); // before the enqueue: the callback's proof
         fallbacks.add(fb);
         if (fallbackOutstanding.getAndIncrement() == 0) {
             reactor.wakeScanner(); // so it probes this stream for faults
@@ -132,6 +151,7 @@ final class Registrar {
             refusal = e;
         }
         if (enqueued) {
+            stream.record().enqueuedProof(fb.proof);
             counters.fallbacks.increment(); // only now: a refused callback is no fallback (it is an error)
             ReactorEvents.fallback(stream, reason == NO_SLOTS_USED ? FallbackEvent.HOST_CALLBACK_STRATEGY
                     : reason == WRITE_REFUSED ? FallbackEvent.WRITE_REFUSED : FallbackEvent.POOL_EXHAUSTED);
@@ -176,6 +196,14 @@ final class Registrar {
             throw new AssertionError("slot " + slot + " is armed or quarantined but was never armed on a stream");
         }
         return stream;
+    }
+
+    /**
+     * The consumer retired {@code slot} (its flag landed; its payload delivered or withdrawn):
+     * record the proof its write carried, which returns the admission permits it covers.
+     */
+    void retired(int slot) {
+        streamOf(slot).completedThrough(slotProof[slot]);
     }
 
     @Nullable GpuStream slotStream(int slot) {

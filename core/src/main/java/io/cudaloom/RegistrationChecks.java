@@ -73,6 +73,7 @@ final class RegistrationChecks {
     }
 
     GpuFaultException faultOf(GpuStream stream, String description) {
+        stream.record().openGate(); // a faulted stream releases no permit again (StreamRecord's gate)
         String message = "GPU work on " + stream + " of " + reactor.device().name() + " can never complete: " + description;
         Throwable cause = stream.kernelFaultCause();
         return cause != null ? new GpuFaultException(message, cause) : new GpuFaultException(message);

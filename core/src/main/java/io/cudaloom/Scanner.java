@@ -211,11 +211,16 @@ final class Scanner {
         increment(PASSES);
         int retired = batch.size();
         if (retired > 0) {
+            for (int i = 0; i < retired; i++) {
+                // The write landed: its proof returns the admission permits of the work it covers,
+                // before the waiters it wakes (who may submit again) run.
+                registrar.retired(SlotTable.slotOf(batch.ticket(i)));
+            }
             deliver(batch, null);
         }
         long now = System.nanoTime();
         if (retired > 0) {
-            idle.reset(now);
+            idle.progress(now);
         }
         if (now - nextProbeAt >= 0) {
             nextProbeAt = now + config.faultProbeIntervalNanos();
@@ -334,6 +339,7 @@ final class Scanner {
 
     /** Fails every registration on {@code stream}; {@code error} describes the fault for JFR. */
     private void failStream(GpuStream stream, String error, GpuFaultException failure) {
+        stream.record().openGate(); // its flags will never land: let submitters parked for room find the fault
         table.forEachArmed(true, slot -> {
             if (registrar.slotStream(slot) == stream && table.failArmed(slot, failBatch)) {
                 quarantine.add(slot); // the dead stream's write must not land in a reused slot

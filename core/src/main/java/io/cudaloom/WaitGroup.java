@@ -29,19 +29,54 @@ final class WaitGroup implements Completion {
     static {
         try {
             HEAD = MethodHandles.lookup().findVarHandle(WaitGroup.class, "head", Member.class);
+            COVERED = MethodHandles.lookup().findVarHandle(WaitGroup.class, "covered", long.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
     }
 
-    /** Submissions of the group's stream counted before this group's flag write was enqueued. */
-    final long covered;
+    /** {@link #covered} of a group not yet armed: any waiter may join it (see {@link CoalescedWait}). */
+    static final long OPEN = -1L;
+    /** {@link #covered} while a thread arms the group: it takes no new members, its count is not yet known. */
+    static final long ARMING = -2L;
+    private static final VarHandle COVERED;
+
+    /**
+     * Submissions of the group's stream counted before this group's flag write was enqueued; or
+     * {@link #OPEN} / {@link #ARMING} before that. Volatile: a waiter that reads a count here reads
+     * it after the arming thread wrote it, before the group's write was enqueued.
+     */
+    private volatile long covered;
     @SuppressWarnings("unused") // through HEAD
     private volatile @Nullable Member head;
     private volatile @Nullable RuntimeException failure;
 
     WaitGroup(long covered) {
         this.covered = covered;
+    }
+
+    /** A group armed later, by whoever finds room for its flag write ({@link CoalescedWait}). */
+    static WaitGroup open() {
+        return new WaitGroup(OPEN);
+    }
+
+    /** Whether a waiter needing the first {@code required} submissions may join: armed and covering them. */
+    boolean covers(long required) {
+        return covered >= required; // OPEN and ARMING are negative, required never is
+    }
+
+    boolean isOpen() {
+        return covered == OPEN;
+    }
+
+    /** Takes the group from {@link #OPEN} to {@link #ARMING}; true for the one caller that will arm it. */
+    boolean startArming() {
+        return COVERED.compareAndSet(this, OPEN, ARMING);
+    }
+
+    /** The arming thread read the count {@code count} (after {@link #startArming}, before the enqueue). */
+    void armedAt(long count) {
+        covered = count;
     }
 
     /**

@@ -61,7 +61,7 @@ abstract class BackendFixture {
 
     /** A configuration builder with this fixture's strategy and otherwise the defaults. */
     ReactorConfig.Builder config() {
-        return ReactorConfig.builder().strategy(strategy);
+        return ReactorConfig.builder().strategy(strategy).coalesce(false); // rows check each registration's own path; coalescing rows opt in
     }
 
     /** Opens a device of this backend with {@code config}; closed by {@link #cleanup()}. */

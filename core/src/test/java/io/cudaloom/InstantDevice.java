@@ -44,7 +44,8 @@ final class InstantDevice extends GpuDevice {
     static InstantDevice refusing() {
         InstantDevice d = new InstantDevice(true, false);
         d.acceptHostCallbacks = false;
-        d.startReactor(ReactorConfig.defaults(), d::allocateFlags);
+        // Not coalescing: a stream with no counted work would then be known complete, never registering.
+        d.startReactor(ReactorConfig.builder().coalesce(false).build(), d::allocateFlags);
         return d;
     }
 
@@ -225,6 +226,7 @@ final class InstantDevice extends GpuDevice {
          */
         Gate hold() {
             Gate gate = new Gate();
+            admit();
             synchronized (this) {
                 held.add(gate);
             }

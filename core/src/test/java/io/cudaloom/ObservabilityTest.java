@@ -111,7 +111,7 @@ class ObservabilityTest {
 
     @Test
     void aParkedAwaitOverTheThresholdIsRecordedWithDeviceStreamPathAndOutcome() throws Exception {
-        try (SimulatedDevice device = SimulatedDevice.create(ReactorConfig.builder().waiterSpin(Duration.ZERO).build())) {
+        try (SimulatedDevice device = SimulatedDevice.create(ReactorConfig.builder().waiterSpin(Duration.ZERO).coalesce(false).build())) {
             SimulatedStream stream = device.newStream();
             AtomicReference<Throwable> failure = new AtomicReference<>();
             List<RecordedEvent> events = record(slowAwaitsOverZeroMs(), () -> {
@@ -138,7 +138,7 @@ class ObservabilityTest {
 
     @Test
     void anAwaitUnderTheThresholdIsNotRecorded() throws Exception {
-        try (SimulatedDevice device = SimulatedDevice.create(ReactorConfig.builder().waiterSpin(Duration.ZERO).build())) {
+        try (SimulatedDevice device = SimulatedDevice.create(ReactorConfig.builder().waiterSpin(Duration.ZERO).coalesce(false).build())) {
             SimulatedStream stream = device.newStream();
             AtomicReference<Throwable> failure = new AtomicReference<>();
             List<RecordedEvent> events = record(r -> r.enable(SlowAwaitEvent.NAME).withThreshold(Duration.ofHours(1)),
@@ -164,7 +164,7 @@ class ObservabilityTest {
 
     @Test
     void theInlinePathAndATimeoutAreNamed() throws Exception {
-        try (InstantDevice device = InstantDevice.create(ReactorConfig.builder()
+        try (InstantDevice device = InstantDevice.create(ReactorConfig.builder().coalesce(false)
                 .waiterSpin(Duration.ofMillis(1), 64).build())) {
             InstantStream stream = device.newStream();
             InstantStream held = device.newStream();
@@ -258,7 +258,7 @@ class ObservabilityTest {
 
     @Test
     void anExhaustedPoolRecordsAFallback() throws Exception {
-        try (SimulatedDevice device = SimulatedDevice.create(ReactorConfig.builder().capacity(1).build())) {
+        try (SimulatedDevice device = SimulatedDevice.create(ReactorConfig.builder().capacity(1).coalesce(false).build())) {
             SimulatedStream stream = device.newStream();
             AtomicReference<Throwable> failure = new AtomicReference<>();
             List<RecordedEvent> events = record(slowAwaitsOverZeroMs(), () -> {
@@ -280,7 +280,7 @@ class ObservabilityTest {
 
     @Test
     void aRefusedFlagWriteRecordsAFallback() throws Exception {
-        try (InstantDevice device = InstantDevice.create(ReactorConfig.defaults())) {
+        try (InstantDevice device = InstantDevice.create(ReactorConfig.builder().coalesce(false).build())) {
             InstantStream stream = device.newStream();
             stream.refuseFlagWritesNow = true; // host callbacks are still taken (and run at once)
             List<RecordedEvent> events = record(slowAwaitsOverZeroMs(), stream::await);
@@ -403,7 +403,7 @@ class ObservabilityTest {
      */
     static final class NeverRecords {
         public static void main(String[] args) throws Exception {
-            try (SimulatedDevice device = SimulatedDevice.create(ReactorConfig.builder().capacity(1).build())) {
+            try (SimulatedDevice device = SimulatedDevice.create(ReactorConfig.builder().capacity(1).coalesce(false).build())) {
                 SimulatedStream stream = device.newStream();
                 CountDownLatch gate = new CountDownLatch(1);
                 stream.launch(() -> {
@@ -607,7 +607,7 @@ class ObservabilityTest {
                 missing.add(ReactorCountersEvent.NAME + "." + m.getName());
             }
         }
-        assertEquals(19, checked, "ReactorStats' counters");
+        assertEquals(23, checked, "ReactorStats' counters");
         assertEquals(List.of(), missing);
     }
 
@@ -620,7 +620,7 @@ class ObservabilityTest {
         assertNotEquals(a, ReactorStats.builder().capacity(8).freeSlots(8).completions(4).scannerCpuNanos(-1).build());
         assertTrue(a.toString().startsWith("ReactorStats[capacity=8, armedNow=0, freeSlots=8, registrations=0, "
                 + "completions=3,"), a.toString());
-        assertTrue(a.toString().endsWith(", scannerCpuNanos=-1]"), a.toString());
+        assertTrue(a.toString().endsWith(", scannerCpuNanos=-1, flagWrites=0, admissionWaits=0, admissionWaitNanos=0, trackers=0]"), a.toString());
         assertThrows(NoSuchMethodException.class, () -> ReactorStats.class.getConstructor(ReactorStats.Builder.class),
                 "no public constructor");
     }

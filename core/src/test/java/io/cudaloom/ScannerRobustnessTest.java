@@ -226,7 +226,7 @@ class ScannerRobustnessTest {
     }
 
     private static ReactorConfig probeEveryMillisecond() {
-        return ReactorConfig.builder().faultProbeInterval(Duration.ofMillis(1)).build();
+        return ReactorConfig.builder().faultProbeInterval(Duration.ofMillis(1)).coalesce(false).build(); // a slot per waiter
     }
 
     private static AtomicReference<Throwable> awaitInBackground(GpuStream stream) {

@@ -136,7 +136,7 @@ class SimulatedReactorTest {
 
     @Test
     void scannerParksWhenIdleAndIsUnparkedOnlyOnIdleToActive() throws Exception {
-        SimulatedDevice device = device();
+        SimulatedDevice device = device(ReactorConfig.builder().coalesce(false).build()); // a slot per waiter
         SimulatedStream stream = device.newStream();
         Thread scanner = device.reactor().scannerThread();
         await().atMost(LONG).until(() -> scanner.getState() == Thread.State.WAITING);

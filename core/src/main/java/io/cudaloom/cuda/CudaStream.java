@@ -71,10 +71,11 @@ public final class CudaStream extends GpuStream {
                     + kernel.module().device().name() + ", not on " + device.name());
         }
         Pointer params = KernelArgs.pack(kernel.name(), args);
-        ready();
+        boolean admitted = ready();
         int r = cuLaunchKernel(kernel.function(), gridX, gridY, gridZ, blockX, blockY, blockZ, sharedBytes,
                 stream, params, null);
         if (r != CUresult.CUDA_SUCCESS) {
+            submissionFailed(admitted);
             check(r, "cuLaunchKernel(" + kernel.name() + ")"); // the message is built on failure only
         }
         noteSubmission();
@@ -100,8 +101,8 @@ public final class CudaStream extends GpuStream {
         WorkChecks.copy(device, src, srcOffset, dst, dstOffset, bytes);
         PinnedBuffer host = (PinnedBuffer) src; // the checks above: allocated by this CUDA device
         DeviceBuffer memory = (DeviceBuffer) dst;
-        ready();
-        submitted(cuMemcpyHtoDAsync(memory.pointer().withByteOffset(dstOffset),
+        boolean admitted = ready();
+        submitted(admitted, cuMemcpyHtoDAsync(memory.pointer().withByteOffset(dstOffset),
                 host.pointer().withByteOffset(srcOffset), bytes, stream), "cuMemcpyHtoDAsync");
     }
 
@@ -111,8 +112,8 @@ public final class CudaStream extends GpuStream {
         WorkChecks.copy(device, dst, dstOffset, src, srcOffset, bytes);
         DeviceBuffer memory = (DeviceBuffer) src;
         PinnedBuffer host = (PinnedBuffer) dst;
-        ready();
-        submitted(cuMemcpyDtoHAsync(host.pointer().withByteOffset(dstOffset),
+        boolean admitted = ready();
+        submitted(admitted, cuMemcpyDtoHAsync(host.pointer().withByteOffset(dstOffset),
                 memory.pointer().withByteOffset(srcOffset), bytes, stream), "cuMemcpyDtoHAsync");
     }
 
@@ -120,8 +121,8 @@ public final class CudaStream extends GpuStream {
     @Override
     public void memset32(DeviceMemory dst, int value, long count) {
         WorkChecks.memset32(device, dst, count);
-        ready();
-        submitted(cuMemsetD32Async(((DeviceBuffer) dst).pointer(), value, count, stream), "cuMemsetD32Async");
+        boolean admitted = ready();
+        submitted(admitted, cuMemsetD32Async(((DeviceBuffer) dst).pointer(), value, count, stream), "cuMemsetD32Async");
     }
 
     /**
@@ -226,7 +227,8 @@ public final class CudaStream extends GpuStream {
      */
     @org.jetbrains.annotations.Blocking
     public void synchronize() {
-        ready();
+        checkUsable();
+        device.makeCurrent();
         check(cuStreamSynchronize(stream), "cuStreamSynchronize");
     }
 
@@ -242,7 +244,8 @@ public final class CudaStream extends GpuStream {
 
     // ---- helpers ------------------------------------------------------------------------------
 
-    private void ready() {
+    /** The checks before any call on the stream: the device and stream open, no earlier fault. */
+    private void checkUsable() {
         if (device.isClosed()) {
             throw new io.cudaloom.ReactorClosedException(device.name() + " is closed: no more work on " + this);
         }
@@ -253,12 +256,32 @@ public final class CudaStream extends GpuStream {
         if (f != null) {
             throw new GpuFaultException("stream " + this + " faulted earlier: " + f);
         }
-        device.makeCurrent();
+    }
+
+    /**
+     * Before enqueueing work: the checks, then room in the stream's admission bound (which may
+     * park; a close or fault lets the caller through, so the checks run again), then the context.
+     * Returns what {@link #admit()} returned, for {@link #submitted} or {@link #submissionFailed}.
+     */
+    private boolean ready() {
+        checkUsable();
+        boolean admitted = admit();
+        try {
+            checkUsable();
+            device.makeCurrent();
+        } catch (RuntimeException e) {
+            submissionFailed(admitted);
+            throw e;
+        }
+        return admitted;
     }
 
     /** Checks a submission's result, then counts it (after the driver call: see GpuStream.submissionCount). */
-    private void submitted(int result, String call) {
-        check(result, call);
+    private void submitted(boolean admitted, int result, String call) {
+        if (result != CUresult.CUDA_SUCCESS) {
+            submissionFailed(admitted);
+            check(result, call);
+        }
         noteSubmission();
     }
 

@@ -4,12 +4,23 @@ import java.util.concurrent.locks.LockSupport;
 
 /**
  * What the single consumer of a {@link SlotTable} does when a cycle found nothing to retire (in the
- * manner of Agrona's {@code IdleStrategy}). Chosen with the A/B harness (docs/STRESS.md section 4):
+ * manner of Agrona's {@code IdleStrategy}). Its CPU follows what is armed:
  * <ul>
- *   <li>something is armed: spin for {@code spinNanos} after the last progress (a completion
- *       within that time is seen at spin latency), then park for 1/8 of the time waited so far,
- *       within {@code [minParkNanos, maxParkNanos]}, so a long wait costs a small, bounded share of a
- *       core (at most one wake-up per {@code maxParkNanos});
+ *   <li>something is armed and the consumer has a <em>prediction</em>: the average time from one
+ *       wake-up or retirement to the next retirement ({@link #progress}, an exponential moving
+ *       average of weight 1/4). It parks once until shortly before the predicted retirement (less
+ *       a margin of 2% of the prediction or 5 us, whichever is larger, less its own measured park
+ *       overshoot), then spins through the predicted time and a little past it (a quarter of the
+ *       prediction, at most {@code spinNanos}). A retirement that comes as predicted is therefore
+ *       seen within the margin while the core sleeps through most of the wait: one waiter on a
+ *       200 us kernel costs a few microseconds of scanner CPU, not 200. A prediction shorter than
+ *       the park's own cost (overshoot plus {@code minParkNanos}) just spins, as short kernels
+ *       always did;
+ *   <li>something is armed and the prediction has passed (or there is none yet): spin until
+ *       {@code spinNanos} after the last progress when there is no prediction, then back off with
+ *       parks of 1/50 of the time waited so far (2%), within {@code [minParkNanos, maxParkNanos]},
+ *       so a wait that outlives every prediction adds at most about 2% (or {@code minParkNanos})
+ *       of latency and costs a bounded number of wake-ups;
  *   <li>nothing armed: keep spinning until {@code lingerNanos} after the last progress (an await
  *       that comes meanwhile then pays no wake-up of the consumer), then park untimed. The caller must check "nothing armed" with the table's
  *       {@link SlotTable#isIdle()} right before, because a registrant unparks the consumer only on
@@ -17,6 +28,8 @@ import java.util.concurrent.locks.LockSupport;
  *       check, it is this park's permit and the park returns at once;
  *   <li>a deadline (e.g. quarantined slots to look at again) caps every park, timed or not.
  * </ul>
+ * A park is only ever shortened by an unpark (a registration's idle-to-active wake-up), never
+ * needed for correctness: the prediction changes when a flag is seen, not whether it is.
  * Parks go through a {@link Parker}, so tests and harnesses can drive the real strategy with a
  * model of the permit. Single-threaded: one instance per consumer.
  */
@@ -43,6 +56,11 @@ public final class BackoffIdleStrategy {
         }
     };
 
+    /** The least margin before a predicted retirement (see the class comment). */
+    static final long MIN_MARGIN_NANOS = 5_000L;
+    /** Overshoots above this are not counted as the timer's slack. */
+    private static final long MAX_OVERSHOOT_NANOS = 500_000L;
+
     private final long spinNanos;
     private final long lingerNanos;
     private final long minParkNanos;
@@ -50,6 +68,10 @@ public final class BackoffIdleStrategy {
     private final Parker parker;
     private final Object blocker;
     private long lastProgress = System.nanoTime();
+    /** Predicted time from a wake-up or retirement to the next retirement; 0 while unknown. */
+    private long expectedGap;
+    /** How much longer than asked the timed parks took, on average (timer slack, scheduling). */
+    private long parkOvershoot;
 
     public BackoffIdleStrategy(long spinNanos, long lingerNanos, long minParkNanos, long maxParkNanos, Parker parker,
             Object blocker) {
@@ -65,9 +87,27 @@ public final class BackoffIdleStrategy {
         this.blocker = blocker;
     }
 
-    /** The consumer made progress (retired something) at {@code now}: the next idle spins again. */
+    /** The consumer was woken for new work at {@code now}: the time to the next retirement counts from here. */
     public void reset(long now) {
         lastProgress = now;
+    }
+
+    /** The consumer retired something at {@code now}: learn the gap since the last wake-up or retirement. */
+    public void progress(long now) {
+        long gap = now - lastProgress;
+        long old = expectedGap;
+        expectedGap = old == 0 ? gap : old + ((gap - old) >> 2);
+        lastProgress = now;
+    }
+
+    /** The current prediction (0: none yet); for tests and tools. */
+    public long expectedGapNanos() {
+        return expectedGap;
+    }
+
+    /** The measured average park overshoot; for tests and tools. */
+    public long parkOvershootNanos() {
+        return parkOvershoot;
     }
 
     /** What {@link #idle} did. */
@@ -101,12 +141,36 @@ public final class BackoffIdleStrategy {
             return step;
         }
         long waited = now - lastProgress;
-        if (waited < spinNanos) {
+        long expected = expectedGap;
+        if (expected > 0) {
+            long margin = Math.max(MIN_MARGIN_NANOS, expected / 50);
+            long wakeAt = expected - margin - parkOvershoot;
+            if (wakeAt - waited >= minParkNanos) {
+                timedPark(Math.min(wakeAt - waited, untilDeadline), now);
+                return Step.TIMED_PARK;
+            }
+            if (waited < expected + Math.min(spinNanos, expected >> 2)) {
+                Thread.onSpinWait(); // the predicted retirement is due: look for it at spin latency
+                return Step.SPUN;
+            }
+        } else if (waited < spinNanos) {
             Thread.onSpinWait();
             return Step.SPUN;
         }
-        long park = Math.max(minParkNanos, Math.min(maxParkNanos, waited >>> 3));
-        parker.parkNanos(blocker, Math.max(1L, Math.min(park, untilDeadline)));
+        long park = Math.max(minParkNanos, Math.min(maxParkNanos, waited / 50));
+        timedPark(Math.min(park, untilDeadline), now);
         return Step.TIMED_PARK;
+    }
+
+    /** A timed park of {@code nanos} (at least 1), learning how much longer it took. */
+    private void timedPark(long nanos, long now) {
+        long asked = Math.max(1L, nanos);
+        parker.parkNanos(blocker, asked);
+        long over = System.nanoTime() - now - asked;
+        if (over > 0 && over < MAX_OVERSHOOT_NANOS) { // a longer one was descheduling or an unpark's absence: not slack
+            parkOvershoot += (over - parkOvershoot) >> 3;
+        } else if (over <= 0) {
+            parkOvershoot -= parkOvershoot >> 3; // woken early (an unpark): decay
+        }
     }
 }

@@ -42,15 +42,37 @@ public final class SimulatedDevice extends GpuDevice {
     /** The first fault of any of its streams, and on which stream (for {@link #fault()}). */
     private final AtomicReference<@Nullable String> firstFault = new AtomicReference<>();
 
-    private SimulatedDevice() {}
+    /** Commands a stream's queue holds, as the CUDA driver's per-stream queue (about 1,000 entries). */
+    public static final int DEFAULT_QUEUE_ENTRIES = 1024;
+
+    private final int queueEntries;
+    private final java.util.concurrent.atomic.LongAdder queueFullWaits = new java.util.concurrent.atomic.LongAdder();
+    private final java.util.concurrent.atomic.LongAdder queueFullNanos = new java.util.concurrent.atomic.LongAdder();
+
+    private SimulatedDevice(int queueEntries) {
+        this.queueEntries = queueEntries;
+    }
 
     public static SimulatedDevice create() {
         return create(ReactorConfig.defaults());
     }
 
     public static SimulatedDevice create(ReactorConfig config) {
+        return create(config, DEFAULT_QUEUE_ENTRIES);
+    }
+
+    /**
+     * A simulated device whose streams each queue at most {@code queueEntries} commands (see
+     * {@link #queueEntries()}).
+     *
+     * @throws IllegalArgumentException if {@code queueEntries} is below 1
+     */
+    public static SimulatedDevice create(ReactorConfig config, int queueEntries) {
         Objects.requireNonNull(config, "config");
-        SimulatedDevice device = new SimulatedDevice();
+        if (queueEntries < 1) {
+            throw new IllegalArgumentException("queueEntries must be >= 1, was " + queueEntries);
+        }
+        SimulatedDevice device = new SimulatedDevice(queueEntries);
         Set<Runnable> stopWorkers = device.stopWorkers; // the clean-up holds this set, not the device
         device.startReactor(config, new DeviceBackend() {
             @Override
@@ -64,6 +86,34 @@ public final class SimulatedDevice extends GpuDevice {
             }
         });
         return device;
+    }
+
+    /**
+     * Commands each stream's queue holds (default {@value #DEFAULT_QUEUE_ENTRIES}): every kernel,
+     * copy, memset, flag write and host callback takes one until it has run; a submission to a full
+     * queue spins its thread until there is room, as the CUDA driver does.
+     */
+    public int queueEntries() {
+        return queueEntries;
+    }
+
+    /**
+     * Submissions (work, flag writes, host callbacks) that found their stream's queue full and spun
+     * their thread until it had room: what the CUDA driver does to a carrier thread. With admission
+     * ({@link ReactorConfig.Builder#admissionLimit}) below the queue, this stays 0.
+     */
+    public long queueFullWaits() {
+        return queueFullWaits.sum();
+    }
+
+    /** Total time submitting threads spun on full queues, in nanoseconds. */
+    public long queueFullSpinNanos() {
+        return queueFullNanos.sum();
+    }
+
+    void queueFullWait(long nanos) {
+        queueFullWaits.increment();
+        queueFullNanos.add(nanos);
     }
 
     @Override

@@ -190,6 +190,22 @@ public final class SimulatedStream extends GpuStream {
     // ---- the stream's thread ------------------------------------------------------------------
 
     private void submit(Command c) {
+        checkUsable();
+        boolean admitted = admit(); // may park while the stream is full (GpuStream#admit)
+        try {
+            checkUsable(); // a close or fault lets parked submitters through
+        } catch (RuntimeException e) {
+            submissionFailed(admitted);
+            throw e;
+        }
+        if (!enqueue(c)) {
+            submissionFailed(admitted);
+            throw closed(); // closed since the check above
+        }
+        noteSubmission(); // after the enqueue: see GpuStream.submissionCount
+    }
+
+    private void checkUsable() {
         if (isClosed()) {
             throw closed();
         }
@@ -197,10 +213,6 @@ public final class SimulatedStream extends GpuStream {
         if (f != null) {
             throw new GpuFaultException("launch on " + name + " refused: the stream faulted earlier: " + f);
         }
-        if (!enqueue(c)) {
-            throw closed(); // closed since the check above
-        }
-        noteSubmission(); // after the enqueue: see GpuStream.submissionCount
     }
 
     private RuntimeException closed() {
@@ -212,8 +224,18 @@ public final class SimulatedStream extends GpuStream {
         return new IllegalStateException("stream " + name + " is closed");
     }
 
-    /** Queues {@code c} unless the stream has shut down; false if it has. */
+    /**
+     * Queues {@code c} unless the stream has shut down; false if it has. Like the CUDA driver's
+     * per-stream queue, it holds at most {@link SimulatedDevice#queueEntries()} commands (kernels,
+     * copies, flag writes, host callbacks): a submission to a full queue spins the submitting thread
+     * until one finishes, as {@code cuLaunchKernel} does inside the driver, and is counted
+     * ({@link SimulatedDevice#queueFullWaits()}). The bound is checked outside the monitor, so
+     * racing submitters may overfill it by a few, as they may the driver's.
+     */
     private boolean enqueue(Command c) {
+        if (submitted.get() - finished.get() >= device.queueEntries()) {
+            waitForRoom();
+        }
         synchronized (queue) {
             if (shutDown) {
                 return false;
@@ -221,6 +243,22 @@ public final class SimulatedStream extends GpuStream {
             submitted.incrementAndGet(); // before the queue: queryState never reports IDLE with c pending
             queue.add(c);
             return true;
+        }
+    }
+
+    /** Spins, as the driver does, until the queue has room (or the stream can take nothing anyway). */
+    private void waitForRoom() {
+        long start = System.nanoTime();
+        int limit = device.queueEntries();
+        while (submitted.get() - finished.get() >= limit && !shutDownSeen()) {
+            Thread.onSpinWait();
+        }
+        device.queueFullWait(System.nanoTime() - start);
+    }
+
+    private boolean shutDownSeen() {
+        synchronized (queue) {
+            return shutDown;
         }
     }
 

@@ -335,7 +335,7 @@ class AwaitSuspendingTest {
     fun tenThousandSuspendedAwaitsOnTwoThreadsParkNoThread() {
         val n = 10_000
         val device = track(SimulatedDevice.create(ReactorConfig.builder().capacity(16_384).build()))
-        val streams = List(8) { device.newStream() }
+        val streams = List(40) { device.newStream() } // 250 launches and 250 flag writes each: within admission and the queue
         val gates = streams.map { it.gate() }
         val pool = Executors.newFixedThreadPool(2) { r -> Thread(r, "two-thread-pool").apply { isDaemon = true } }
         val dispatcher = RecordingDispatcher(pool.asCoroutineDispatcher())
