@@ -206,7 +206,7 @@ public final class SimulatedStream extends GpuStream {
     }
 
     private void checkUsable() {
-        if (isClosed()) {
+        if (isClosed() || device.isClosed()) {
             throw closed();
         }
         String f = fault;

@@ -34,7 +34,9 @@ class BrokenVariantsCaughtTest {
             "io.cudaloom.BrokenLateDeliveryAbaTest",
             "io.cudaloom.BrokenAwaitAbaTest",
             "io.cudaloom.BrokenWaitGroupJoinTest",
-            "io.cudaloom.BrokenWaiterHandoffTest");
+            "io.cudaloom.BrokenWaiterHandoffTest",
+            "io.cudaloom.stress.jcstress.BrokenGroupCommitTest",
+            "io.cudaloom.BrokenAdmissionProofTest");
 
     @Test
     @Timeout(value = 8, unit = TimeUnit.MINUTES)
