@@ -65,12 +65,12 @@ final class BlockingWait {
         }
         // Counts are complete only when coalescing (the user counts raw-stream work then): only
         // then does an earlier proof answer for this event without asking the driver.
+        reactor.checks().checkMayBlock(stream); // first: a kernel may run before its own launch is counted
         if (coalesced != null && stream.isKnownComplete(required) && !reactor.isClosed() && !stream.isClosed()) {
             counters.immediate.increment();
             counters.completions.increment();
             return true;
         }
-        reactor.checks().checkMayBlock(stream);
         boolean poll = timed && nanos <= 0; // "is it done?": ask the driver, whatever the hint says
         if (reactor.checks().precheck(stream, !poll) == StreamState.IDLE) {
             return true;

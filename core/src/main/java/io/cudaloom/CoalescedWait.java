@@ -167,6 +167,11 @@ final class CoalescedWait {
         @Override
         public void complete(long ticket, @Nullable RuntimeException failure) {
             try {
+                if (failure == null) {
+                    // The write landed: it proves what the group covers, which returns those
+                    // entries' admission permits before the members (who may submit again) wake.
+                    stream.completedThrough(group.coveredCount());
+                }
                 group.complete(ticket, failure);
             } finally {
                 owner.delivered(stream);

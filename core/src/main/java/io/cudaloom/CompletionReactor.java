@@ -209,19 +209,28 @@ public final class CompletionReactor {
      * gate instead, so a failure here is dropped.
      */
     void track(GpuStream stream) {
+        StreamRecord record = stream.record();
+        long proof = stream.submissionCount(); // before the enqueue: everything counted is ahead of it
+        Completion tracker = (ticket, failure) -> {
+            if (failure == null) {
+                record.completedThrough(proof);
+            }
+            record.trackerDone(stream);
+        };
         try {
-            long ticket = registrar.tryArm(stream, TRACKER, false);
+            record.trackerEnqueued(proof);
+            long ticket = registrar.tryArm(stream, tracker, false);
             if (!Registrar.armed(ticket)) {
-                registrar.registerFallback(stream, TRACKER, ticket);
+                registrar.registerFallback(stream, tracker, ticket);
             }
             counters.trackers.increment();
         } catch (RuntimeException dropped) {
+            record.trackerDone(stream);
             // closed or faulted: StreamRecord.openGate lets the parked submitters through
         }
     }
 
-    /** What a tracker wakes: nothing; its proof is recorded where its slot retires. */
-    private static final Completion TRACKER = (ticket, failure) -> { };
+
 
     /**
      * What to undo if the device is dropped unclosed ({@link UnclosedDeviceReport}): the MXBean and

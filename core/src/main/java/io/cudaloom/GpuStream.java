@@ -133,6 +133,15 @@ public abstract class GpuStream implements AutoCloseable {
         record.afterSubmission(this);
     }
 
+    /**
+     * For backends: the first {@code count} counted submissions are known complete (e.g. a
+     * blocking synchronize returned after {@link #submissionCount()} read {@code count}): a proof,
+     * which returns their admission room.
+     */
+    protected final void noteCompletedThrough(long count) {
+        record.completedThrough(count);
+    }
+
     /** Whether the calling thread may park for admission: not one the stream's completions depend on. */
     boolean mayParkForAdmission() {
         return !isOwnWorkerThread() && !FallbackRegistration.onHostCallback()

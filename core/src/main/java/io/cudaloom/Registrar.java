@@ -36,12 +36,7 @@ final class Registrar {
      * overwrites it. Null only for a slot never armed, which the consumer never visits.
      */
     private final @Nullable GpuStream[] slotStream;
-    /**
-     * The proof each slot's flag write carries: the stream's submission count read right before
-     * the write was enqueued (StreamRecord). Written with {@link #slotStream}, before the publish;
-     * read by the consumer when it retires the slot, withdrawn or not.
-     */
-    private final long[] slotProof;
+
     private final Set<FallbackRegistration> fallbacks = ConcurrentHashMap.newKeySet();
     /** Outstanding fallbacks; its 0-to-1 transition wakes the scanner, which probes their streams. */
     private final AtomicLong fallbackOutstanding = new AtomicLong();
@@ -55,7 +50,6 @@ final class Registrar {
         this.counters = counters;
         this.useSlots = strategy == CompletionStrategy.REACTOR;
         this.slotStream = new GpuStream[table.capacity()];
-        this.slotProof = new long[table.capacity()];
     }
 
     /*
@@ -115,7 +109,6 @@ final class Registrar {
             return WRITE_REFUSED;
         }
         slotStream[slot] = stream; // published to the consumer by publish's bit update
-        slotProof[slot] = proof;   // likewise
         stream.record().enqueuedProof(proof);
         counters.flagWrites.increment();
         if (counted) {
@@ -196,14 +189,6 @@ final class Registrar {
             throw new AssertionError("slot " + slot + " is armed or quarantined but was never armed on a stream");
         }
         return stream;
-    }
-
-    /**
-     * The consumer retired {@code slot} (its flag landed; its payload delivered or withdrawn):
-     * record the proof its write carried, which returns the admission permits it covers.
-     */
-    void retired(int slot) {
-        streamOf(slot).completedThrough(slotProof[slot]);
     }
 
     @Nullable GpuStream slotStream(int slot) {

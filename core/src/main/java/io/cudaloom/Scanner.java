@@ -211,11 +211,6 @@ final class Scanner {
         increment(PASSES);
         int retired = batch.size();
         if (retired > 0) {
-            for (int i = 0; i < retired; i++) {
-                // The write landed: its proof returns the admission permits of the work it covers,
-                // before the waiters it wakes (who may submit again) run.
-                registrar.retired(SlotTable.slotOf(batch.ticket(i)));
-            }
             deliver(batch, null);
         }
         long now = System.nanoTime();

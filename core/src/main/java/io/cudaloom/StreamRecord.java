@@ -31,17 +31,21 @@ import org.jspecify.annotations.Nullable;
  * thread unmounts), instead of spinning inside the driver on its carrier.
  *
  * <p><b>Liveness: a proof is always on its way while someone waits.</b> Permits come back only
- * through flag writes, so a stream full of work that nobody awaits would stall its submitters. The
- * rule: whenever the stream has no free permit, whoever notices (a submitter about to park, and
- * every submitter right after counting its entry) calls {@link #ensureProgress}, which enqueues a
- * <em>tracker</em> (a flag write with no waiter) if no flag write is pending beyond the proven
- * count, or if more than a quarter of the limit is counted behind the newest one. Argument: a
- * submitter parks only after seeing no permit and calling ensureProgress; the entries holding the
- * permits are then either counted (and a pending flag write covers at least one of them, so its
- * landing releases permits) or still inside their driver calls, and each of those calls
- * ensureProgress after counting, while still no permit is free. Trackers and group flag writes do
- * not take permits: at most a few are pending per stream (the limit / its quarter, plus
- * {@link ReactorConfig#flagWritesInFlight()}), which the admission limit leaves room for.
+ * through proofs, so a stream full of work that nobody awaits (or whose waiters withdrew) would
+ * stall its submitters. The rule ({@link #ensureProgress}): once half the permits are taken, every
+ * submitter after counting its entry, and every submitter about to park, makes sure a
+ * <em>tracker</em> (a flag write with no waiter, never withdrawn) is in flight if the stream is
+ * full, or if more than a quarter of the limit is counted behind the newest flag write. At most one
+ * tracker is in flight per stream; when it lands (or fails) and the stream is still full, the next
+ * is made at once ({@link #trackerDone}). Argument: a submitter parks only after seeing no permit
+ * and calling ensureProgress; then either a tracker is in flight (its landing returns the permits
+ * of what it covers, or finds the stream still full and makes the next, covering more), or every
+ * entry holding a permit is counted and one was just enqueued, or some entry is still inside its
+ * driver call, and that call runs ensureProgress after counting, with the stream still full.
+ * Trackers and shared flag writes take no permits: a few are pending per stream (one tracker plus
+ * {@link ReactorConfig#flagWritesInFlight()} groups), which the admission limit leaves room for.
+ * Without coalescing every await's own write is unbounded by admission (see
+ * {@link ReactorConfig.Builder#coalesce}).
  *
  * <p><b>The gate.</b> A stream that closes or faults, or whose device closes, will never release
  * permits again: {@link #openGate} marks the record (a volatile write) and releases enough permits
@@ -73,6 +77,9 @@ final class StreamRecord {
     private final Room room;
     /** Set once by {@link #openGate}: admission takes no permits any more (the stream is done for). */
     private volatile boolean gateOpen;
+    /** Trackers enqueued and not yet landed: at most one per stream (it is never withdrawn, so its landing is a proof). */
+    private final AtomicInteger trackersInFlight = new AtomicInteger();
+    private final int halfLimit;
     /** One tracker enqueue at a time (a compare-and-set from 0); racing ones would only add writes. */
     private final AtomicInteger trackerBusy = new AtomicInteger();
 
@@ -87,6 +94,7 @@ final class StreamRecord {
     StreamRecord(ReactorConfig config) {
         this.limit = config.admissionLimit();
         this.trackerSpacing = Math.max(1, limit / 4);
+        this.halfLimit = Math.max(1, limit / 2);
         this.room = new Room(limit);
         this.commit = new io.cudaloom.protocol.GroupCommit<>(config.flagWritesInFlight());
     }
@@ -131,24 +139,27 @@ final class StreamRecord {
         }
     }
 
-    /** After an entry was counted: if the stream is full, make sure a proof is on its way (class comment). */
+    /** After an entry was counted: once half the room is taken, make sure a proof is on its way (class comment). */
     void afterSubmission(GpuStream stream) {
-        if (!gateOpen && room.availablePermits() == 0) {
+        if (!gateOpen && room.availablePermits() < halfLimit) {
             ensureProgress(stream);
         }
     }
 
     /**
-     * Enqueues a tracker unless a pending flag write already covers enough (class comment). The
-     * check reads the proven count, then the newest enqueued proof, then the submission count;
-     * each only grows, so a stale read errs towards one more tracker, never towards none.
+     * Enqueues a tracker unless one is in flight, when the stream is full, or when more than a
+     * quarter of the limit is counted behind the newest flag write (class comment). Each count read
+     * here only grows, so a stale read errs towards one more tracker, never towards none.
      */
     private void ensureProgress(GpuStream stream) {
         long proven = completedThrough.get();
-        long pending = maxEnqueuedProof.get();
         long counted = submissions.get();
-        if (counted <= proven || (pending > proven && counted - pending < trackerSpacing)) {
+        if (counted <= proven || trackersInFlight.get() > 0) {
             return;
+        }
+        long covered = Math.max(proven, maxEnqueuedProof.get());
+        if (room.availablePermits() > 0 && counted - covered < trackerSpacing) {
+            return; // room left, and a pending flag write covers most of what is in flight
         }
         if (!trackerBusy.compareAndSet(0, 1)) {
             return; // another thread is enqueueing one now
@@ -157,6 +168,23 @@ final class StreamRecord {
             stream.device().reactor().track(stream);
         } finally {
             trackerBusy.set(0);
+        }
+    }
+
+    /** A tracker is about to be enqueued (before its enqueue, so no second one follows it). */
+    void trackerEnqueued(long proof) {
+        trackersInFlight.incrementAndGet();
+        enqueuedProof(proof);
+    }
+
+    /**
+     * A tracker landed (its proof already recorded) or failed: if the stream is still full, the
+     * next proof must be made now, since only a tracker in flight stopped the others from making it.
+     */
+    void trackerDone(GpuStream stream) {
+        trackersInFlight.decrementAndGet();
+        if (!gateOpen && room.availablePermits() <= 0) {
+            ensureProgress(stream);
         }
     }
 

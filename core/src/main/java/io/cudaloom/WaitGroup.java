@@ -65,6 +65,11 @@ final class WaitGroup implements Completion {
         return covered >= required; // OPEN and ARMING are negative, required never is
     }
 
+    /** The count the group's write covers, once armed (negative before). */
+    long coveredCount() {
+        return covered;
+    }
+
     boolean isOpen() {
         return covered == OPEN;
     }

@@ -229,7 +229,9 @@ public final class CudaStream extends GpuStream {
     public void synchronize() {
         checkUsable();
         device.makeCurrent();
+        long counted = submissionCount(); // before the call: all of it is done once it returns
         check(cuStreamSynchronize(stream), "cuStreamSynchronize");
+        noteCompletedThrough(counted);
     }
 
     private boolean flagWritesSettled() {

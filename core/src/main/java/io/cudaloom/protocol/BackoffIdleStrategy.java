@@ -70,6 +70,10 @@ public final class BackoffIdleStrategy {
     private long lastProgress = System.nanoTime();
     /** Predicted time from a wake-up or retirement to the next retirement; 0 while unknown. */
     private long expectedGap;
+    /** Whether the last idle step was a predicted park (no spin since): see {@link #progress}. */
+    private boolean afterPredictedPark;
+    /** Whether the last idle step was a back-off park: a gap found then is not learned (it may be overslept). */
+    private boolean afterBackOffPark;
     /** How much longer than asked the timed parks took, on average (timer slack, scheduling). */
     private long parkOvershoot;
 
@@ -92,11 +96,25 @@ public final class BackoffIdleStrategy {
         lastProgress = now;
     }
 
-    /** The consumer retired something at {@code now}: learn the gap since the last wake-up or retirement. */
+    /**
+     * The consumer retired something at {@code now}. A gap seen while spinning is accurate and is
+     * learned (an exponential moving average); one found on the first look after a predicted park
+     * may have been overslept, so it teaches nothing and halves the prediction instead. Learning
+     * from overslept gaps would feed the consumer's own delay back into its next park (the
+     * prediction would grow without bound on a closed loop of one waiter).
+     */
     public void progress(long now) {
-        long gap = now - lastProgress;
-        long old = expectedGap;
-        expectedGap = old == 0 ? gap : old + ((gap - old) >> 2);
+        if (afterPredictedPark) {
+            expectedGap >>= 1;
+        } else if (!afterBackOffPark || expectedGap == 0 || now - lastProgress > 2 * expectedGap) {
+            // (a gap found after a back-off park is learned only to seed the prediction, or when
+            // the prediction is far too short: it overstates the gap by at most that park)
+            long gap = now - lastProgress;
+            long old = expectedGap;
+            expectedGap = old == 0 ? gap : old + ((gap - old) >> 2);
+        }
+        afterPredictedPark = false;
+        afterBackOffPark = false;
         lastProgress = now;
     }
 
@@ -147,16 +165,22 @@ public final class BackoffIdleStrategy {
             long wakeAt = expected - margin - parkOvershoot;
             if (wakeAt - waited >= minParkNanos) {
                 timedPark(Math.min(wakeAt - waited, untilDeadline), now);
+                afterPredictedPark = true;
                 return Step.TIMED_PARK;
             }
             if (waited < expected + Math.min(spinNanos, expected >> 2)) {
+                afterPredictedPark = false;
+                afterBackOffPark = false;
                 Thread.onSpinWait(); // the predicted retirement is due: look for it at spin latency
                 return Step.SPUN;
             }
         } else if (waited < spinNanos) {
+            afterBackOffPark = false;
             Thread.onSpinWait();
             return Step.SPUN;
         }
+        afterPredictedPark = false;
+        afterBackOffPark = true;
         long park = Math.max(minParkNanos, Math.min(maxParkNanos, waited / 50));
         timedPark(Math.min(park, untilDeadline), now);
         return Step.TIMED_PARK;
