@@ -161,6 +161,13 @@ class ThroughputSweepTest {
         assertEquals(Duration.ofSeconds(3), s.timeLimit());
         assertThrows(IllegalArgumentException.class, () -> GpuBench.servletSettings(new String[] {"servlet", "20001"}, 1));
         assertThrows(IllegalArgumentException.class, () -> GpuBench.servletSettings(new String[] {"servlet", "100", "0"}, 1));
+        assertTrue(!GpuBench.servletArgs(new String[] {"servlet"}, 1).simulated(), "CUDA by default");
+        GpuBench.ServletArgs sim = GpuBench.servletArgs(new String[] {"servlet", "concurrency=10,200", "seconds=2",
+            "requests=3000", "device=sim"}, 1);
+        assertTrue(sim.simulated());
+        assertEquals(3_000, sim.settings().requestsPerLevel());
+        assertEquals(List.of(10, 200), sim.settings().concurrency());
+        assertThrows(IllegalArgumentException.class, () -> GpuBench.servletArgs(new String[] {"servlet", "device=tpu"}, 1));
     }
 
     @Test
