@@ -60,6 +60,14 @@ public final class LoadGeneratorProcess {
     @SuppressWarnings("StringOperationCanBeSimplified")
     private static final String EOF = new String("EOF"); // by identity: the end of the child's stdout
 
+    /** Children still running; a shutdown hook kills them if this JVM ends first (e.g. under {@code timeout}). */
+    private static final java.util.Set<Process> RUNNING = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+    static {
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> RUNNING.forEach(Process::destroyForcibly),
+                "loadgen-reaper"));
+    }
+
     private LoadGeneratorProcess() {}
 
     /**
@@ -175,6 +183,7 @@ public final class LoadGeneratorProcess {
         } catch (IOException e) {
             return failed(-1, "cannot start the load generator's JVM: " + e);
         }
+        RUNNING.add(child);
         Report report = new Report();
         LinkedBlockingQueue<String> lines = new LinkedBlockingQueue<>();
         Thread stdout = Thread.ofVirtual().name("loadgen-stdout").start(() -> {
@@ -202,6 +211,9 @@ public final class LoadGeneratorProcess {
             }
             stdout.join(EXIT_WAIT);
             stderr.join(EXIT_WAIT);
+            if (!child.isAlive()) {
+                RUNNING.remove(child);
+            }
         }
         if (error == null && child.exitValue() != 0) {
             error = "the load generator's JVM exited with code " + child.exitValue();
