@@ -24,7 +24,8 @@ import java.util.function.LongSupplier;
 /**
  * The {@link LoadGenerator} in a JVM of its own, so that a server's CPU time can be measured
  * without the client's: {@link #run} starts a child process with this JVM's {@code java} binary
- * and class path ({@code java -cp <java.class.path> io.cudaloom.demo.LoadGeneratorProcess ...}),
+ * and class path ({@code java -cp <java.class.path> io.cudaloom.demo.LoadGeneratorProcess ...};
+ * see {@link #classPath()}),
  * which loads {@code http://127.0.0.1:<port>/} and reports on its stdout; the child's stderr is
  * passed through line by line. The parent hosts only the server (and its device and reactor): it
  * reads its own process CPU time when the child's clock starts and again when it stops.
@@ -152,10 +153,42 @@ public final class LoadGeneratorProcess {
         List<String> cmd = new ArrayList<>();
         cmd.add(javaBinary());
         cmd.add("-cp");
-        cmd.add(System.getProperty("java.class.path"));
+        cmd.add(classPath());
         cmd.add(LoadGeneratorProcess.class.getName());
         cmd.addAll(request.arguments());
         return cmd;
+    }
+
+    /**
+     * The child's class path: this JVM's {@code java.class.path}, followed by the entries of the
+     * URL class loaders that loaded this class, where it was loaded by one (the JUnit console
+     * launcher of {@code .gpu/junit} runs the tests from such a loader, with only its own jar on
+     * {@code java.class.path}).
+     */
+    static String classPath() {
+        java.util.LinkedHashSet<String> entries = new java.util.LinkedHashSet<>();
+        for (String e : System.getProperty("java.class.path", "").split(java.io.File.pathSeparator)) {
+            if (!e.isEmpty()) {
+                entries.add(e);
+            }
+        }
+        List<ClassLoader> loaders = new ArrayList<>();
+        for (ClassLoader cl = LoadGeneratorProcess.class.getClassLoader(); cl != null; cl = cl.getParent()) {
+            loaders.add(0, cl); // parents first, as they are searched first
+        }
+        for (ClassLoader cl : loaders) {
+            if (cl instanceof java.net.URLClassLoader urls) {
+                for (java.net.URL url : urls.getURLs()) {
+                    try {
+                        entries.add(Path.of(url.toURI()).toString());
+                    } catch (java.net.URISyntaxException | IllegalArgumentException
+                            | java.nio.file.FileSystemNotFoundException e) {
+                        // not a local file: the child could not use it either
+                    }
+                }
+            }
+        }
+        return String.join(java.io.File.pathSeparator, entries);
     }
 
     /** {@code java.home}'s {@code bin/java}, else the binary this process was started with. */

@@ -177,6 +177,32 @@ class LoadGeneratorProcessTest {
     }
 
     @Test
+    void loadedByAUrlClassLoaderTheChildGetsThatLoadersEntriesToo() throws Exception {
+        // As under the JUnit console launcher (.gpu/junit): java.class.path holds only the
+        // launcher's jar, the classes come from a URL class loader.
+        java.net.URL classes = LoadGeneratorProcess.class.getProtectionDomain().getCodeSource().getLocation();
+        try (java.net.URLClassLoader loader = new java.net.URLClassLoader(new java.net.URL[] {classes},
+                ClassLoader.getPlatformClassLoader())) {
+            Class<?> c = loader.loadClass(LoadGeneratorProcess.class.getName());
+            assertEquals(loader, c.getClassLoader());
+            java.lang.reflect.Method classPath = c.getDeclaredMethod("classPath");
+            classPath.setAccessible(true);
+            String cp = (String) classPath.invoke(null);
+            String dir = java.nio.file.Path.of(classes.toURI()).toString();
+            assertTrue(List.of(cp.split(java.io.File.pathSeparator)).contains(dir), dir + " in " + cp);
+            assertTrue(startsWithThisJvmsClassPath(cp), cp);
+        }
+    }
+
+    /** The entries of {@code cp} begin with those of java.class.path, in order (repeats once). */
+    private static boolean startsWithThisJvmsClassPath(String cp) {
+        List<String> own = java.util.Arrays.stream(System.getProperty("java.class.path").split(java.io.File.pathSeparator))
+                .filter(e -> !e.isEmpty()).distinct().toList();
+        List<String> entries = List.of(cp.split(java.io.File.pathSeparator));
+        return entries.size() >= own.size() && entries.subList(0, own.size()).equals(own);
+    }
+
+    @Test
     void theResultLineRoundTrips() {
         LoadGenerator.Level l = new LoadGenerator.Level(10_000, "h2c", 123_456, 123_450, 6, 9_876_543_210L, 1_500_000,
                 2_500_000, 9_000_000, 37, 4_321_000_000L, true, "HTTP 500: GPU fault: x");
@@ -202,8 +228,9 @@ class LoadGeneratorProcessTest {
         // the command: this JVM's java, its class path, the child's main class
         List<String> cmd = LoadGeneratorProcess.command(r);
         assertEquals(LoadGeneratorProcess.javaBinary(), cmd.get(0));
-        assertEquals(List.of("-cp", System.getProperty("java.class.path"), LoadGeneratorProcess.class.getName()),
+        assertEquals(List.of("-cp", LoadGeneratorProcess.classPath(), LoadGeneratorProcess.class.getName()),
                 cmd.subList(1, 4));
+        assertTrue(startsWithThisJvmsClassPath(LoadGeneratorProcess.classPath()), "this JVM's class path first");
         assertEquals(r.arguments(), cmd.subList(4, cmd.size()));
         assertEquals(Duration.ofSeconds(30 + 11 + 10), r.childLimit(), "start allowance + warm-up and level bounds");
     }
