@@ -30,13 +30,16 @@ import java.util.concurrent.atomic.AtomicReference;
  *       launches x kernel / 8 streams &lt;= 8 s. About 5 min with the defaults on the H200 (an
  *       estimate: ~20 s for 10 us kernels, ~40-45 s each for 50, 200 and 1000 us, per round);
  *       e.g. {@code sweep kernelsUs=10,50} and {@code sweep kernelsUs=200,1000} split it in two.
- *   bash .gpu/java io.cudaloom.bench.GpuBench servlet [concurrency=100,10000] [seconds=10]
+ *   bash .gpu/java io.cudaloom.bench.GpuBench servlet [concurrency=100,10000] [seconds=10] [requests=1000000] [device=cuda|sim]
  *       the demo's ScaleServlet on Jetty's VirtualThreadPool with await(), then on Jetty's
  *       QueuedThreadPool (200 platform threads) with CudaStream.synchronize(), loaded from
- *       127.0.0.1 at each concurrency for at most the given seconds (and 1,000,000 requests);
- *       requests/s and requests per CPU-second (see io.cudaloom.demo.ServletBench). About 1 min
- *       with the defaults (an estimate; at most ~2 min if every level runs into its time limit
- *       twice); exit code 1 if any request failed.
+ *       127.0.0.1 at each concurrency for at most the given seconds and requests, each level by a
+ *       load generator in a JVM of its own (a child process, same java and class path) that warms
+ *       up first; requests/s, latency, and the server process's own CPU: cores busy and requests
+ *       per CPU-second (see io.cudaloom.demo.ServletBench). About 1.5 min with the defaults (an
+ *       estimate: per level a JVM start, a warm-up of at most 5 s, the level; a child still
+ *       running after 2 x seconds + 50 s is killed); device=sim runs it without a GPU; exit code
+ *       1 if any request failed or a load generator failed.
  *   bash .gpu/java -Xmx512m io.cudaloom.bench.GpuBench scale [inFlight=100000]
  *       100,000 awaits, each behind its own kernel
  *   bash .gpu/java -Xmx512m io.cudaloom.bench.GpuBench scale-shared [inFlight=100000]
@@ -57,7 +60,7 @@ public final class GpuBench {
             usage: GpuBench cpu
                    GpuBench throughput [threads=10000] [awaits=100]
                    GpuBench sweep [threads=10000] [awaitsPerThread=100] [kernelsUs=10,50,200,1000] [rounds=2]
-                   GpuBench servlet [concurrency=100,10000] [seconds=10]
+                   GpuBench servlet [concurrency=100,10000] [seconds=10] [requests=1000000] [device=cuda|sim]
                    GpuBench scale [inFlight=100000]
                    GpuBench scale-shared [inFlight=100000]
                    GpuBench diag [threads=1000] [awaits=100] [await|coalesce|launch-only] [kernel us=10]
@@ -70,8 +73,10 @@ public final class GpuBench {
             case "throughput" -> throughput(arg(args, 1, 10_000), arg(args, 2, 100));
             case "sweep" -> ThroughputSweep.run(parsed(() -> ThroughputSweep.Settings.parse(args, 1)), System.out, System.err);
             case "servlet" -> {
-                ServletBench.Settings settings = parsed(() -> servletSettings(args, 1));
-                boolean ok = ServletBench.run(config -> CudaDevice.open(0, config), settings, System.out, System.err);
+                ServletArgs servlet = parsed(() -> servletArgs(args, 1));
+                boolean ok = ServletBench.run(servlet.simulated()
+                        ? io.cudaloom.sim.SimulatedDevice::create
+                        : config -> CudaDevice.open(0, config), servlet.settings(), System.out, System.err);
                 System.out.flush();
                 System.exit(ok ? 0 : 1);
             }
@@ -86,13 +91,28 @@ public final class GpuBench {
         }
     }
 
-    /** The parameters of {@code servlet}: concurrency levels and seconds per level. */
-    static ServletBench.Settings servletSettings(String[] args, int from) {
+    /** The parameters of {@code servlet}, and whether it runs on the simulated device ({@code device=sim}). */
+    record ServletArgs(ServletBench.Settings settings, boolean simulated) {}
+
+    /** The parameters of {@code servlet}: concurrency levels, seconds and requests per level, device. */
+    static ServletArgs servletArgs(String[] args, int from) {
         Map<String, String> v = BenchArgs.bind(args, from, List.of(
                 new BenchArgs.Param("concurrency", "100,10000"),
-                new BenchArgs.Param("seconds", "10")));
-        return ServletBench.Settings.of(BenchArgs.intList("concurrency", v.get("concurrency"), 1, 20_000),
-                Duration.ofSeconds(BenchArgs.intValue("seconds", v.get("seconds"), 1, 600)));
+                new BenchArgs.Param("seconds", "10"),
+                new BenchArgs.Param("requests", "1000000"),
+                new BenchArgs.Param("device", "cuda")));
+        String device = v.get("device").toLowerCase(java.util.Locale.ROOT);
+        if (!device.equals("cuda") && !device.equals("sim")) {
+            throw new IllegalArgumentException("device must be cuda or sim, was '" + v.get("device") + "'");
+        }
+        return new ServletArgs(ServletBench.Settings.of(BenchArgs.intList("concurrency", v.get("concurrency"), 1, 20_000),
+                Duration.ofSeconds(BenchArgs.intValue("seconds", v.get("seconds"), 1, 600)),
+                BenchArgs.intValue("requests", v.get("requests"), 1, 10_000_000)), device.equals("sim"));
+    }
+
+    /** The settings of {@code servlet} (see {@link #servletArgs}). */
+    static ServletBench.Settings servletSettings(String[] args, int from) {
+        return servletArgs(args, from).settings();
     }
 
     /** The parsed parameters, or the error and the usage on stderr and exit code 2. */

@@ -32,8 +32,12 @@ import java.util.Map;
  * then a warm-up of 1/20 of the row's launches run the same way. Odd rounds run the rows in the
  * order above, even rounds in reverse, so that no method always runs first. Each row reports
  * completions/s, wall time, cores busy (process CPU time / wall), process CPU time per completion,
- * and for {@code await()} the reactor's counters over the row; the {@code await()} row's last column
- * holds its ratios to the 8-thread ceiling and to the faster of the two pools.
+ * and for {@code await()} the reactor's counters over the row: registrations, inline completions,
+ * already done, fallbacks, device flag writes per completion ({@link ReactorStats#flagWrites()})
+ * and the time launches spent waiting for admission to a full stream
+ * ({@link ReactorStats#admissionWaitNanos()}, {@link ReactorStats#admissionWaits()}); the
+ * {@code await()} row's last column holds its ratios to the 8-thread ceiling and to the faster of
+ * the two pools.
  */
 final class ThroughputSweep {
     static final int STREAMS = 8;
@@ -128,11 +132,14 @@ final class ThroughputSweep {
     }
 
     /** The reactor's counters over one row. */
-    record AwaitCounts(long registrations, long inline, long immediate, long fallbacks) {
+    record AwaitCounts(long registrations, long inline, long immediate, long fallbacks, long flagWrites,
+            long admissionWaits, long admissionWaitNanos) {
         static AwaitCounts between(ReactorStats before, ReactorStats after) {
             return new AwaitCounts(after.registrations() - before.registrations(),
                     after.inlineCompletions() - before.inlineCompletions(),
-                    after.immediate() - before.immediate(), after.fallbacks() - before.fallbacks());
+                    after.immediate() - before.immediate(), after.fallbacks() - before.fallbacks(),
+                    after.flagWrites() - before.flagWrites(), after.admissionWaits() - before.admissionWaits(),
+                    after.admissionWaitNanos() - before.admissionWaitNanos());
         }
     }
 
@@ -153,16 +160,22 @@ final class ThroughputSweep {
 
     static String tableHeader() {
         return "| method | round | wall s | completions/s | cores busy | CPU per completion | "
-                + "await: registered / inline / already done / fallbacks | ratios |\n"
-                + "|---|---|---|---|---|---|---|---|";
+                + "await: registered / inline / already done / fallbacks | flag writes/completion"
+                + " | admission wait (ms total, waits) | ratios |\n"
+                + "|---|---|---|---|---|---|---|---|---|---|";
     }
 
     static String markdown(Row r, String ratios) {
-        String counts = r.counts() == null ? "-" : String.format(Locale.ROOT, "%,d / %,d / %,d / %,d",
-                r.counts().registrations(), r.counts().inline(), r.counts().immediate(), r.counts().fallbacks());
-        return String.format(Locale.ROOT, "| %s | %d | %.2f | %,.0f | %.2f | %.1f us | %s | %s |",
+        AwaitCounts c = r.counts();
+        String counts = c == null ? "-" : String.format(Locale.ROOT, "%,d / %,d / %,d / %,d",
+                c.registrations(), c.inline(), c.immediate(), c.fallbacks());
+        String flagWrites = c == null || r.launches() <= 0 ? "-"
+                : String.format(Locale.ROOT, "%.3f", (double) c.flagWrites() / r.launches());
+        String admission = c == null ? "-"
+                : String.format(Locale.ROOT, "%,.1f ms, %,d", c.admissionWaitNanos() / 1e6, c.admissionWaits());
+        return String.format(Locale.ROOT, "| %s | %d | %.2f | %,.0f | %.2f | %.1f us | %s | %s | %s | %s |",
                 r.method().label(r.workers()), r.round(), r.wallNanos() / 1e9, r.completionsPerSecond(),
-                r.coresBusy(), r.cpuMicrosPerCompletion(), counts, ratios);
+                r.coresBusy(), r.cpuMicrosPerCompletion(), counts, flagWrites, admission, ratios);
     }
 
     /**
@@ -227,8 +240,10 @@ final class ThroughputSweep {
         out.printf(Locale.ROOT, "%d streams; every row on a freshly opened device after a warm-up (an empty kernel"
                 + " per stream, then 1/%d of the row's launches the same way); rows run in table order in odd rounds,"
                 + " reversed in even ones. Cores busy: process CPU time / wall. CPU per completion: process CPU time"
-                + " / launches. Ratios: `await()` completions/s over the 8-thread ceiling's and the faster pool's,"
-                + " and its CPU per completion over that pool's.%n", STREAMS, WARM_UP_DIVISOR);
+                + " / launches. Flag writes/completion: the reactor's device flag writes over the row / launches;"
+                + " admission wait: the reactor's total time launches waited for room on a full stream, and how many"
+                + " waited (both `await()` only). Ratios: `await()` completions/s over the 8-thread ceiling's and the"
+                + " faster pool's, and its CPU per completion over that pool's.%n", STREAMS, WARM_UP_DIVISOR);
         for (int kernelUs : s.kernelsUs()) {
             long kernelNanos = 1000L * kernelUs;
             long total = totalLaunches(s.threads(), s.awaitsPerThread(), kernelNanos);

@@ -9,7 +9,10 @@ import java.lang.management.ManagementFactory;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Locale;
+import java.util.Map;
 import java.util.concurrent.atomic.AtomicReference;
 import jcuda.driver.CUresult;
 import jcuda.driver.JCudaDriver;
@@ -17,9 +20,16 @@ import jcuda.driver.JCudaDriver;
 /**
  * One waiter, one kernel at a time: launch, then wait by each method, side by side in one run.
  * Prints a Markdown table of p50/p90/p99 latency (launch to waiter running again) and the process
- * CPU time per wait. Each method runs twice (rounds A and B) to show the noise.
+ * CPU time per wait (process CPU time over a method's timed iterations, divided by those
+ * iterations: every thread of the JVM, the reactor's scanner included). Each method runs twice
+ * (rounds A and B) to show the noise. A second table puts {@code await()} (reactor defaults) and
+ * {@code cuStreamSynchronize} side by side per kernel and round, with their CPU per wait.
  *
- * <p>Usage: {@code WaitLatencyBench [iterations=3000] [warmup=2000]} (needs a CUDA device).
+ * <p>Usage: {@code WaitLatencyBench [iterations=3000] [warmup=2000] [csv=FILE] [methods=all|KEY,...]
+ * [kernelsUs=0,20,200]} (needs a CUDA device), by position or as {@code name=value}; method keys:
+ * {@code await, await-spin20, await-nospin, await-scannerspin, await-scannerpark, sync, query-spin,
+ * host-callback}; e.g. {@code methods=await,sync} for the side-by-side comparison alone. The CSV
+ * file receives every empty-kernel sample of round A (for docs/plot_latency.py).
  */
 public final class WaitLatencyBench {
     interface Waiter {
@@ -29,48 +39,131 @@ public final class WaitLatencyBench {
     /** How the benchmark thread waits. */
     enum Wait { AWAIT, SYNCHRONIZE, QUERY_SPIN }
 
-    record Method(String name, ReactorConfig config, boolean virtualThread, Wait waitBy) {}
+    record Method(String key, String name, ReactorConfig config, boolean virtualThread, Wait waitBy) {}
+
+    static final List<Method> METHODS = List.of(
+            new Method("await", "await(), virtual thread, reactor defaults (waiter spin 50 us)", ReactorConfig.defaults(), true, Wait.AWAIT),
+            new Method("await-spin20", "await(), virtual thread, waiter spin 20 us (the earlier default)",
+                    ReactorConfig.builder().waiterSpin(Duration.ofNanos(20_000)).build(), true, Wait.AWAIT),
+            new Method("await-nospin", "await(), virtual thread, no waiter spin (scanner wakes it)",
+                    ReactorConfig.builder().waiterSpin(Duration.ZERO).build(), true, Wait.AWAIT),
+            new Method("await-scannerspin", "await(), no waiter spin, scanner spins 1 ms before backing off",
+                    ReactorConfig.builder().waiterSpin(Duration.ZERO).scannerSpin(Duration.ofMillis(1)).build(), true, Wait.AWAIT),
+            new Method("await-scannerpark", "await(), no waiter spin, scanner parks at once (20 us..1 ms back-off)",
+                    ReactorConfig.builder().waiterSpin(Duration.ZERO).scannerSpin(Duration.ZERO).build(), true, Wait.AWAIT),
+            new Method("sync", "cuStreamSynchronize, platform thread", ReactorConfig.defaults(), false, Wait.SYNCHRONIZE),
+            new Method("query-spin", "spin on cuStreamQuery, platform thread", ReactorConfig.defaults(), false, Wait.QUERY_SPIN),
+            new Method("host-callback", "cuLaunchHostFunc + unpark, virtual thread",
+                    ReactorConfig.builder().strategy(CompletionStrategy.HOST_CALLBACK).build(), true, Wait.AWAIT));
+
+    static final List<String> ROUNDS = List.of("A", "B");
+
+    /** The parsed arguments. */
+    record Settings(int iterations, int warmup, String csv, List<Method> methods, List<Integer> kernelsUs) {
+        static Settings parse(String[] args) {
+            Map<String, String> v = BenchArgs.bind(args, 0, List.of(
+                    new BenchArgs.Param("iterations", "3000"),
+                    new BenchArgs.Param("warmup", "2000"),
+                    new BenchArgs.Param("csv", "-"),
+                    new BenchArgs.Param("methods", "all"),
+                    new BenchArgs.Param("kernelsUs", "0,20,200", "kernels")));
+            List<Method> methods = new ArrayList<>();
+            if (v.get("methods").equalsIgnoreCase("all")) {
+                methods.addAll(METHODS);
+            } else {
+                for (String key : v.get("methods").split(",", -1)) {
+                    Method m = METHODS.stream().filter(x -> x.key().equalsIgnoreCase(key.strip())).findFirst()
+                            .orElseThrow(() -> new IllegalArgumentException("unknown method '" + key + "' (known: all, "
+                                    + String.join(", ", METHODS.stream().map(Method::key).toList()) + ")"));
+                    if (methods.contains(m)) {
+                        throw new IllegalArgumentException("methods lists " + m.key() + " twice");
+                    }
+                    methods.add(m);
+                }
+            }
+            return new Settings(BenchArgs.intValue("iterations", v.get("iterations"), 100, 10_000_000),
+                    BenchArgs.intValue("warmup", v.get("warmup"), 0, 10_000_000),
+                    v.get("csv").equals("-") ? null : v.get("csv"), List.copyOf(methods),
+                    BenchArgs.intList("kernelsUs", v.get("kernelsUs"), 0, 100_000));
+        }
+    }
+
+    /** One measured row: latencies in microseconds, CPU per wait in microseconds. */
+    record Measured(double p50, double p90, double p99, double cpuMicrosPerWait) {}
+
+    static String kernelLabel(long kernelNanos) {
+        return kernelNanos == 0 ? "empty" : (kernelNanos / 1000) + " us";
+    }
+
+    static String row(long kernelNanos, Method m, String round, Measured r) {
+        return String.format(Locale.ROOT, "| %s | %s | %s | %.1f | %.1f | %.1f | %.1f us |", kernelLabel(kernelNanos),
+                m.name(), round, r.p50(), r.p90(), r.p99(), r.cpuMicrosPerWait());
+    }
+
+    static final String COMPARISON_HEADER = "| kernel | round | `await()` p50 / p99 | `cuStreamSynchronize` p50 / p99"
+            + " | `await()` CPU per wait | `cuStreamSynchronize` CPU per wait | CPU per wait, `await()` / sync |\n"
+            + "|---|---|---|---|---|---|---|";
+
+    /** A row of the side-by-side table: {@code await()} with the reactor defaults against {@code cuStreamSynchronize}. */
+    static String comparison(long kernelNanos, String round, Measured await, Measured sync) {
+        String ratio = sync.cpuMicrosPerWait() > 0
+                ? String.format(Locale.ROOT, "%.2f x", await.cpuMicrosPerWait() / sync.cpuMicrosPerWait()) : "-";
+        return String.format(Locale.ROOT, "| %s | %s | %.1f / %.1f us | %.1f / %.1f us | %.1f us | %.1f us | %s |",
+                kernelLabel(kernelNanos), round, await.p50(), await.p99(), sync.p50(), sync.p99(),
+                await.cpuMicrosPerWait(), sync.cpuMicrosPerWait(), ratio);
+    }
 
     public static void main(String[] args) throws Exception {
-        int iterations = args.length > 0 ? Integer.parseInt(args[0]) : 3000;
-        int warmup = args.length > 1 ? Integer.parseInt(args[1]) : 2000;
-        // Optional third argument: a CSV file that receives every empty-kernel sample of round A
-        // (method,microseconds), for the latency-distribution plot (docs/plot_latency.py).
-        java.io.PrintWriter csv = args.length > 2 ? new java.io.PrintWriter(args[2], "UTF-8") : null;
+        Settings s;
+        try {
+            s = Settings.parse(args);
+        } catch (IllegalArgumentException e) {
+            System.err.println("error: " + e.getMessage());
+            System.err.println("usage: WaitLatencyBench [iterations=3000] [warmup=2000] [csv=FILE] [methods=all|KEY,...]"
+                    + " [kernelsUs=0,20,200]");
+            System.exit(2);
+            return;
+        }
+        // A CSV file receives every empty-kernel sample of round A (method,microseconds), for the
+        // latency-distribution plot (docs/plot_latency.py).
+        java.io.PrintWriter csv = s.csv() != null ? new java.io.PrintWriter(s.csv(), "UTF-8") : null;
         if (csv != null) {
             csv.println("method,us");
         }
-        List<Method> methods = List.of(
-                new Method("await(), virtual thread, reactor defaults (waiter spin 50 us)", ReactorConfig.defaults(), true, Wait.AWAIT),
-                new Method("await(), virtual thread, waiter spin 20 us (the earlier default)",
-                        ReactorConfig.builder().waiterSpin(Duration.ofNanos(20_000)).build(), true, Wait.AWAIT),
-                new Method("await(), virtual thread, no waiter spin (scanner wakes it)",
-                        ReactorConfig.builder().waiterSpin(Duration.ZERO).build(), true, Wait.AWAIT),
-                new Method("await(), no waiter spin, scanner spins 1 ms before backing off",
-                        ReactorConfig.builder().waiterSpin(Duration.ZERO).scannerSpin(Duration.ofMillis(1)).build(), true, Wait.AWAIT),
-                new Method("await(), no waiter spin, scanner parks at once (20 us..1 ms back-off)",
-                        ReactorConfig.builder().waiterSpin(Duration.ZERO).scannerSpin(Duration.ZERO).build(), true, Wait.AWAIT),
-                new Method("cuStreamSynchronize, platform thread", ReactorConfig.defaults(), false, Wait.SYNCHRONIZE),
-                new Method("spin on cuStreamQuery, platform thread", ReactorConfig.defaults(), false, Wait.QUERY_SPIN),
-                new Method("cuLaunchHostFunc + unpark, virtual thread",
-                        ReactorConfig.builder().strategy(CompletionStrategy.HOST_CALLBACK).build(), true, Wait.AWAIT));
-        long[] kernels = {0, 20_000, 200_000};
-        System.out.printf("# Wait latency, one waiter (%d iterations, %d warm-up; microseconds)%n%n", iterations, warmup);
+        System.out.printf("# Wait latency, one waiter (%d iterations, %d warm-up; microseconds)%n%n", s.iterations(), s.warmup());
+        System.out.println("CPU per wait: process CPU time over a method's timed iterations / iterations (every thread"
+                + " of the JVM, the reactor's scanner included).");
+        System.out.println();
         System.out.println("| kernel | wait method | round | p50 | p90 | p99 | CPU per wait |");
         System.out.println("|---|---|---|---|---|---|---|");
-        for (long kernelNanos : kernels) {
-            for (String round : new String[] {"A", "B"}) {
-                for (Method m : methods) {
-                    double[] r = run(m, kernelNanos, iterations, warmup,
+        Map<String, Measured> results = new HashMap<>();
+        for (int kernelUs : s.kernelsUs()) {
+            long kernelNanos = 1000L * kernelUs;
+            for (String round : ROUNDS) {
+                for (Method m : s.methods()) {
+                    double[] r = run(m, kernelNanos, s.iterations(), s.warmup(),
                             csv != null && kernelNanos == 0 && round.equals("A") ? csv : null);
-                    System.out.printf("| %s | %s | %s | %.1f | %.1f | %.1f | %.1f us |%n",
-                            kernelNanos == 0 ? "empty" : (kernelNanos / 1000) + " us",
-                            m.name(), round, r[0], r[1], r[2], r[3]);
+                    Measured measured = new Measured(r[0], r[1], r[2], r[3]);
+                    results.put(kernelUs + "/" + round + "/" + m.key(), measured);
+                    System.out.println(row(kernelNanos, m, round, measured));
+                    System.out.flush();
                 }
             }
         }
         if (csv != null) {
             csv.close();
+        }
+        boolean both = s.methods().stream().anyMatch(m -> m.key().equals("await"))
+                && s.methods().stream().anyMatch(m -> m.key().equals("sync"));
+        if (both) {
+            System.out.printf("%n## `await()` (reactor defaults, virtual thread) and `cuStreamSynchronize` (platform"
+                    + " thread), side by side%n%n%s%n", COMPARISON_HEADER);
+            for (int kernelUs : s.kernelsUs()) {
+                for (String round : ROUNDS) {
+                    System.out.println(comparison(1000L * kernelUs, round, results.get(kernelUs + "/" + round + "/await"),
+                            results.get(kernelUs + "/" + round + "/sync")));
+                }
+            }
         }
     }
 

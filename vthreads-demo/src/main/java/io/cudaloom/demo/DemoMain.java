@@ -124,9 +124,11 @@ public final class DemoMain {
 
     private static int runAwaitDemo(DemoOptions o, DemoWorkload workload, PrintStream out, PrintStream err)
             throws InterruptedException {
-        err.printf(Locale.ROOT, "starting %,d virtual threads x %,d iterations (launch, await, verify)%n",
-                o.threads(), o.iterations());
-        DemoRun.Result result = DemoRun.run(workload, o.threads(), o.iterations(), err);
+        int warmUp = o.warmUpIterations();
+        err.printf(Locale.ROOT, "starting %,d virtual threads x %,d iterations (launch, await, verify);"
+                + " warm-up: %s%n", o.threads(), o.iterations(), warmUp == 0 ? "none"
+                        : warmUp == 1 ? "the first iteration of each thread" : "the first " + warmUp + " iterations of each thread");
+        DemoRun.Result result = DemoRun.run(workload, o.threads(), o.iterations(), warmUp, DemoRun.Progress.to(err));
         result.print(out);
         return result.passed() ? 0 : 1;
     }

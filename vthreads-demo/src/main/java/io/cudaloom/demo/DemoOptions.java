@@ -16,6 +16,8 @@ import java.util.Locale;
  * @param port HTTP port for --serve / --load (0 = any free port)
  * @param requests requests per concurrency level of --load
  * @param timeLimit time limit per concurrency level of --load
+ * @param warmUp warm-up iterations per thread of the await demo as given, or -1 for the default
+ *     ({@link #warmUpIterations()})
  */
 public record DemoOptions(
         Mode mode,
@@ -26,7 +28,8 @@ public record DemoOptions(
         Duration kernelTime,
         int port,
         int requests,
-        Duration timeLimit) {
+        Duration timeLimit,
+        int warmUp) {
 
     public enum Mode { RUN, SERVE, LOAD, HELP }
 
@@ -38,6 +41,8 @@ public record DemoOptions(
 
               --threads N       virtual threads (default 10000, 1..1000000)
               --iterations N    launch/await/verify steps per thread (default 5, 1..1000000)
+              --warmup N        of those, the first N per thread are a warm-up, left out of the
+                                steady-state figures (default 1, or 0 with --iterations 1)
               --device D        auto | sim | cuda (default auto: cuda if present, else sim)
               --streams N       device streams shared round-robin (default 8, 1..1024)
               --kernel-us N     simulated kernel time per step, microseconds (default 20, 0..1000000)
@@ -57,7 +62,18 @@ public record DemoOptions(
     /** The defaults: the await demo with 10,000 threads. */
     public static DemoOptions defaults() {
         return new DemoOptions(Mode.RUN, 10_000, 5, "auto", 8, Duration.ofNanos(20_000), -1, 10_000,
-                Duration.ofSeconds(10));
+                Duration.ofSeconds(10), -1);
+    }
+
+    /**
+     * Warm-up iterations per thread: as given with {@code --warmup}, else 1 (0 when there is only
+     * one iteration). Always less than {@link #iterations()}, so the steady state has at least one.
+     */
+    public int warmUpIterations() {
+        if (warmUp >= 0) {
+            return warmUp;
+        }
+        return iterations > 1 ? 1 : 0;
     }
 
     /** The port to bind: the one given, else 8080 for --serve and any free port for --load. */
@@ -76,7 +92,7 @@ public record DemoOptions(
         DemoOptions d = defaults();
         Mode mode = null;
         int threads = d.threads, iterations = d.iterations, streams = d.streams, port = d.port;
-        int requests = d.requests;
+        int requests = d.requests, warmUp = d.warmUp;
         String device = d.device;
         Duration kernel = d.kernelTime, timeLimit = d.timeLimit;
         boolean loadOnlyFlag = false;
@@ -89,6 +105,7 @@ public record DemoOptions(
                 case "--load" -> mode = setMode(mode, Mode.LOAD, c.flag());
                 case "--threads" -> threads = c.intValue(1, 1_000_000);
                 case "--iterations" -> iterations = c.intValue(1, 1_000_000);
+                case "--warmup" -> warmUp = c.intValue(0, 999_999);
                 case "--streams" -> streams = c.intValue(1, 1024);
                 case "--kernel-us" -> kernel = Duration.ofNanos(1000L * c.intValue(0, 1_000_000));
                 case "--port" -> port = c.intValue(0, 65_535);
@@ -117,7 +134,14 @@ public record DemoOptions(
         if (loadOnlyFlag && mode != Mode.LOAD && mode != Mode.HELP) {
             throw new UsageException("--requests and --seconds need --load");
         }
-        return new DemoOptions(mode, threads, iterations, device, streams, kernel, port, requests, timeLimit);
+        if (warmUp >= 0 && mode != Mode.RUN && mode != Mode.HELP) {
+            throw new UsageException("--warmup is for the await demo, not --" + mode.name().toLowerCase(Locale.ROOT));
+        }
+        if (warmUp >= iterations && mode == Mode.RUN) {
+            throw new UsageException("--warmup must be less than --iterations (" + iterations + "), was " + warmUp
+                    + ": the steady state needs at least one iteration");
+        }
+        return new DemoOptions(mode, threads, iterations, device, streams, kernel, port, requests, timeLimit, warmUp);
     }
 
     private static Mode setMode(Mode current, Mode wanted, String flag) throws UsageException {

@@ -11,32 +11,77 @@ import java.util.concurrent.atomic.LongAdder;
 
 /**
  * The await demo: {@code threads} virtual threads each run {@code iterations} steps of
- * {@link DemoWorkload#runOnce} (launch, await, verify), while the main thread prints a progress
- * line; then the figures are collected into a {@link Result}.
+ * {@link DemoWorkload#runOnce} (launch, await, verify), while the main thread prints progress;
+ * then the figures are collected into a {@link Result}.
+ *
+ * <p>Steady state: the first {@code warmUp} iterations of every thread are a warm-up (the JIT's
+ * first compiles, the carrier pool growing, first-touch allocations). Every thread stops after its
+ * warm-up and waits until all have finished theirs; then the clock, the process CPU time and the
+ * await-latency histogram start afresh, and all threads run their remaining iterations. The
+ * throughput, CPU and latency figures are over that window only; the checks (every result
+ * verified, no slot left in use) cover the whole run.
  */
 final class DemoRun {
-    private static final long PROGRESS_INTERVAL_MS = 200; // at most 5 lines a second
+    private static final long PROGRESS_INTERVAL_MS = 200;        // on a console: at most 5 updates a second
+    private static final long PLAIN_PROGRESS_INTERVAL_MS = 2_000; // elsewhere (a file, a pipe): a line every 2 s
     private static final Duration QUIESCENCE_LIMIT = Duration.ofSeconds(5);
 
     private DemoRun() {}
+
+    /**
+     * Where progress goes. On a console one line rewritten in place with {@code \r}; elsewhere (a
+     * log file, a pipe, a test) plain lines, fewer of them.
+     */
+    record Progress(PrintStream stream, boolean console) {
+        static final Progress NONE = new Progress(new PrintStream(PrintStream.nullOutputStream()), false);
+
+        /** Progress on {@code stream}, rewritten in place only if this process's standard streams are a terminal. */
+        static Progress to(PrintStream stream) {
+            return new Progress(stream, stream == System.err && onConsole());
+        }
+    }
+
+    /**
+     * Whether this JVM runs on a console: {@link System#console()} is not null and, on JDK 22 and
+     * later (where it may be non-null with the streams redirected), {@code Console.isTerminal()}.
+     */
+    static boolean onConsole() {
+        java.io.Console c = System.console();
+        if (c == null) {
+            return false;
+        }
+        try {
+            return (Boolean) java.io.Console.class.getMethod("isTerminal").invoke(c);
+        } catch (NoSuchMethodException e) {
+            return true; // JDK 21: a console exists only on a terminal
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            return false;
+        }
+    }
 
     /** What one run measured. {@link #passed()} is the demo's verdict. */
     record Result(
             String device,
             int threads,
             int iterations,
+            int warmUpIterations,
             long completions,
             long verified,
             long mismatches,
             long errors,
             String firstError,
             long wallNanos,
+            long cpuNanos,
+            long warmUpCompletions,
+            long warmUpWallNanos,
+            long steadyCompletions,
+            long steadyWallNanos,
+            long steadyCpuNanos,
             long awaitP50,
             long awaitP90,
             long awaitP99,
             long awaitMax,
             int peakPlatformThreads,
-            long cpuNanos,
             long armedAtEnd,
             long slotsInUseAtEnd,
             long quarantinedAtEnd,
@@ -51,8 +96,54 @@ final class DemoRun {
                     && armedAtEnd == 0 && slotsInUseAtEnd == 0;
         }
 
+        /** Steady-state completions per second of wall time. */
         double completionsPerSecond() {
-            return wallNanos == 0 ? 0 : completions * 1e9 / wallNanos;
+            return steadyWallNanos == 0 ? 0 : steadyCompletions * 1e9 / steadyWallNanos;
+        }
+
+        /** Steady-state process CPU time per completion in nanoseconds; NaN if unknown. */
+        double cpuNanosPerCompletion() {
+            return steadyCpuNanos < 0 || steadyCompletions == 0 ? Double.NaN : (double) steadyCpuNanos / steadyCompletions;
+        }
+
+        /** Steady-state process CPU time over wall time; NaN if unknown. */
+        double coresBusy() {
+            return steadyCpuNanos < 0 || steadyWallNanos == 0 ? Double.NaN : (double) steadyCpuNanos / steadyWallNanos;
+        }
+
+        /** Which iterations the warm-up was, in words. */
+        String warmUpText() {
+            return switch (warmUpIterations) {
+                case 0 -> "none (--warmup 0): the figures include the first iterations' JIT compiles";
+                case 1 -> "the first iteration of each thread";
+                default -> String.format(Locale.ROOT, "the first %,d iterations of each thread", warmUpIterations);
+            };
+        }
+
+        /** Which iterations the steady state was, in words. */
+        String steadyText() {
+            int first = warmUpIterations + 1;
+            return first == iterations ? "iteration " + first + " of " + iterations
+                    : String.format(Locale.ROOT, "iterations %,d-%,d of %,d", first, iterations, iterations);
+        }
+
+        /** The one-line summary: steady-state throughput, CPU per completion, cores busy. */
+        String summary() {
+            return String.format(Locale.ROOT, "summary: steady state (%s, after %s): %,.0f completions/s, %s CPU per"
+                    + " completion, %s cores busy", steadyText(), warmUpIterations == 0 ? "no warm-up"
+                            : warmUpIterations == 1 ? "a warm-up of 1 iteration per thread"
+                            : "a warm-up of " + warmUpIterations + " iterations per thread",
+                    completionsPerSecond(), cpuPerCompletionText(), coresBusyText());
+        }
+
+        private String cpuPerCompletionText() {
+            double c = cpuNanosPerCompletion();
+            return Double.isNaN(c) ? "n/a" : duration(Math.round(c));
+        }
+
+        private String coresBusyText() {
+            double c = coresBusy();
+            return Double.isNaN(c) ? "n/a" : String.format(Locale.ROOT, "%.2f", c);
         }
 
         void print(PrintStream out) {
@@ -60,14 +151,23 @@ final class DemoRun {
                     threads, iterations, device);
             row(out, "completions", String.format(Locale.ROOT, "%,d (%,d verified, %,d mismatches, %,d errors)",
                     completions, verified, mismatches, errors));
-            row(out, "completions/s", String.format(Locale.ROOT, "%,.0f  (wall %.2f s)",
-                    completionsPerSecond(), wallNanos / 1e9));
-            row(out, "await latency p50", duration(awaitP50));
+            row(out, "warm-up", warmUpIterations == 0 ? warmUpText()
+                    : String.format(Locale.ROOT, "%s: %,d completions in %.2f s, not in the figures below",
+                            warmUpText(), warmUpCompletions, warmUpWallNanos / 1e9));
+            row(out, "steady state", String.format(Locale.ROOT, "%s: %,d completions in %.2f s",
+                    steadyText(), steadyCompletions, steadyWallNanos / 1e9));
+            row(out, "completions/s", String.format(Locale.ROOT, "%,.0f  (steady state)", completionsPerSecond()));
+            row(out, "CPU per completion", cpuPerCompletionText()
+                    + "  (process CPU time / completions, steady state)");
+            row(out, "cores busy", coresBusyText() + "  (process CPU time / wall, steady state)");
+            row(out, "await latency p50", duration(awaitP50) + "  (steady state)");
             row(out, "await latency p90", duration(awaitP90));
             row(out, "await latency p99", duration(awaitP99) + "  (max " + duration(awaitMax) + ")");
             row(out, "peak platform threads", String.format(Locale.ROOT, "%d  (for %,d virtual threads)",
                     peakPlatformThreads, threads));
-            row(out, "process CPU time", cpuNanos < 0 ? "n/a" : String.format(Locale.ROOT, "%.2f s", cpuNanos / 1e9));
+            row(out, "process CPU time", steadyCpuNanos < 0 ? "n/a" : String.format(Locale.ROOT,
+                    "%.2f s steady state; %.2f s whole run (wall %.2f s)", steadyCpuNanos / 1e9, cpuNanos / 1e9,
+                    wallNanos / 1e9));
             row(out, "slots in use at end", String.format(Locale.ROOT, "%d  (armed %d, capacity %,d - free %,d, quarantined %d)",
                     slotsInUseAtEnd, armedAtEnd, capacity, capacity - slotsInUseAtEnd, quarantinedAtEnd));
             row(out, "fallbacks", String.format(Locale.ROOT, "%,d  (slot registrations %,d, inline %,d, already done %,d)",
@@ -76,7 +176,9 @@ final class DemoRun {
                 row(out, "first error", firstError);
             }
             out.printf(Locale.ROOT, "  (await latency: time parked in await(), including the wait behind other threads'%n"
-                    + "   work queued on the same stream; peak platform threads: the whole JVM, device threads included)%n");
+                    + "   work queued on the same stream; peak platform threads: the whole JVM, device threads included;%n"
+                    + "   process CPU time: every thread of the JVM; the checks and the slot counts cover the whole run)%n");
+            out.println(summary());
             out.println(passed() ? "result: OK" : "result: FAILED");
         }
 
@@ -92,8 +194,21 @@ final class DemoRun {
         }
     }
 
+    /** {@link #run(DemoWorkload, int, int, int, Progress)} without a warm-up, progress on {@code progress} as plain lines. */
     static Result run(DemoWorkload workload, int threads, int iterations, PrintStream progress)
             throws InterruptedException {
+        return run(workload, threads, iterations, 0, new Progress(progress, false));
+    }
+
+    /**
+     * Runs the demo: {@code warmUp} iterations per thread, then (once every thread has finished
+     * them) the remaining {@code iterations - warmUp}, the steady state.
+     */
+    static Result run(DemoWorkload workload, int threads, int iterations, int warmUp, Progress progress)
+            throws InterruptedException {
+        if (warmUp < 0 || warmUp >= iterations) {
+            throw new IllegalArgumentException("warm-up must be in [0, iterations), was " + warmUp + " of " + iterations);
+        }
         var reactor = workload.device().reactor();
         ReactorStats before = reactor.stats();
         LongAdder completions = new LongAdder();
@@ -102,20 +217,35 @@ final class DemoRun {
         LongAdder errors = new LongAdder();
         AtomicReference<String> firstError = new AtomicReference<>();
         CountDownLatch start = new CountDownLatch(1);
+        CountDownLatch warmedUp = new CountDownLatch(threads);
+        CountDownLatch steady = new CountDownLatch(1);
         CountDownLatch finished = new CountDownLatch(threads);
 
         var factory = Thread.ofVirtual().name("demo-", 0).factory();
         for (int t = 0; t < threads; t++) {
             int index = t;
             factory.newThread(() -> {
+                boolean failed = false;
                 try {
                     start.await();
-                    for (int it = 0; it < iterations; it++) {
-                        boolean ok = workload.runOnce(index, it);
-                        completions.increment();
-                        (ok ? verified : mismatches).increment();
+                    for (int it = 0; it < warmUp; it++) {
+                        step(workload, index, it, completions, verified, mismatches);
                     }
                 } catch (Exception | Error e) {       // a fault, a closed device, an interrupt
+                    failed = true;
+                    errors.increment();
+                    firstError.compareAndSet(null, e.toString());
+                } finally {
+                    warmedUp.countDown();
+                }
+                try {
+                    if (!failed) {
+                        steady.await();
+                        for (int it = warmUp; it < iterations; it++) {
+                            step(workload, index, it, completions, verified, mismatches);
+                        }
+                    }
+                } catch (Exception | Error e) {
                     errors.increment();
                     firstError.compareAndSet(null, e.toString());
                 } finally {
@@ -128,35 +258,69 @@ final class DemoRun {
         ProcessMetrics.resetPeakPlatformThreads();
         long cpu0 = ProcessMetrics.processCpuNanos();
         long t0 = System.nanoTime();
-        start.countDown();
         long total = (long) threads * iterations;
-        while (!finished.await(PROGRESS_INTERVAL_MS, TimeUnit.MILLISECONDS)) {
-            long done = completions.sum();
-            double secs = (System.nanoTime() - t0) / 1e9;
-            progress.printf(Locale.ROOT, "\r  %,d / %,d awaits  %,.0f/s  armed slots %,d  platform threads %d   ",
-                    done, total, done / Math.max(secs, 1e-9), reactor.stats().armedNow(),
-                    ProcessMetrics.platformThreads());
-            progress.flush();
+        start.countDown();
+        if (warmUp > 0) {
+            waitWithProgress(warmedUp, "warm-up", completions, 0, (long) threads * warmUp, t0, reactor, progress);
+        } else {
+            warmedUp.await();
         }
-        long wall = System.nanoTime() - t0;
+        // Every thread is parked before its steady state (or has failed): nobody records now.
+        long warmUpDone = completions.sum();
+        long t1 = System.nanoTime();
+        workload.awaitLatency().reset();
         long cpu1 = ProcessMetrics.processCpuNanos();
+        long t1s = System.nanoTime();
+        steady.countDown();
+        waitWithProgress(finished, "steady state", completions, warmUpDone, total, t1s, reactor, progress);
+        long t2 = System.nanoTime();
+        long cpu2 = ProcessMetrics.processCpuNanos();
         int peak = ProcessMetrics.peakPlatformThreads();
-        progress.printf(Locale.ROOT, "\r  %,d / %,d awaits done in %.2f s%-40s%n", completions.sum(), total, wall / 1e9, "");
-        progress.flush();
+        PrintStream p = progress.stream();
+        p.printf(Locale.ROOT, "%s  %,d / %,d awaits done in %.2f s (warm-up %.2f s, steady state %.2f s)%s%n",
+                progress.console() ? "\r" : "", completions.sum(), total, (t2 - t0) / 1e9, (t1 - t0) / 1e9,
+                (t2 - t1s) / 1e9, progress.console() ? " ".repeat(20) : "");
+        p.flush();
 
         // An await that completed inline (its own spin saw the flag) returns before the scanner
         // retires its slot; give the scanner a moment to catch up before reading "slots in use".
         ReactorStats after = awaitQuiescence(workload);
         LatencyHistogram lat = workload.awaitLatency();
         long inUse = after.capacity() - after.freeSlots();
-        return new Result(workload.description(), threads, iterations, completions.sum(), verified.sum(),
-                mismatches.sum(), errors.sum(), firstError.get(), wall,
+        boolean cpuKnown = cpu0 >= 0;
+        return new Result(workload.description(), threads, iterations, warmUp, completions.sum(), verified.sum(),
+                mismatches.sum(), errors.sum(), firstError.get(), t2 - t0, cpuKnown ? cpu2 - cpu0 : -1,
+                warmUpDone, t1 - t0, completions.sum() - warmUpDone, t2 - t1s, cpuKnown ? cpu2 - cpu1 : -1,
                 lat.percentile(50), lat.percentile(90), lat.percentile(99), lat.max(),
-                peak, cpu0 < 0 ? -1 : cpu1 - cpu0, after.armedNow(), inUse, after.quarantined(),
+                peak, after.armedNow(), inUse, after.quarantined(),
                 after.capacity(), after.fallbacks() - before.fallbacks(),
                 after.registrations() - before.registrations(),
                 after.inlineCompletions() - before.inlineCompletions(),
                 after.immediate() - before.immediate());
+    }
+
+    private static void step(DemoWorkload workload, int index, int it, LongAdder completions, LongAdder verified,
+            LongAdder mismatches) throws InterruptedException {
+        boolean ok = workload.runOnce(index, it);
+        completions.increment();
+        (ok ? verified : mismatches).increment();
+    }
+
+    /** Waits for {@code latch}, printing progress of {@code phase}: on a console in place, else a plain line now and then. */
+    private static void waitWithProgress(CountDownLatch latch, String phase, LongAdder completions, long from,
+            long to, long phaseStart, io.cudaloom.CompletionReactor reactor, Progress progress)
+            throws InterruptedException {
+        long interval = progress.console() ? PROGRESS_INTERVAL_MS : PLAIN_PROGRESS_INTERVAL_MS;
+        PrintStream p = progress.stream();
+        while (!latch.await(interval, TimeUnit.MILLISECONDS)) {
+            long done = completions.sum();
+            double secs = (System.nanoTime() - phaseStart) / 1e9;
+            p.printf(Locale.ROOT, "%s  %s: %,d / %,d awaits  %,.0f/s  armed slots %,d  platform threads %d%s",
+                    progress.console() ? "\r" : "", phase, done, to, (done - from) / Math.max(secs, 1e-9),
+                    reactor.stats().armedNow(), ProcessMetrics.platformThreads(),
+                    progress.console() ? "   " : System.lineSeparator());
+            p.flush();
+        }
     }
 
     /** Reactor stats once no slot is armed or held (or after a short limit, whatever they say then). */

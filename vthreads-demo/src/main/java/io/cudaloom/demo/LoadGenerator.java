@@ -21,10 +21,12 @@ import java.util.concurrent.atomic.LongAdder;
  * fixed number of {@code GET /scale} requests, each checking its response body, and stop at the
  * count or the time limit, whichever comes first. It sends to 127.0.0.1 only.
  *
- * <p>HTTP/1.1 needs one socket per concurrent request on each side, i.e. two file descriptors per
- * request in this process (client and server share it). When that would not fit under the
- * process's open-file limit, the level runs over cleartext HTTP/2 (h2c) instead, where the
- * requests are concurrent streams of one connection; the table says which protocol ran.
+ * <p>HTTP/1.1 needs one socket per concurrent request on each side: two file descriptors per
+ * request when the server runs in the same process ({@code DemoMain --load}), one when it runs in
+ * another ({@code GpuBench servlet}, whose load generator is a child JVM:
+ * {@link LoadGeneratorProcess}). When that would not fit under the process's open-file limit, the
+ * level runs over cleartext HTTP/2 (h2c) instead, where the requests are concurrent streams of one
+ * connection; the table says which protocol ran.
  */
 final class LoadGenerator {
     /** File descriptors kept free for everything else (jars, the JVM, the selector). */
@@ -61,23 +63,60 @@ final class LoadGenerator {
         H2C
     }
 
+    /**
+     * Called around a level's measured window, on the thread that runs the level: a process that
+     * runs the load generator for another one (the child JVM of {@link LoadGeneratorProcess}) tells
+     * it when the clock starts and stops.
+     */
+    interface Window {
+        /** After the connection is open (the one request before the clock), before the first timed request. */
+        default void beforeStart(String protocol) throws InterruptedException {}
+
+        /** Right after the last worker ended and the level's wall time was taken, before anything is closed. */
+        default void afterEnd() {}
+    }
+
+    private static final Window NO_WINDOW = new Window() {};
+
+    /** Where the server runs, for {@link Protocol#AUTO}: it counts the sockets of both ends in this process or one. */
+    enum ServerProcess {
+        /** The server runs in this process: two file descriptors per HTTP/1.1 request here. */
+        SAME,
+        /** The server runs in another process: one file descriptor per HTTP/1.1 request here. */
+        OTHER;
+
+        int socketsPerRequest() {
+            return this == SAME ? 2 : 1;
+        }
+    }
+
     static Level run(URI base, int concurrency, int requests, Duration timeLimit) throws InterruptedException {
         return run(base, concurrency, requests, timeLimit, Protocol.AUTO);
     }
 
     static Level run(URI base, int concurrency, int requests, Duration timeLimit, Protocol version)
             throws InterruptedException {
+        return run(base, concurrency, requests, timeLimit, version, ServerProcess.SAME, NO_WINDOW);
+    }
+
+    /** Whether a level of {@code concurrency} requests runs over h2c. */
+    static boolean h2c(Protocol version, int concurrency, ServerProcess server) {
+        return switch (version) {
+            case AUTO -> (long) server.socketsPerRequest() * concurrency + FD_RESERVE > ProcessMetrics.maxFileDescriptors();
+            case HTTP_1_1 -> false;
+            case H2C -> true;
+        };
+    }
+
+    static Level run(URI base, int concurrency, int requests, Duration timeLimit, Protocol version,
+            ServerProcess server, Window window) throws InterruptedException {
         if (!DemoServer.HOST.equals(base.getHost())) {
             throw new IllegalArgumentException("the load generator sends to " + DemoServer.HOST + " only, not " + base);
         }
         if (concurrency < 1 || requests < 1) {
             throw new IllegalArgumentException("concurrency and requests must be >= 1");
         }
-        boolean h2 = switch (version) {
-            case AUTO -> 2L * concurrency + FD_RESERVE > ProcessMetrics.maxFileDescriptors();
-            case HTTP_1_1 -> false;
-            case H2C -> true;
-        };
+        boolean h2 = h2c(version, concurrency, server);
         LatencyHistogram latency = new LatencyHistogram();
         AtomicInteger next = new AtomicInteger();
         LongAdder ok = new LongAdder();
@@ -94,11 +133,12 @@ final class LoadGenerator {
             // One request before the clock starts: opens the connection (and, for h2c, upgrades it
             // so the level's requests become streams of that one connection).
             protocol = warmUp(client, base, timeLimit);
+            window.beforeStart(protocol);
 
             ProcessMetrics.resetPeakPlatformThreads();
             long cpu0 = ProcessMetrics.processCpuNanos();
             CountDownLatch go = new CountDownLatch(1);
-            long[] window = new long[2];
+            long[] start = new long[1];
             List<Thread> workers = new ArrayList<>(concurrency);
             var factory = Thread.ofVirtual().name("load-", 0).factory();
             for (int w = 0; w < concurrency; w++) {
@@ -108,7 +148,7 @@ final class LoadGenerator {
                     } catch (InterruptedException e) {
                         return;
                     }
-                    long deadline = window[0] + timeLimit.toNanos();
+                    long deadline = start[0] + timeLimit.toNanos();
                     int i;
                     while ((i = next.getAndIncrement()) < requests && System.nanoTime() - deadline < 0) {
                         int seed = i % 10_001, n = 256, factor = 1 + i % 7;
@@ -136,11 +176,11 @@ final class LoadGenerator {
                 }));
             }
             workers.forEach(Thread::start);
-            window[0] = System.nanoTime();            // published to the workers by go.countDown()
+            start[0] = System.nanoTime();             // published to the workers by go.countDown()
             go.countDown();
             // Every request has a timeout of timeLimit and none starts after the deadline, so all
             // workers end within 2 x timeLimit; the join bound is a second guard.
-            long joinDeadline = window[0] + 2 * timeLimit.toNanos() + 5_000_000_000L;
+            long joinDeadline = start[0] + 2 * timeLimit.toNanos() + 5_000_000_000L;
             boolean timedOut = false;
             for (Thread w : workers) {
                 long left = joinDeadline - System.nanoTime();
@@ -149,9 +189,10 @@ final class LoadGenerator {
                     w.interrupt();
                 }
             }
-            long elapsed = System.nanoTime() - window[0];
-            timedOut |= ok.sum() + failed.sum() < requests;
+            long elapsed = System.nanoTime() - start[0];
             long cpu = cpu0 < 0 ? -1 : ProcessMetrics.processCpuNanos() - cpu0;
+            window.afterEnd();
+            timedOut |= ok.sum() + failed.sum() < requests;
             client.shutdownNow();
             return new Level(concurrency, protocol, (int) (ok.sum() + failed.sum()), (int) ok.sum(),
                     (int) failed.sum(), elapsed, latency.percentile(50), latency.percentile(90),

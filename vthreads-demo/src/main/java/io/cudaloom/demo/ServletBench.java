@@ -20,10 +20,14 @@ import java.util.function.Function;
  *   <li>Jetty's default {@code QueuedThreadPool} of 200 platform threads, the workload waiting with
  *       {@code CudaStream.synchronize()} ({@link DemoWorkload.WaitBy#SYNCHRONIZE}).
  * </ol>
- * Each runs on a freshly opened device and a fresh server, after a warm-up that is not reported.
- * Every level is bounded in requests and time; every response body is checked. The CPU figures
- * are the whole process's: server, reactor and the load generator's client, which is the same for
- * both servers.
+ * Each server runs on a freshly opened device, in this process. Each level's load comes from a
+ * JVM of its own ({@link LoadGeneratorProcess}: a child process with this JVM's {@code java} and
+ * class path), which first warms up (not reported), then runs the level. Every level is bounded in
+ * requests and time, every response body is checked, and a child that fails or outlives its bound
+ * is killed and reported as an error. The server figures (CPU time, cores busy, requests per
+ * CPU-second, platform threads) are this process's alone, which hosts only the server, the device
+ * and its reactor, taken over the level's window (from the child's start signal to its last
+ * answer); the client's CPU is shown apart.
  */
 public final class ServletBench {
     /** Simulated kernel time per request on the simulated device (the demo's default); a GPU takes what it takes. */
@@ -37,7 +41,8 @@ public final class ServletBench {
      * @param concurrency the concurrency levels, each 1..{@value DemoServer#MAX_CONCURRENT}
      * @param timeLimit per level (requests in flight at the limit may take as long again)
      * @param requestsPerLevel at most this many requests per level
-     * @param warmUpRequests requests of the warm-up before each server's levels (16 at a time)
+     * @param warmUpRequests requests of the warm-up that each level's load generator JVM runs (16 at
+     *     a time) before the level, not reported
      * @param warmUpTime time limit of that warm-up
      * @param streams streams the workload shares round-robin
      */
@@ -63,10 +68,17 @@ public final class ServletBench {
 
         /**
          * The benchmark's settings: at most 1,000,000 requests or {@code timeLimit} per level, the
-         * demo's warm-up ({@value DemoMain#WARM_UP_REQUESTS} requests or 5 s), 8 streams.
+         * demo's warm-up ({@value DemoMain#WARM_UP_REQUESTS} requests or 5 s) in each level's load
+         * generator JVM, 8 streams.
          */
         public static Settings of(List<Integer> concurrency, Duration timeLimit) {
-            return new Settings(concurrency, timeLimit, 1_000_000, DemoMain.WARM_UP_REQUESTS, DemoMain.WARM_UP_TIME, 8);
+            return of(concurrency, timeLimit, 1_000_000);
+        }
+
+        /** {@link #of(List, Duration)} with at most {@code requestsPerLevel} requests per level. */
+        public static Settings of(List<Integer> concurrency, Duration timeLimit, int requestsPerLevel) {
+            return new Settings(concurrency, timeLimit, requestsPerLevel, DemoMain.WARM_UP_REQUESTS,
+                    DemoMain.WARM_UP_TIME, 8);
         }
     }
 
@@ -87,22 +99,32 @@ public final class ServletBench {
             new Variant(DemoServer.RequestThreads.PLATFORM_200, DemoWorkload.WaitBy.SYNCHRONIZE));
 
     static String tableHeader() {
-        return "| server | concurrency | protocol | ok | failed | requests/s | p50 ms | p99 ms | cores busy"
-                + " | requests per CPU-second | peak platform threads |\n"
-                + "|---|---|---|---|---|---|---|---|---|---|---|";
+        return "| server | concurrency | protocol | ok | failed | requests/s | p50 ms | p99 ms | server CPU s"
+                + " | cores busy (server) | requests per CPU-second (server) | peak platform threads (server)"
+                + " | load generator CPU s (own JVM) |\n"
+                + "|---|---|---|---|---|---|---|---|---|---|---|---|---|";
     }
 
-    static String markdown(String server, LoadGenerator.Level l) {
-        double seconds = l.elapsedNanos() / 1e9;
-        String cores = l.cpuNanos() < 0 || seconds <= 0 ? "n/a" : String.format(Locale.ROOT, "%.2f", l.cpuNanos() / 1e9 / seconds);
-        String perCpu = l.cpuNanos() <= 0 ? "n/a" : String.format(Locale.ROOT, "%,.0f", l.ok() / (l.cpuNanos() / 1e9));
-        return String.format(Locale.ROOT, "| %s | %,d | %s | %,d | %,d | %,.0f | %.2f | %.2f | %s | %s | %d |", server,
-                l.concurrency(), l.protocol(), l.ok(), l.failed(), l.requestsPerSecond(), l.p50() / 1e6, l.p99() / 1e6,
-                cores, perCpu, l.peakPlatformThreads());
+    static String markdown(String server, int concurrency, LoadGeneratorProcess.Outcome o) {
+        LoadGenerator.Level l = o.level();
+        if (l == null) {
+            return String.format(Locale.ROOT, "| %s | %,d | error | - | - | - | - | - | - | - | - | - | - |", server,
+                    concurrency);
+        }
+        String cpu = o.serverCpuNanos() < 0 ? "n/a" : String.format(Locale.ROOT, "%.2f", o.serverCpuNanos() / 1e9);
+        double coresBusy = o.serverCoresBusy();
+        String cores = Double.isNaN(coresBusy) ? "n/a" : String.format(Locale.ROOT, "%.2f", coresBusy);
+        double perCpuSecond = o.requestsPerServerCpuSecond();
+        String perCpu = Double.isNaN(perCpuSecond) ? "n/a" : String.format(Locale.ROOT, "%,.0f", perCpuSecond);
+        String client = l.cpuNanos() < 0 ? "n/a" : String.format(Locale.ROOT, "%.2f", l.cpuNanos() / 1e9);
+        return String.format(Locale.ROOT, "| %s | %,d | %s | %,d | %,d | %,.0f | %.2f | %.2f | %s | %s | %s | %d | %s |",
+                server, l.concurrency(), l.protocol(), l.ok(), l.failed(), l.requestsPerSecond(), l.p50() / 1e6,
+                l.p99() / 1e6, cpu, cores, perCpu, o.serverPeakPlatformThreads(), client);
     }
 
     /**
-     * Runs both servers at every level: a markdown table on {@code out}, progress on {@code err}.
+     * Runs both servers at every level: a markdown table on {@code out}, progress and the load
+     * generators' stderr on {@code err}.
      *
      * @param open opens the device for one server (e.g. CUDA device 0), given the reactor configuration
      * @return true if every request of every level was answered correctly
@@ -113,8 +135,9 @@ public final class ServletBench {
         ReactorConfig config = ReactorConfig.builder()
                 .capacity(Math.max(ReactorConfig.defaults().capacity(), DemoServer.MAX_CONCURRENT)).build();
         out.printf(Locale.ROOT, "## GpuBench servlet: GET /scale on 127.0.0.1, up to %,d requests or %d s per level;"
-                + " open-file limit %,d; %d cores; Java %s%n%n", s.requestsPerLevel(), s.timeLimit().toSeconds(),
-                ProcessMetrics.maxFileDescriptors(), Runtime.getRuntime().availableProcessors(), Runtime.version());
+                + " load from a separate JVM per level; open-file limit %,d; %d cores; Java %s%n%n",
+                s.requestsPerLevel(), s.timeLimit().toSeconds(), ProcessMetrics.maxFileDescriptors(),
+                Runtime.getRuntime().availableProcessors(), Runtime.version());
         out.println(tableHeader());
         out.flush();
         List<String> notes = new ArrayList<>();
@@ -124,26 +147,35 @@ public final class ServletBench {
                  DemoWorkload workload = DemoWorkload.forDevice(device, s.streams(), SIM_KERNEL_TIME, v.waitBy());
                  DemoServer server = DemoServer.start(workload, 0, v.threads())) {
                 String label = v.label(device.isSimulated());
-                err.printf(Locale.ROOT, "servlet: %s: warming up (%,d requests or %d s)%n", label, s.warmUpRequests(),
-                        s.warmUpTime().toSeconds());
-                LoadGenerator.Level warm = LoadGenerator.run(server.baseUri(), 16, s.warmUpRequests(), s.warmUpTime());
-                if (warm.ok() == 0) {
-                    notes.add(label + ": the warm-up got no correct answer: " + warm.firstError());
-                }
                 ReactorStats before = device.reactor().stats();
                 for (int c : s.concurrency()) {
-                    err.printf(Locale.ROOT, "servlet: %s: %,d concurrent%n", label, c);
-                    LoadGenerator.Level l = LoadGenerator.run(server.baseUri(), c, s.requestsPerLevel(), s.timeLimit());
-                    out.println(markdown(label, l));
+                    LoadGeneratorProcess.Request request = new LoadGeneratorProcess.Request(server.port(), c,
+                            s.requestsPerLevel(), s.timeLimit(), s.warmUpRequests(), s.warmUpTime(),
+                            LoadGenerator.Protocol.AUTO);
+                    err.printf(Locale.ROOT, "servlet: %s: %,d concurrent (a new load generator JVM: warm-up of %,d"
+                            + " requests or %d s, then the level; killed after %d s)%n", label, c, s.warmUpRequests(),
+                            s.warmUpTime().toSeconds(), request.childLimit().toSeconds());
+                    LoadGeneratorProcess.Outcome o = LoadGeneratorProcess.run(request, err);
+                    out.println(markdown(label, c, o));
                     out.flush();
-                    if (l.firstError() != null) {
-                        notes.add(String.format(Locale.ROOT, "%s, %,d concurrent: first error: %s", label, c, l.firstError()));
+                    String at = String.format(Locale.ROOT, "%s, %,d concurrent", label, c);
+                    if (o.error() != null) {
+                        notes.add(at + ": load generator failed: " + o.error());
                     }
-                    allOk &= l.failed() == 0 && l.ok() > 0;
+                    if (o.warmUpOk() == 0 && o.error() == null) {
+                        notes.add(at + ": the warm-up got no correct answer: " + o.warmUpError());
+                    }
+                    if (o.level() != null && o.level().firstError() != null) {
+                        notes.add(at + ": first error: " + o.level().firstError());
+                    }
+                    if (o.level() != null && o.level().timedOut()) {
+                        notes.add(at + ": the time limit ended the level before its request bound");
+                    }
+                    allOk &= o.completed() && o.level().failed() == 0 && o.level().ok() > 0;
                 }
                 ReactorStats after = DemoRun.awaitQuiescence(workload);
-                notes.add(String.format(Locale.ROOT, "%s: %s; reactor over the levels: %,d registrations, %,d inline,"
-                        + " %,d already done, %,d fallbacks", label, workload.description(),
+                notes.add(String.format(Locale.ROOT, "%s: %s; reactor over the levels (warm-ups included): %,d"
+                        + " registrations, %,d inline, %,d already done, %,d fallbacks", label, workload.description(),
                         after.registrations() - before.registrations(), after.inlineCompletions() - before.inlineCompletions(),
                         after.immediate() - before.immediate(), after.fallbacks() - before.fallbacks()));
             }
@@ -152,7 +184,12 @@ public final class ServletBench {
         for (String n : notes) {
             out.println("- " + n);
         }
-        out.println("- CPU: the whole process (server, reactor and the load generator's client, the same for both).");
+        out.println("- Load: each level from its own JVM (a child process: this JVM's java binary and class path),"
+                + " which warms up first (not measured); requests/s, p50 and p99 are the child's, over its timed requests.");
+        out.println("- Server CPU: this process's CPU time alone (Jetty, the workload, the device and its reactor),"
+                + " from the child's start signal to its last answer; cores busy = server CPU / that window;"
+                + " requests per CPU-second = ok / server CPU. Peak platform threads: this process's. The load"
+                + " generator's own CPU over its timed requests is the last column, not counted.");
         out.println(allOk ? "result: every request answered correctly" : "result: some requests failed (see above)");
         return allOk;
     }

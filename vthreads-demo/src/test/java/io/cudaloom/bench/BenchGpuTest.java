@@ -18,7 +18,8 @@ import org.junit.jupiter.api.Test;
  * {@code GpuBench sweep} and {@code GpuBench servlet} in miniature on a real GPU (a few seconds
  * each), so that {@code bash .gpu/junit} checks every code path before the full runs: the five
  * sweep rows (await, both pools in {@code synchronize()}, both ceilings) and both servers, the
- * platform one waiting in {@code CudaStream.synchronize()}. The benchmarks open their own devices;
+ * platform one waiting in {@code CudaStream.synchronize()}, each level loaded from a child JVM. The
+ * benchmarks open their own devices;
  * {@link GpuTest} skips the class, with a printed reason, where there is no CUDA device.
  */
 @Tag("gpu")
@@ -45,8 +46,14 @@ class BenchGpuTest {
             double perSecond = Double.parseDouble(cells[4].strip().replace(",", ""));
             assertTrue(perSecond > 0, r);
             if (r.startsWith("| `await()`")) {
-                assertTrue(cells[8].contains("x ceiling(8)") && cells[8].contains("x best pool"), r);
+                assertTrue(cells[10].contains("x ceiling(8)") && cells[10].contains("x best pool"), r);
                 assertTrue(cells[7].strip().endsWith("/ 0"), "no fallback: " + r);
+                double flagWrites = Double.parseDouble(cells[8].strip());
+                assertTrue(flagWrites >= 0 && flagWrites <= 1.0, "at most one flag write per completion: " + r);
+                assertTrue(cells[9].strip().matches("[0-9,]+\\.[0-9] ms, [0-9,]+"), "admission wait: " + r);
+            } else {
+                assertEquals("-", cells[8].strip(), r);
+                assertEquals("-", cells[9].strip(), r);
             }
         }
         assertTrue(text.contains("### 10 us kernels: 1,280 launches per row (256 x 5)"), text);
@@ -61,6 +68,13 @@ class BenchGpuTest {
         assertTrue(ok, text);
         assertEquals(4, text.lines().filter(l -> l.startsWith("| Jetty")).count(), text);
         assertTrue(text.contains("`synchronize()` (cuStreamSynchronize) | 64 |"), text);
-        assertTrue(text.contains("waits in cuStreamSynchronize; reactor over the levels: 0 registrations"), text);
+        assertTrue(text.contains("waits in cuStreamSynchronize; reactor over the levels (warm-ups included): 0 registrations"),
+                text);
+        // the server's own CPU, and the load generator's apart, on every row
+        for (String r : text.lines().filter(l -> l.startsWith("| Jetty")).toList()) {
+            String[] cells = r.split("\\|", -1);
+            assertTrue(Double.parseDouble(cells[9].strip()) > 0, "server CPU s: " + r);
+            assertTrue(Double.parseDouble(cells[13].strip()) > 0, "load generator CPU s: " + r);
+        }
     }
 }

@@ -1,6 +1,7 @@
 package io.cudaloom.demo;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayOutputStream;
@@ -129,5 +130,41 @@ class DemoMainTest {
         // Progress went to stderr, the table to stdout.
         assertTrue(o.err().contains("6,000 / 6,000 awaits done"), o.err());
         assertTrue(!out.contains("\r"), "no progress line on stdout");
+        // Steady state: the warm-up is named, and the summary states cores busy.
+        assertTrue(out.contains("  warm-up                  the first iteration of each thread: 2,000 completions in "), out);
+        assertTrue(out.contains("  steady state             iterations 2-3 of 3: 4,000 completions in "), out);
+        Matcher summary = Pattern.compile("(?m)^summary: steady state \\(iterations 2-3 of 3, after a warm-up of 1"
+                + " iteration per thread\\): [0-9,]+ completions/s, [0-9,.]+ (us|ms) CPU per completion,"
+                + " ([0-9.]+) cores busy$").matcher(out);
+        assertTrue(summary.find(), out);
+        assertTrue(Double.parseDouble(summary.group(2)) > 0, "cores busy " + summary.group(2));
+        for (String row : new String[] {"CPU per completion", "cores busy"}) {
+            assertTrue(out.contains("  " + row + " "), "row " + row + " in\n" + out);
+        }
+        assertFalse(o.err().contains("\r"), "stderr is no console here: plain lines only");
+    }
+
+    @Test
+    void aDemoWhoseStreamsAreFilesPrintsPlainLinesOnly(@TempDir Path dir) throws Exception {
+        // A child JVM with stdout and stderr redirected to files: System.err is the real one, and
+        // no console, so progress must not use carriage returns.
+        Path outFile = dir.resolve("stdout");
+        Path errFile = dir.resolve("stderr");
+        Process p = new ProcessBuilder(ProcessHandle.current().info().command().orElseThrow(),
+                "-cp", System.getProperty("java.class.path"), DemoMain.class.getName(),
+                "--device", "sim", "--threads", "300", "--iterations", "4", "--warmup", "2", "--kernel-us", "2000")
+                .redirectOutput(outFile.toFile())
+                .redirectError(errFile.toFile())
+                .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")))
+                .start();
+        assertTrue(p.waitFor(120, TimeUnit.SECONDS), "the demo JVM did not end");
+        String out = Files.readString(outFile);
+        String err = Files.readString(errFile);
+        assertEquals(0, p.exitValue(), out + err);
+        assertFalse(err.contains("\r") || out.contains("\r"), "carriage return in\n" + err);
+        assertTrue(err.contains("warm-up: the first 2 iterations of each thread"), err);
+        assertTrue(err.contains("1,200 / 1,200 awaits done in "), err);
+        assertTrue(out.contains("summary: steady state (iterations 3-4 of 4, after a warm-up of 2 iterations per thread): "), out);
+        assertTrue(out.contains(" cores busy" + System.lineSeparator() + "result: OK"), out);
     }
 }

@@ -24,6 +24,15 @@ class DemoOptionsTest {
         assertEquals(Duration.ofNanos(20_000), o.kernelTime());
         assertEquals(10_000, o.requests());
         assertEquals(Duration.ofSeconds(10), o.timeLimit());
+        assertEquals(1, o.warmUpIterations(), "the first iteration is the warm-up");
+    }
+
+    @Test
+    void theWarmUpIsAtLeastOneIterationShortOfAll() throws UsageException {
+        assertEquals(0, DemoOptions.parse("--iterations", "1").warmUpIterations(), "one iteration: no warm-up");
+        assertEquals(1, DemoOptions.parse("--iterations", "60").warmUpIterations());
+        assertEquals(3, DemoOptions.parse("--iterations", "5", "--warmup", "3").warmUpIterations());
+        assertEquals(0, DemoOptions.parse("--warmup=0").warmUpIterations());
     }
 
     @Test
@@ -97,6 +106,10 @@ class DemoOptionsTest {
         "--serve=yes                      | --serve takes no value, was '--serve=yes'",
         "--help=1                         | --help takes no value, was '--help=1'",
         "--port=8080                      | --port needs --serve or --load",
+        "--warmup 5                       | --warmup must be less than --iterations (5), was 5",
+        "--iterations 1 --warmup 1        | --warmup must be less than --iterations (1), was 1",
+        "--warmup -1                      | --warmup must be between 0 and 999999, was -1",
+        "--load --warmup 1                | --warmup is for the await demo, not --load",
     })
     void rejectsBadCommandLines(String line, String message) {
         UsageException e = assertThrows(UsageException.class, () -> DemoOptions.parse(line.trim().split("\\s+")));

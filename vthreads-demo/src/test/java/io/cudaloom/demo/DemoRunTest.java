@@ -12,6 +12,7 @@ import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
 class DemoRunTest {
@@ -35,6 +36,71 @@ class DemoRunTest {
                     "every await armed a slot, fell back, or found its work already done");
             assertTrue(r.passed());
         }
+    }
+
+    @Test
+    void theSteadyStateStartsOnceEveryThreadHasFinishedItsWarmUp() throws Exception {
+        int threads = 300, iterations = 5, warmUp = 2;
+        AtomicInteger warmUpSteps = new AtomicInteger();
+        AtomicInteger early = new AtomicInteger();
+        try (SimulatedDevice device = SimulatedDevice.create();
+             DemoWorkload counting = new ForwardingWorkload(DemoWorkload.forDevice(device, 4, Duration.ofNanos(20_000))) {
+                 @Override
+                 public boolean runOnce(int threadIndex, int iteration) throws InterruptedException {
+                     if (iteration >= warmUp && warmUpSteps.get() != threads * warmUp) {
+                         early.incrementAndGet();     // a steady step before every warm-up step was done
+                     }
+                     boolean ok = super.runOnce(threadIndex, iteration);
+                     if (iteration < warmUp) {
+                         warmUpSteps.incrementAndGet();
+                     }
+                     return ok;
+                 }
+             }) {
+            ByteArrayOutputStream progress = new ByteArrayOutputStream();
+            DemoRun.Result r = DemoRun.run(counting, threads, iterations, warmUp,
+                    new DemoRun.Progress(new PrintStream(progress, true, StandardCharsets.UTF_8), false));
+            assertEquals(0, early.get(), "steps of the steady state that ran before the warm-up had ended");
+            assertTrue(r.passed());
+            assertEquals(1_500, r.completions());
+            assertEquals(1_500, r.verified(), "the checks cover the warm-up too");
+            assertEquals(600, r.warmUpCompletions());
+            assertEquals(900, r.steadyCompletions());
+            assertEquals(900, counting.awaitLatency().count(), "the latencies are the steady state's only");
+            assertTrue(0 < r.steadyWallNanos() && r.steadyWallNanos() < r.wallNanos());
+            assertTrue(0 < r.warmUpWallNanos() && r.warmUpWallNanos() + r.steadyWallNanos() <= r.wallNanos());
+            assertTrue(0 < r.steadyCpuNanos() && r.steadyCpuNanos() <= r.cpuNanos(), r.steadyCpuNanos() + " " + r.cpuNanos());
+            assertEquals(900 * 1e9 / r.steadyWallNanos(), r.completionsPerSecond(), 1e-6);
+            assertEquals((double) r.steadyCpuNanos() / 900, r.cpuNanosPerCompletion(), 1e-9);
+            assertEquals((double) r.steadyCpuNanos() / r.steadyWallNanos(), r.coresBusy(), 1e-12);
+
+            String text = print(r);
+            assertTrue(text.contains("  warm-up                  the first 2 iterations of each thread: 600 completions in "), text);
+            assertTrue(text.contains("  steady state             iterations 3-5 of 5: 900 completions in "), text);
+            String summary = text.lines().filter(l -> l.startsWith("summary: ")).findFirst().orElseThrow();
+            assertTrue(summary.startsWith("summary: steady state (iterations 3-5 of 5, after a warm-up of 2 iterations"
+                    + " per thread): "), summary);
+            assertTrue(summary.endsWith(String.format(java.util.Locale.ROOT, " %.2f cores busy", r.coresBusy())), summary);
+            String p = progress.toString(StandardCharsets.UTF_8);
+            assertFalse(p.contains("\r"), "plain progress lines: " + p);
+            assertTrue(p.contains("1,500 / 1,500 awaits done in "), p);
+        }
+    }
+
+    @Test
+    void progressRewritesItsLineOnlyOnAConsole() throws Exception {
+        try (SimulatedDevice device = SimulatedDevice.create();
+             DemoWorkload workload = DemoWorkload.forDevice(device, 2, Duration.ZERO)) {
+            ByteArrayOutputStream console = new ByteArrayOutputStream();
+            DemoRun.run(workload, 10, 2, 1, new DemoRun.Progress(new PrintStream(console, true, StandardCharsets.UTF_8), true));
+            assertTrue(console.toString(StandardCharsets.UTF_8).startsWith("\r"), console.toString(StandardCharsets.UTF_8));
+            DemoRun.Result none = DemoRun.run(workload, 10, 1, 0, DemoRun.Progress.NONE);
+            assertTrue(print(none).contains("  warm-up                  none (--warmup 0)"), print(none));
+            assertTrue(print(none).contains("summary: steady state (iteration 1 of 1, after no warm-up): "), print(none));
+            assertThrows(IllegalArgumentException.class, () -> DemoRun.run(workload, 10, 2, 2, DemoRun.Progress.NONE));
+        }
+        assertFalse(DemoRun.Progress.to(new PrintStream(new ByteArrayOutputStream())).console(),
+                "a stream other than System.err is never the console");
     }
 
     @Test

@@ -46,9 +46,27 @@ class ServletBenchTest {
             assertEquals("0", cells[5].strip(), "no failed request: " + r);
             assertEquals("150", cells[4].strip(), "every request of the level answered: " + r);
         }
-        assertTrue(text.contains("reactor over the levels: 0 registrations, 0 inline, 0 already done, 0 fallbacks"),
+        assertTrue(text.contains("reactor over the levels (warm-ups included): 0 registrations, 0 inline, 0 already done, 0 fallbacks"),
                 "the blocking-wait server never used the reactor:\n" + text);
         assertTrue(text.contains("result: every request answered correctly"), text);
+    }
+
+    @Test
+    void aFailedLoadGeneratorIsAnErrorRowWithTheHeadersColumns() {
+        LoadGeneratorProcess.Outcome failed = new LoadGeneratorProcess.Outcome(null, 0, 0, null, -1, 0, 0,
+                "the load generator's JVM (pid 1) did not finish within 70 s: killed", 1);
+        String row = ServletBench.markdown("Jetty VirtualThreadPool, `await()`", 10_000, failed);
+        assertEquals("| Jetty VirtualThreadPool, `await()` | 10,000 | error | - | - | - | - | - | - | - | - | - | - |", row);
+        int columns = ServletBench.tableHeader().lines().findFirst().orElseThrow().split("\\|", -1).length;
+        assertEquals(columns, row.split("\\|", -1).length);
+
+        LoadGenerator.Level l = new LoadGenerator.Level(100, "HTTP/1.1", 20_000, 20_000, 0, 2_000_000_000L, 1_000_000,
+                2_000_000, 3_000_000, 40, 1_500_000_000L, false, null);
+        // 2.5 s of server CPU over a 2.1 s window (the parent's), for 20,000 answers
+        LoadGeneratorProcess.Outcome ok = new LoadGeneratorProcess.Outcome(l, 5_000, 0, null, 2_500_000_000L,
+                2_100_000_000L, 57, null, 1);
+        assertEquals("| s | 100 | HTTP/1.1 | 20,000 | 0 | 10,000 | 1.00 | 3.00 | 2.50 | 1.19 | 8,000 | 57 | 1.50 |",
+                ServletBench.markdown("s", 100, ok));
     }
 
     @Test
