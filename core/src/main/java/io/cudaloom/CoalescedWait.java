@@ -67,6 +67,7 @@ final class CoalescedWait {
                     return blocking.parkUntilDelivered(waiter, member.ticket, member, interruptible, timed, deadline);
                 }
                 if (last.deliveredFailure() == null) { // delivered: the work it covers, ours too, is done
+                    counters.immediate.increment();
                     counters.completions.increment();
                     return true;
                 }
@@ -83,6 +84,7 @@ final class CoalescedWait {
                     return blocking.parkUntilDelivered(waiter, member.ticket, member, interruptible, timed, deadline);
                 }
                 if (open.deliveredFailure() == null) { // armed and delivered since: it covered us
+                    counters.immediate.increment();
                     counters.completions.increment();
                     return true;
                 }

@@ -89,7 +89,9 @@ final class DemoRun {
             long fallbacks,
             long registrations,
             long inlineCompletions,
-            long immediate) {
+            long immediate,
+            long coalesced,
+            long flagWrites) {
 
         boolean passed() {
             return errors == 0 && mismatches == 0 && verified == (long) threads * iterations
@@ -296,7 +298,9 @@ final class DemoRun {
                 after.capacity(), after.fallbacks() - before.fallbacks(),
                 after.registrations() - before.registrations(),
                 after.inlineCompletions() - before.inlineCompletions(),
-                after.immediate() - before.immediate());
+                after.immediate() - before.immediate(),
+                after.coalesced() - before.coalesced(),
+                after.flagWrites() - before.flagWrites());
     }
 
     private static void step(DemoWorkload workload, int index, int it, LongAdder completions, LongAdder verified,

@@ -32,8 +32,8 @@ class DemoRunTest {
             assertEquals(0, r.armedAtEnd());
             assertEquals(2_000, workload.awaitLatency().count(), "one latency per await");
             assertTrue(r.awaitP50() <= r.awaitP90() && r.awaitP90() <= r.awaitP99() && r.awaitP99() <= r.awaitMax());
-            assertEquals(2_000, r.registrations() + r.immediate() + r.fallbacks(),
-                    "every await armed a slot, fell back, or found its work already done");
+            assertEquals(2_000, r.registrations() + r.coalesced() + r.immediate() + r.fallbacks(),
+                    "every await armed a (shared) slot, joined one, fell back, or found its work already done");
             assertTrue(r.passed());
         }
     }
