@@ -193,17 +193,9 @@ final class StreamDrain {
         return cause instanceof RuntimeException r ? r : new IllegalStateException(cause);
     }
 
-    /** The failure, thrown anew for a waiter, of the same kind as a registration's own (BlockingWait). */
+    /** The failure, thrown anew for a waiter, exactly as a registration's own (BlockingWait, {@link Failures}). */
     private static RuntimeException anew(@Nullable Throwable thrown) {
-        RuntimeException failure = runtime(Objects.requireNonNull(thrown, "failure"));
-        String message = Objects.requireNonNullElse(failure.getMessage(), failure.toString());
-        if (failure instanceof GpuFaultException) {
-            return new GpuFaultException(message, failure);
-        }
-        if (failure instanceof ReactorClosedException) {
-            return new ReactorClosedException(message, failure);
-        }
-        return new IllegalStateException(message, failure);
+        return Failures.anew(runtime(Objects.requireNonNull(thrown, "failure")));
     }
 
     @Override
