@@ -69,7 +69,8 @@ import org.jspecify.annotations.Nullable;
  *
  * <p>Not counted in {@link ReactorStats} beyond the drain's own registration: the waits and
  * subscriptions it serves arm nothing, so their completions, timeouts and cancellations are not
- * counted.
+ * counted. A blocking wait it serves is timed for JFR like any other ({@link SlowAwaitEvent}, path
+ * {@value SlowAwaitEvent#DRAIN}).
  */
 final class StreamDrain {
     /** What {@link #subscribe} returns when the outcome was handed over at once. */
@@ -134,7 +135,37 @@ final class StreamDrain {
      * {@link InterruptedException} with the status cleared; an uninterruptible one keeps the status.
      */
     boolean await(boolean interruptible, boolean timed, long nanos) throws InterruptedException {
+        if (settled.isDone() || (timed && nanos <= 0)) {
+            return awaitOutcome(interruptible, timed, nanos); // known at once, or a poll: not timed, as BlockingWait
+        }
+        // Null unless a JFR recording has io.cudaloom.SlowAwait enabled: no allocation otherwise.
+        SlowAwaitEvent slow = ReactorEvents.beginAwait();
+        String result = SlowAwaitEvent.FAILED;
         try {
+            boolean completed = awaitOutcome(interruptible, timed, nanos);
+            result = completed ? SlowAwaitEvent.COMPLETED : SlowAwaitEvent.TIMED_OUT;
+            return completed;
+        } catch (InterruptedException | GpuFaultException | ReactorClosedException e) {
+            result = SlowAwaitEvent.outcomeOf(e);
+            throw e;
+        } finally {
+            if (slow != null) {
+                // Ended and committed here, not in a helper, so the event's stack trace starts at the await.
+                slow.end();
+                if (slow.shouldCommit()) {
+                    slow.device = stream.device().name();
+                    slow.stream = stream.toString();
+                    slow.path = SlowAwaitEvent.DRAIN;
+                    slow.outcome = result;
+                    slow.commit();
+                }
+            }
+        }
+    }
+
+    private boolean awaitOutcome(boolean interruptible, boolean timed, long nanos) throws InterruptedException {
+        try {
+
             if (!timed) {
                 if (interruptible) {
                     settled.get();
