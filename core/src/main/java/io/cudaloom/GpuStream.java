@@ -218,7 +218,8 @@ public abstract class GpuStream implements AutoCloseable {
             // (or was refused, if the winner's backend had stopped taking flag writes): nothing leaks.
             return;
         }
-        backend.shutdown();
+        StreamDrain.shutDown(this, backend::shutdown); // what it throws is logged: close() never throws
+        d.published(); // once the drain has succeeded too, the backend may release the stream (drained())
     }
 
     // ---- the reactor's bookkeeping ----------------------------------------------------------------
@@ -282,6 +283,10 @@ public abstract class GpuStream implements AutoCloseable {
 
     boolean flagWritesSettled() {
         return backend.flagWritesSettled();
+    }
+
+    void drained() {
+        backend.drained();
     }
 
     @org.jspecify.annotations.Nullable Throwable kernelFaultCause() {
