@@ -19,9 +19,11 @@ public final class LifetimeGuardBench {
         for (int round = 0; round < 5; round++) {
             double base = perOp(n, false);
             double guarded = perOp(n, true);
+            double atomic = oneAtomic(n);
             double shared = contended(n / 4, threads);
-            System.out.printf("round %d: loop alone %.2f ns, with enter/exit %.2f ns (guard %.2f ns per call); "
-                    + "%d threads sharing one guard %.2f ns per call%n", round, base, guarded, guarded - base, threads, shared);
+            System.out.printf("round %d: loop alone %.2f ns, with enter/exit %.2f ns (guard %.2f ns per call; "
+                    + "one AtomicLong.incrementAndGet in the same loop: %.2f ns); %d threads sharing one guard "
+                    + "%.2f ns per call%n", round, base, guarded, guarded - base, atomic - base, threads, shared);
         }
     }
 
@@ -43,6 +45,20 @@ public final class LifetimeGuardBench {
         }
         long t = System.nanoTime() - t0;
         sink = acc;
+        return (double) t / n;
+    }
+
+    /** The same loop with one atomic increment instead of the guard: what one locked instruction costs here. */
+    private static double oneAtomic(long n) {
+        java.util.concurrent.atomic.AtomicLong a = new java.util.concurrent.atomic.AtomicLong();
+        long acc = 0;
+        long t0 = System.nanoTime();
+        for (long i = 0; i < n; i++) {
+            a.incrementAndGet();
+            acc += i ^ (acc >>> 3);
+        }
+        long t = System.nanoTime() - t0;
+        sink = acc + a.get();
         return (double) t / n;
     }
 
