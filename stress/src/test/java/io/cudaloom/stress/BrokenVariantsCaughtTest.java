@@ -34,7 +34,8 @@ class BrokenVariantsCaughtTest {
             "io.cudaloom.BrokenLateDeliveryAbaTest",
             "io.cudaloom.BrokenAwaitAbaTest",
             "io.cudaloom.BrokenWaitGroupJoinTest",
-            "io.cudaloom.BrokenWaiterHandoffTest");
+            "io.cudaloom.BrokenWaiterHandoffTest",
+            "io.cudaloom.stress.jcstress.BrokenLifetimeGuardTest");
 
     @Test
     @Timeout(value = 8, unit = TimeUnit.MINUTES)
