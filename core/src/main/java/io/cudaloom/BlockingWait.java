@@ -2,7 +2,6 @@ package io.cudaloom;
 
 import io.cudaloom.protocol.SlotTable;
 import io.cudaloom.spi.StreamState;
-import java.util.Objects;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 import org.jspecify.annotations.Nullable;
@@ -232,16 +231,10 @@ final class BlockingWait {
         restoreInterrupt(interrupted);
         RuntimeException failure = waiter.failure();
         if (failure != null) {
-            // Thrown anew, so the stack trace is the waiter's; the delivered ones always have a message.
-            String message = Objects.requireNonNullElse(failure.getMessage(), failure.toString());
             if (failure instanceof GpuFaultException) {
                 counters.faults.increment();
-                throw new GpuFaultException(message, failure);
             }
-            if (failure instanceof ReactorClosedException) {
-                throw new ReactorClosedException(message, failure);
-            }
-            throw new IllegalStateException(message, failure); // e.g. a shared registration refused
+            throw Failures.anew(failure); // thrown anew, so the stack trace is the waiter's
         }
         counters.completions.increment();
         return true;

@@ -242,8 +242,9 @@ public abstract class GpuStream implements AutoCloseable {
             return;
         }
         record.openGate(); // closed: let submitters parked for room through, to find out
-        backend.shutdown();
+        StreamDrain.shutDown(this, backend::shutdown); // what it throws is logged: close() never throws
         device.reactor().streamClosed(record);
+        d.published(); // once the drain has succeeded too, the backend may release the stream (drained())
     }
 
     // ---- the reactor's bookkeeping ----------------------------------------------------------------
@@ -296,6 +297,10 @@ public abstract class GpuStream implements AutoCloseable {
 
     boolean flagWritesSettled() {
         return backend.flagWritesSettled();
+    }
+
+    void drained() {
+        backend.drained();
     }
 
     @org.jspecify.annotations.Nullable Throwable kernelFaultCause() {

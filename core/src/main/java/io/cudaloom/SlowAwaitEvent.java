@@ -29,6 +29,8 @@ final class SlowAwaitEvent extends jdk.jfr.Event {
     static final String FALLBACK = "fallback";
     /** Coalescing: shared one registration with the stream's other waiters. */
     static final String COALESCED = "coalesced";
+    /** The stream was closed: served by the registration its close left ({@link StreamDrain}). */
+    static final String DRAIN = "drain";
 
     static final String COMPLETED = "completed";
     static final String TIMED_OUT = "timed out";
@@ -54,7 +56,8 @@ final class SlowAwaitEvent extends jdk.jfr.Event {
 
     @Label("Path")
     @Description("inline: the waiter's spin saw its flag; parked: a slot, woken by the scanner; "
-            + "fallback: a host callback; coalesced: shared with the stream's other waiters")
+            + "fallback: a host callback; coalesced: shared with the stream's other waiters; "
+            + "drain: the stream was closed, served by the registration its close left")
     String path = PARKED;
 
     @Label("Outcome")

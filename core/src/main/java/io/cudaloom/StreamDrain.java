@@ -7,6 +7,7 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 import org.jspecify.annotations.Nullable;
@@ -69,11 +70,28 @@ import org.jspecify.annotations.Nullable;
  *
  * <p>Not counted in {@link ReactorStats} beyond the drain's own registration: the waits and
  * subscriptions it serves arm nothing, so their completions, timeouts and cancellations are not
- * counted.
+ * counted. A blocking wait it serves is timed for JFR like any other ({@link SlowAwaitEvent}, path
+ * {@value SlowAwaitEvent#DRAIN}).
+ *
+ * <h2>The backend's release</h2>
+ * Once the close has published the drain and the backend has shut down ({@link #published()}),
+ * and the drain has completed without failure, its work is done: the backend is told so
+ * ({@code StreamBackend.drained()}), once, by whichever of the two steps comes second (one
+ * get-and-add on {@link #steps} each, so exactly one of them sees the other's bit), and may
+ * release the stream. A drain that failed (a fault, the device's close) leaves the stream to the
+ * device's close.
+ *
+ * <p>Never throws for the close: a backend whose query throws is taken as busy (the registration
+ * then reports what the backend does), and what its shutdown or release hook throws is logged.
  */
 final class StreamDrain {
     /** What {@link #subscribe} returns when the outcome was handed over at once. */
     static final GpuEvent.Subscription DELIVERED = () -> false;
+    private static final System.Logger LOG = System.getLogger(GpuStream.class.getName());
+    /** {@link #steps}: the close published this drain (after the backend's shutdown). */
+    private static final int PUBLISHED = 1;
+    /** {@link #steps}: the drain completed without failure. */
+    private static final int SUCCEEDED = 2;
 
     /** The stream's submission count when the drain was registered: the events it serves need no more. */
     final long covered;
@@ -82,6 +100,8 @@ final class StreamDrain {
     private final CompletableFuture<@Nullable Void> settled = new CompletableFuture<>();
     /** Completed with the outcome; only subscriptions depend on it, nothing waits on it. */
     private final CompletableFuture<@Nullable Void> outcome = new CompletableFuture<>();
+    /** {@link #PUBLISHED} and {@link #SUCCEEDED}, each added once: the second tells the backend. */
+    private final AtomicInteger steps = new AtomicInteger();
 
     private StreamDrain(GpuStream stream, long covered) {
         this.stream = stream;
@@ -95,7 +115,13 @@ final class StreamDrain {
      */
     static StreamDrain register(GpuStream stream) {
         StreamDrain drain = new StreamDrain(stream, stream.submissionCount()); // before the query and the flag write
-        if (stream.queryState() == StreamState.IDLE) {
+        StreamState state;
+        try {
+            state = stream.queryState();
+        } catch (RuntimeException e) {
+            state = StreamState.BUSY; // not known: register, and the registration reports what the backend does
+        }
+        if (state == StreamState.IDLE) {
             // Done already (the query covers the counted work and any raw work before it): no
             // registration, so an idle stream's close leaves nothing in the reactor's stats.
             drain.complete(null);
@@ -110,12 +136,44 @@ final class StreamDrain {
         return drain;
     }
 
+    /**
+     * The close's last step, after its compare-and-set published this drain and the backend shut
+     * down: if the drain has already succeeded, the backend may release the stream now.
+     */
+    void published() {
+        if (steps.getAndAdd(PUBLISHED) == SUCCEEDED) {
+            drained();
+        }
+    }
+
+    /** The backend's shutdown, for the close: what it throws is logged, since close() never throws. */
+    static void shutDown(GpuStream stream, Runnable shutdown) {
+        try {
+            shutdown.run();
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.WARNING, "cuda-loom: the backend failed to shut down " + stream
+                    + " of " + stream.device().name() + " on close(); its resources may leak", e);
+        }
+    }
+
+    private void drained() {
+        try {
+            stream.drained();
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.WARNING, "cuda-loom: the backend failed to release " + stream
+                    + " of " + stream.device().name() + " after its work was done", e);
+        }
+    }
+
     /** The registration's callback: called once, on the delivering thread (see the class comment, 2). */
     private void complete(@Nullable RuntimeException failure) {
         if (failure == null) {
             stream.completedThrough(covered); // a proof, as any await that returned normally
             settled.complete(null);
             outcome.complete(null);
+            if (steps.getAndAdd(SUCCEEDED) == PUBLISHED) {
+                drained();
+            }
         } else {
             settled.completeExceptionally(failure);
             outcome.completeExceptionally(failure);
@@ -134,6 +192,35 @@ final class StreamDrain {
      * {@link InterruptedException} with the status cleared; an uninterruptible one keeps the status.
      */
     boolean await(boolean interruptible, boolean timed, long nanos) throws InterruptedException {
+        if (settled.isDone() || (timed && nanos <= 0)) {
+            return awaitOutcome(interruptible, timed, nanos); // known at once, or a poll: not timed, as BlockingWait
+        }
+        // Null unless a JFR recording has io.cudaloom.SlowAwait enabled: no allocation otherwise.
+        SlowAwaitEvent slow = ReactorEvents.beginAwait();
+        String result = SlowAwaitEvent.FAILED;
+        try {
+            boolean completed = awaitOutcome(interruptible, timed, nanos);
+            result = completed ? SlowAwaitEvent.COMPLETED : SlowAwaitEvent.TIMED_OUT;
+            return completed;
+        } catch (InterruptedException | GpuFaultException | ReactorClosedException e) {
+            result = SlowAwaitEvent.outcomeOf(e);
+            throw e;
+        } finally {
+            if (slow != null) {
+                // Ended and committed here, not in a helper, so the event's stack trace starts at the await.
+                slow.end();
+                if (slow.shouldCommit()) {
+                    slow.device = stream.device().name();
+                    slow.stream = stream.toString();
+                    slow.path = SlowAwaitEvent.DRAIN;
+                    slow.outcome = result;
+                    slow.commit();
+                }
+            }
+        }
+    }
+
+    private boolean awaitOutcome(boolean interruptible, boolean timed, long nanos) throws InterruptedException {
         try {
             if (!timed) {
                 if (interruptible) {
@@ -193,17 +280,9 @@ final class StreamDrain {
         return cause instanceof RuntimeException r ? r : new IllegalStateException(cause);
     }
 
-    /** The failure, thrown anew for a waiter, of the same kind as a registration's own (BlockingWait). */
+    /** The failure, thrown anew for a waiter, exactly as a registration's own (BlockingWait, {@link Failures}). */
     private static RuntimeException anew(@Nullable Throwable thrown) {
-        RuntimeException failure = runtime(Objects.requireNonNull(thrown, "failure"));
-        String message = Objects.requireNonNullElse(failure.getMessage(), failure.toString());
-        if (failure instanceof GpuFaultException) {
-            return new GpuFaultException(message, failure);
-        }
-        if (failure instanceof ReactorClosedException) {
-            return new ReactorClosedException(message, failure);
-        }
-        return new IllegalStateException(message, failure);
+        return Failures.anew(runtime(Objects.requireNonNull(thrown, "failure")));
     }
 
     @Override

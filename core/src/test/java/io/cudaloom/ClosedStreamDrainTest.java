@@ -83,6 +83,49 @@ class ClosedStreamDrainTest {
         assertNothingLeaked(device);
     }
 
+    /**
+     * {@code close()} never throws, as documented: not when the backend's query throws (the drain
+     * queried the stream outside any try and the close threw it, before), nor when its shutdown
+     * does. The query's failure becomes the drain's outcome instead, and the shutdown's is logged.
+     */
+    @Test
+    void aCloseNeverThrowsWhenTheBackendsQueryOrShutdownDoes() throws Exception {
+        InstantDevice device = devices.track(InstantDevice.create(ReactorConfig.defaults()));
+        InstantDevice.InstantStream stream = device.newStream();
+        GpuEvent before = stream.event();
+        IllegalStateException gone = new IllegalStateException("the driver lost the stream (test)");
+        stream.queryFailureEverywhere = gone;
+        stream.shutdownFailure = new IllegalStateException("shutdown failed (test)");
+        try (LogCapture log = new LogCapture()) {
+            assertDoesNotThrow(stream::close);
+            assertTrue(stream.isClosed());
+            assertTrue(log.records().stream().anyMatch(r -> r.getThrown() == stream.shutdownFailure
+                    && r.getMessage().contains("failed to shut down " + stream)), "the shutdown's failure is logged");
+        }
+        IllegalStateException e = assertThrows(IllegalStateException.class, before::await);
+        assertSame(gone, e.getCause(), "the query's failure is the drain's outcome");
+        assertEquals(0, stream.drainedCalls.get(), "a failed drain does not tell the backend its work is done");
+        stream.queryFailureEverywhere = null;
+        assertNothingLeaked(device);
+    }
+
+    /** The backend hears once, after its shutdown, that the closed stream's work is done (a second close changes nothing). */
+    @Test
+    void theBackendIsToldOnceThatTheClosedStreamsWorkIsDone() throws Exception {
+        InstantDevice device = devices.track(InstantDevice.create(ReactorConfig.defaults()));
+        InstantDevice.InstantStream busy = device.newStream();
+        InstantDevice.InstantStream.Gate gate = busy.hold();
+        GpuEvent event = busy.event();
+        busy.close();
+        busy.close();
+        assertEquals(0, busy.drainedCalls.get(), "the work is not done yet");
+        gate.open();
+        event.await();
+        await().atMost(LONG).until(() -> busy.drainedCalls.get() == 1);
+        assertNothingLeaked(device);
+        assertEquals(1, busy.drainedCalls.get());
+    }
+
     @Test
     void theScannerMayCloseAStreamButNotBlockOnItsDrain() throws Exception {
         SimulatedDevice device = devices.track(SimulatedDevice.create());

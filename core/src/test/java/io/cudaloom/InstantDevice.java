@@ -109,6 +109,12 @@ final class InstantDevice extends GpuDevice {
         volatile @Nullable Throwable queryFailure;
         volatile @Nullable Throwable describeFailure;
         volatile @Nullable Throwable settleFailure;
+        /** Thrown by queryState on every thread (a backend whose query fails outright), when set. */
+        volatile @Nullable RuntimeException queryFailureEverywhere;
+        /** Thrown by shutdown, when set (a backend breaking its contract). */
+        volatile @Nullable RuntimeException shutdownFailure;
+        /** Times drained() was called (the close's drain succeeded). */
+        final java.util.concurrent.atomic.AtomicInteger drainedCalls = new java.util.concurrent.atomic.AtomicInteger();
         /** Refuse flag writes from now on (host callbacks are still taken). */
         volatile boolean refuseFlagWritesNow;
         /**
@@ -127,7 +133,17 @@ final class InstantDevice extends GpuDevice {
 
         /** Nothing to release: once closed (isClosed()), flag writes and host callbacks are refused. */
         @Override
-        public void shutdown() {}
+        public void shutdown() {
+            RuntimeException e = shutdownFailure;
+            if (e != null) {
+                throw e;
+            }
+        }
+
+        @Override
+        public void drained() {
+            drainedCalls.incrementAndGet();
+        }
 
         @Override
         public void launch(GpuKernel kernel, int gridX, int blockX, Object... args) {
@@ -156,6 +172,10 @@ final class InstantDevice extends GpuDevice {
 
         @Override
         public StreamState queryState() {
+            RuntimeException everywhere = queryFailureEverywhere;
+            if (everywhere != null) {
+                throw everywhere;
+            }
             throwOnScanner(queryFailure);
             return faulted ? StreamState.FAULTED : StreamState.BUSY;
         }

@@ -136,6 +136,53 @@ class ObservabilityTest {
         }
     }
 
+    /**
+     * An await served by a closed stream's drain is timed like one on an open stream: before, the
+     * drain path began no event, so a slow await of an event taken before its stream's close left
+     * nothing in the recording (this test failed: no event).
+     */
+    @Test
+    void anAwaitServedByAClosedStreamsDrainIsRecordedWithThePathDrain() throws Exception {
+        try (SimulatedDevice device = SimulatedDevice.create(ReactorConfig.builder().waiterSpin(Duration.ZERO).build())) {
+            SimulatedStream stream = device.newStream();
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            AtomicReference<Boolean> timedOut = new AtomicReference<>();
+            List<RecordedEvent> events = record(slowAwaitsOverZeroMs(), () -> {
+                CountDownLatch gate = gate(stream);
+                GpuEvent before = stream.event();
+                GpuEvent alsoBefore = stream.event();
+                stream.close();
+                Thread waiter = awaiting(before, failure);
+                await().atMost(LONG).until(() -> ReactorTestSupport.parked(waiter));
+                timedOut.set(!alsoBefore.await(Duration.ofMillis(1))); // a timed wait that runs out
+                gate.countDown();
+                waiter.join();
+                assertTrue(alsoBefore.await(Duration.ZERO), "a poll once it is done");
+            });
+            assertNull(failure.get());
+            assertEquals(Boolean.TRUE, timedOut.get());
+            List<RecordedEvent> slow = of(events, SlowAwaitEvent.NAME, device);
+            assertEquals(List.of("drain completed", "drain timed out"), slow.stream()
+                    .map(e -> e.getString("path") + " " + e.getString("outcome")).sorted().toList(),
+                    "the blocking await and the timed one, not the poll: " + slow);
+            for (RecordedEvent e : slow) {
+                assertEquals(stream.toString(), e.getString("stream"));
+                assertTrue(e.getStackTrace().getFrames().stream()
+                        .anyMatch(f -> f.getMethod().getName().equals("await")), "await() on the stack: " + e);
+            }
+        }
+    }
+
+    private static Thread awaiting(GpuEvent event, AtomicReference<Throwable> failure) {
+        return Thread.ofVirtual().start(() -> {
+            try {
+                event.await();
+            } catch (Throwable t) {
+                failure.set(t);
+            }
+        });
+    }
+
     @Test
     void anAwaitUnderTheThresholdIsNotRecorded() throws Exception {
         try (SimulatedDevice device = SimulatedDevice.create(ReactorConfig.builder().waiterSpin(Duration.ZERO).coalesce(false).build())) {

@@ -7,6 +7,7 @@ import io.cudaloom.GpuDevice;
 import io.cudaloom.GpuKernel;
 import io.cudaloom.ReactorClosedException;
 import io.cudaloom.ReactorConfig;
+import io.cudaloom.protocol.LifetimeGuard;
 import io.cudaloom.protocol.OffHeapFlagArray;
 import io.cudaloom.spi.FlagMemory;
 import io.cudaloom.WorkChecks;
@@ -16,6 +17,7 @@ import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import jcuda.Pointer;
 import jcuda.driver.CUcontext;
 import jcuda.driver.CUdevice;
@@ -43,6 +45,21 @@ import org.jspecify.annotations.Nullable;
  * {@code cuStreamQuery} and wakes the waiters with a {@link io.cudaloom.GpuFaultException}; the
  * quarantined flag slots are only reused after {@link #close()} has reset the dead context.
  * Open a new CudaDevice to continue.
+ *
+ * <h2>Lifetimes</h2>
+ * No driver call runs on a destroyed stream or on a released context, not even one that raced the
+ * close. Every call on the context runs inside its guard ({@link LifetimeGuard}: a count of calls
+ * in flight and a closing bit, taken with one compare-and-set per call and left with one
+ * get-and-add): allocations and frees, module loads, {@code cuCtxSynchronize}, stream creation; and
+ * every live stream holds one entry of it from its creation until its destroy, so calls on a
+ * stream, guarded by the stream's own guard ({@link StreamHandle}), need no second one. The
+ * context is released ({@code cuMemFreeHost} of the flags and {@code cuDevicePrimaryCtxRelease}, or
+ * {@code cuDevicePrimaryCtxReset} after a fault) by whoever leaves last once the release has begun:
+ * it begins when the reactor may free its flags (healthy) or in {@link #close()} (faulted), closes
+ * the context's guard and destroys every stream still alive; a call still inside delays it until
+ * it returns, and nobody waits for it. A call refused by a guard gets the same exception as one
+ * made after the close. A stream closed by its user is destroyed once its work is done and leaves
+ * {@link #liveStreams()} then; the device's close destroys the rest.
  */
 public final class CudaDevice extends GpuDevice {
 
@@ -67,6 +84,19 @@ public final class CudaDevice extends GpuDevice {
     private volatile boolean contextGone;
     private volatile CUdeviceptr[] flagPointers = new CUdeviceptr[0];
     private volatile @Nullable FlagMemory flagMemory;
+    /**
+     * Calls on the context, and one entry per live stream (see "Lifetimes"); its release ends the
+     * context ({@link #releaseNow()}).
+     */
+    private final LifetimeGuard contextCalls = new LifetimeGuard();
+    /** Driver streams created and not yet destroyed ({@code cuStreamCreate} minus {@code cuStreamDestroy}). */
+    private final AtomicInteger driverStreams = new AtomicInteger();
+    /** Calls a guard admitted after the context was released: a self-check of the guards, always 0. */
+    private final AtomicLong callsAfterRelease = new AtomicLong();
+    /** A stream destroyed while it still had work: the context's release then runs on a thread of its own. */
+    private volatile boolean busyAtRelease;
+    /** The flags' pinned memory, once the reactor has said it may be freed: freed with the context. */
+    private volatile @Nullable Pointer flagsToFree;
 
     private CudaDevice(int ordinal) {
         this.ordinal = ordinal;
@@ -114,7 +144,8 @@ public final class CudaDevice extends GpuDevice {
         try {
             d.startReactor(config, d::allocateFlags);
         } catch (RuntimeException e) {
-            d.releaseContext();
+            d.closed = true;
+            d.startRelease(); // no stream yet: released here
             throw e;
         }
         return d;
@@ -145,25 +176,96 @@ public final class CudaDevice extends GpuDevice {
      */
     public void makeCurrent() {
         ensureOpen();
-        check(cuCtxSetCurrent(context), "cuCtxSetCurrent");
+        if (!contextCalls.enter()) {
+            throw new IllegalStateException(name + " is closed"); // lost the race to the close: as after it
+        }
+        int r;
+        try {
+            r = cuCtxSetCurrent(context);
+        } finally {
+            contextCalls.exit();
+        }
+        check(r, "cuCtxSetCurrent");
     }
 
+    /**
+     * {@inheritDoc}
+     *
+     * @throws ReactorClosedException if the device is closed
+     */
     @Override
     public CudaStream newStream() {
-        makeCurrent();
-        CudaStream s = new CudaStream(this);
+        enterContext("makes no new streams");
+        CudaStream s;
+        try {
+            check(cuCtxSetCurrent(context), "cuCtxSetCurrent");
+            s = new CudaStream(this); // cuStreamCreate
+        } catch (RuntimeException e) {
+            contextCalls.exit();
+            throw e;
+        }
+        // Success: this call's entry of the context guard is now the stream's, until its destroy.
         streams.add(s);
+        // Dekker with startRelease(): it closes the guard, then destroys the streams it finds in the
+        // set; this adds to the set, then reads the guard. At least one of the two sees the other.
+        if (contextCalls.isClosing()) {
+            s.closeForRelease();
+            throw new ReactorClosedException(name + " is closed: it makes no new streams");
+        }
+        if (closed) {
+            s.close(); // the device's close, which closes the open streams, may have missed it
+            throw new ReactorClosedException(name + " is closed: it makes no new streams");
+        }
         return s;
+    }
+
+    /** Admits a call on the context, or throws as a call after the close does. Pair with {@code contextCalls.exit()}. */
+    private void enterContext(String what) {
+        checkOpen(what);
+        if (!contextCalls.enter()) {
+            throw new ReactorClosedException(name + " is closed: it " + what);
+        }
+        if (closed) {
+            contextCalls.exit();
+            throw new ReactorClosedException(name + " is closed: it " + what);
+        }
+    }
+
+    /**
+     * Admits a call on the context for one of its buffers or modules (a free, an unload, a function
+     * lookup): false once the context is released or about to be (which frees everything of it:
+     * then free nothing). Pair a true answer with {@link #exitContext()}.
+     */
+    boolean enterToFree() {
+        if (!contextCalls.enter()) {
+            return false;
+        }
+        if (contextGone) { // cannot happen: the release waits for every call inside
+            contextCalls.exit();
+            callAdmittedAfterRelease();
+            return false;
+        }
+        return true;
+    }
+
+    void exitContext() {
+        contextCalls.exit();
     }
 
     /** Device memory of {@code bytes} bytes ({@code cuMemAlloc}). */
     @Override
     public DeviceBuffer allocate(long bytes) {
         WorkChecks.allocation("device memory", bytes, Long.MAX_VALUE);
-        checkOpen("allocates no memory");
-        makeCurrent();
+        enterContext("allocates no memory");
         CUdeviceptr p = new CUdeviceptr();
-        check(cuMemAlloc(p, bytes), "cuMemAlloc(" + bytes + ")");
+        int r;
+        try {
+            cuCtxSetCurrent(context);
+            r = cuMemAlloc(p, bytes);
+        } finally {
+            contextCalls.exit();
+        }
+        check(r, "cuMemAlloc(" + bytes + ")");
         return new DeviceBuffer(this, p, bytes);
     }
 
@@ -171,10 +273,16 @@ public final class CudaDevice extends GpuDevice {
     @Override
     public PinnedBuffer allocateHost(long bytes) {
         WorkChecks.allocation("host memory", bytes, Integer.MAX_VALUE);
-        checkOpen("allocates no memory");
-        makeCurrent();
+        enterContext("allocates no memory");
         Pointer p = new Pointer();
-        check(cuMemHostAlloc(p, bytes, CU_MEMHOSTALLOC_PORTABLE), "cuMemHostAlloc(" + bytes + ")");
+        int r;
+        try {
+            cuCtxSetCurrent(context);
+            r = cuMemHostAlloc(p, bytes, CU_MEMHOSTALLOC_PORTABLE);
+        } finally {
+            contextCalls.exit();
+        }
+        check(r, "cuMemHostAlloc(" + bytes + ")");
         livePinned.incrementAndGet();
         return new PinnedBuffer(this, p, bytes);
     }
@@ -182,8 +290,16 @@ public final class CudaDevice extends GpuDevice {
     /** Loads a module from PTX text ({@code cuModuleLoadData}). */
     public CudaModule loadModule(String ptx) {
         Objects.requireNonNull(ptx, "ptx");
-        makeCurrent();
-        return new CudaModule(this, ptx);
+        ensureOpen();
+        if (!contextCalls.enter()) {
+            throw new IllegalStateException(name + " is closed");
+        }
+        try {
+            check(cuCtxSetCurrent(context), "cuCtxSetCurrent");
+            return new CudaModule(this, ptx); // cuModuleLoadData
+        } finally {
+            contextCalls.exit();
+        }
     }
 
     /**
@@ -211,11 +327,27 @@ public final class CudaDevice extends GpuDevice {
         return new Kernels(loadModule(Kernels.ptx()));
     }
 
-    /** Blocks the calling thread until all work on the device is done ({@code cuCtxSynchronize}). */
+    /**
+     * Blocks the calling thread until all work on the device is done ({@code cuCtxSynchronize}). A
+     * synchronize in flight keeps the context alive: the device's close returns at once, and the
+     * context's release follows when the synchronize returns.
+     *
+     * @throws IllegalStateException if the device is closed
+     */
     @org.jetbrains.annotations.Blocking
     public void synchronize() {
-        makeCurrent();
-        check(cuCtxSynchronize(), "cuCtxSynchronize");
+        ensureOpen();
+        if (!contextCalls.enter()) {
+            throw new IllegalStateException(name + " is closed");
+        }
+        int r;
+        try {
+            cuCtxSetCurrent(context);
+            r = cuCtxSynchronize();
+        } finally {
+            contextCalls.exit();
+        }
+        check(r, "cuCtxSynchronize");
     }
 
     /** Whether a sticky fault was observed on this device's context. */
@@ -240,6 +372,33 @@ public final class CudaDevice extends GpuDevice {
     }
 
     /**
+     * Streams made on this device and not yet destroyed: open ones, and closed ones whose work is
+     * not done yet. A closed stream leaves once its work is done; none is left once the device's
+     * close has released the context. A leak check (the set this device keeps).
+     */
+    public int liveStreams() {
+        return streams.size();
+    }
+
+    /**
+     * Driver streams this device created ({@code cuStreamCreate}) and has not destroyed
+     * ({@code cuStreamDestroy}): what the driver holds for it. Equals {@link #liveStreams()} except
+     * while a stream is being made or destroyed.
+     */
+    public int driverStreams() {
+        return driverStreams.get();
+    }
+
+    /**
+     * Driver calls a lifetime guard admitted after the context was released: always 0 (a guard
+     * refuses every call from the moment the release begins, and the release waits for the calls
+     * inside). A self-check, read by tests and the lifetime stress.
+     */
+    public long callsAdmittedAfterRelease() {
+        return callsAfterRelease.get();
+    }
+
+    /**
      * Wakes all waiters, stops the reactor, and releases the primary context (resetting it if it
      * faulted, so that a new CudaDevice gets a fresh, working context). Work already submitted to a
      * healthy context still completes; pinned flag memory is freed once no write can land.
@@ -249,26 +408,22 @@ public final class CudaDevice extends GpuDevice {
         if (closed) {
             return;
         }
+        closed = true; // first: work, allocations and new streams are refused from now on
         super.close(); // reactor: waiters woken, scanner stopped
-        closed = true;
         // Not unloaded here: kernels of busy streams may still run; the modules go with the
         // primary context when its last user releases it (below).
         modules.clear();
         kernels.clear();
         for (CudaStream s : streams) {
-            s.close(); // idle streams are destroyed now, busy ones with the context
+            s.close(); // their drains are refused (the reactor is closed): the release destroys them
         }
         if (faulted) {
-            // The dead context's work will never run: tear it down so nothing of it can land, then
-            // the reactor's reclaimer sees the quarantined slots settled.
-            contextGone = true;
-            int r = cuDevicePrimaryCtxReset(device);
-            if (r != jcuda.driver.CUresult.CUDA_SUCCESS) {
-                System.err.println("cuda-loom: resetting the faulted context of " + name + " failed: " + Cuda.errorName(r));
-            }
+            // The dead context's work will never run: tear it down (once the calls inside have
+            // left) so nothing of it can land; then the reclaimer sees the quarantined slots settled.
+            startRelease();
         }
-        // A healthy context is released by the reclaimer's final step (see allocateFlags), once
-        // its pending flag writes have landed.
+        // A healthy context is released once the reclaimer may free the flags (see allocateFlags),
+        // when its pending flag writes have landed.
     }
 
     boolean isClosed() {
@@ -281,6 +436,27 @@ public final class CudaDevice extends GpuDevice {
 
     boolean isContextGone() {
         return contextGone;
+    }
+
+    void driverStreamCreated() {
+        driverStreams.incrementAndGet();
+    }
+
+    /**
+     * {@code s}'s handle was destroyed ({@link StreamHandle}): it leaves the set, and gives back its
+     * entry of the context guard, which may release the context here, on this thread.
+     */
+    void streamDestroyed(CudaStream s, boolean idle) {
+        streams.remove(s);
+        driverStreams.decrementAndGet();
+        if (!idle) {
+            busyAtRelease = true;
+        }
+        contextCalls.exit();
+    }
+
+    void callAdmittedAfterRelease() {
+        callsAfterRelease.incrementAndGet();
     }
 
     void markFaulted(String what) {
@@ -341,8 +517,46 @@ public final class CudaDevice extends GpuDevice {
         if (contextGone) {
             return; // the reset context took its pinned allocations with it
         }
-        boolean busy = streams.stream().anyMatch(CudaStream::mayHaveWork);
-        if (!busy) {
+        flagsToFree = host; // before the release begins: it reads it once every call has left
+        startRelease();
+    }
+
+    /**
+     * Begins the context's release, once: no call enters the context from now on, every stream
+     * still alive is destroyed (busy or not: see {@link StreamHandle#closeForRelease()}), and the
+     * release itself ({@link #releaseNow()}) runs when the last of them, and of the calls inside,
+     * has left. Waits for nothing.
+     */
+    private void startRelease() {
+        if (!contextCalls.close(this::releaseNow)) {
+            return;
+        }
+        for (CudaStream s : streams) {
+            s.closeForRelease();
+        }
+    }
+
+    /**
+     * The context guard's release: no call is inside the context and none can enter, no stream is
+     * alive. A faulted context is reset; a healthy one frees the flags and is released, on a
+     * thread of its own if a stream still had work when it was destroyed ({@code cuMemFreeHost}
+     * then waits for it): the device's close never waits for GPU work.
+     */
+    private void releaseNow() {
+        if (StreamHandle.onHostFunction()) { // the last one out was a host function: no driver call there
+            Thread.ofVirtual().name("cuda-loom release " + name).start(this::releaseNow);
+            return;
+        }
+        contextGone = true; // before the calls that end it; every reader that may touch it checks it
+        if (faulted) {
+            int r = cuDevicePrimaryCtxReset(device);
+            if (r != jcuda.driver.CUresult.CUDA_SUCCESS) {
+                System.err.println("cuda-loom: resetting the faulted context of " + name + " failed: " + Cuda.errorName(r));
+            }
+            return;
+        }
+        Pointer host = flagsToFree;
+        if (!busyAtRelease) {
             freeAndRelease(host);
             return;
         }
@@ -352,14 +566,11 @@ public final class CudaDevice extends GpuDevice {
         t.start();
     }
 
-    private void freeAndRelease(Pointer host) {
+    private void freeAndRelease(@Nullable Pointer host) {
         cuCtxSetCurrent(context);
-        cuMemFreeHost(host);
-        releaseContext();
-    }
-
-    private void releaseContext() {
-        contextGone = true;
+        if (host != null) {
+            cuMemFreeHost(host);
+        }
         cuDevicePrimaryCtxRelease(device);
     }
 

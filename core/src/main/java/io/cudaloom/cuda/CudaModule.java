@@ -28,9 +28,18 @@ public final class CudaModule implements AutoCloseable {
         if (unloaded) {
             throw new IllegalStateException("module was unloaded");
         }
-        device.makeCurrent();
+        device.ensureOpen();
+        if (!device.enterToFree()) {
+            throw new IllegalStateException(device.name() + " is closed");
+        }
         CUfunction f = new CUfunction();
-        int r = JCudaDriver.cuModuleGetFunction(f, module, name);
+        int r;
+        try {
+            JCudaDriver.cuCtxSetCurrent(device.contextHandle());
+            r = JCudaDriver.cuModuleGetFunction(f, module, name);
+        } finally {
+            device.exitContext();
+        }
         if (r == jcuda.driver.CUresult.CUDA_ERROR_NOT_FOUND) {
             throw new IllegalArgumentException("no kernel named '" + name + "' in this module");
         }
@@ -42,9 +51,13 @@ public final class CudaModule implements AutoCloseable {
     public void close() {
         if (!unloaded) {
             unloaded = true;
-            if (!device.isContextGone()) {
-                JCudaDriver.cuCtxSetCurrent(device.contextHandle());
-                JCudaDriver.cuModuleUnload(module);
+            if (device.enterToFree()) { // else the context's release (or reset) unloads it
+                try {
+                    JCudaDriver.cuCtxSetCurrent(device.contextHandle());
+                    JCudaDriver.cuModuleUnload(module);
+                } finally {
+                    device.exitContext();
+                }
             }
         }
     }

@@ -11,12 +11,12 @@ import io.cudaloom.spi.FlagMemory;
 import io.cudaloom.spi.StreamBackend;
 import io.cudaloom.spi.StreamState;
 import io.cudaloom.WorkChecks;
+import io.cudaloom.protocol.LifetimeGuard;
 import java.util.Objects;
 import jcuda.Pointer;
 import jcuda.driver.CUdeviceptr;
 import jcuda.driver.CUresult;
 import jcuda.driver.CUstream;
-import jcuda.driver.CUstream_flags;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -24,29 +24,37 @@ import org.jspecify.annotations.Nullable;
  * {@link #await()}: kernel launches, async copies and memsets. Every method makes the device's
  * context current first (see {@link CudaDevice}).
  *
- * <p>{@link #close()} destroys the stream ({@code cuStreamDestroy}) at once if it is idle, else
- * when the device closes; the work already submitted still runs.
+ * <p>{@link #close()} leaves the work already submitted running; the stream is destroyed
+ * ({@code cuStreamDestroy}) once that work is done (when the close's drain completes), or by the
+ * device's close. No driver call runs on the handle after that, not even one that raced the
+ * close: every call on it is admitted by its {@link StreamHandle}'s guard, and one refused gets
+ * the same exception as a call made after the close ({@link IllegalStateException}, or
+ * {@link io.cudaloom.ReactorClosedException} once the device is closed).
  */
 public final class CudaStream extends GpuStream {
     private final CudaDevice device;
-    private final CUstream stream = new CUstream();
-    private volatile boolean destroyed;
+    /** The driver's stream; every call on it is admitted by its guard ({@link StreamHandle}). */
+    private final StreamHandle stream;
     /** The first sticky error seen on this stream, named. */
     private volatile @Nullable String fault;
 
     CudaStream(CudaDevice device) {
         super(device, s -> new Backend((CudaStream) s));
         this.device = device;
-        check(cuStreamCreate(stream, CUstream_flags.CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+        this.stream = new StreamHandle(this, device); // cuStreamCreate, under the device's guard (newStream)
     }
 
     public CudaDevice cudaDevice() {
         return device;
     }
 
-    /** The raw JCuda handle, for callers mixing raw JCuda in (see CudaDevice on context currency). */
+    /**
+     * The raw JCuda handle, for callers mixing raw JCuda in (see CudaDevice on context currency).
+     * Valid until {@link #close()}: the library destroys the stream once the work submitted before
+     * the close is done, so enqueue nothing on it after the close.
+     */
     public CUstream handle() {
-        return stream;
+        return stream.raw();
     }
 
     /**
@@ -71,9 +79,14 @@ public final class CudaStream extends GpuStream {
                     + kernel.module().device().name() + ", not on " + device.name());
         }
         Pointer params = KernelArgs.pack(kernel.name(), args);
-        boolean admitted = ready();
-        int r = cuLaunchKernel(kernel.function(), gridX, gridY, gridZ, blockX, blockY, blockZ, sharedBytes,
-                stream, params, null);
+        boolean admitted = admitWork();
+        int r;
+        try {
+            r = cuLaunchKernel(kernel.function(), gridX, gridY, gridZ, blockX, blockY, blockZ, sharedBytes,
+                    stream.raw(), params, null);
+        } finally {
+            stream.exit();
+        }
         if (r != CUresult.CUDA_SUCCESS) {
             submissionFailed(admitted);
             check(r, "cuLaunchKernel(" + kernel.name() + ")"); // the message is built on failure only
@@ -101,9 +114,16 @@ public final class CudaStream extends GpuStream {
         WorkChecks.copy(device, src, srcOffset, dst, dstOffset, bytes);
         PinnedBuffer host = (PinnedBuffer) src; // the checks above: allocated by this CUDA device
         DeviceBuffer memory = (DeviceBuffer) dst;
-        boolean admitted = ready();
-        submitted(admitted, cuMemcpyHtoDAsync(memory.pointer().withByteOffset(dstOffset),
-                host.pointer().withByteOffset(srcOffset), bytes, stream), "cuMemcpyHtoDAsync");
+        CUdeviceptr to = memory.pointer().withByteOffset(dstOffset);
+        Pointer from = host.pointer().withByteOffset(srcOffset);
+        boolean admitted = admitWork();
+        int r;
+        try {
+            r = cuMemcpyHtoDAsync(to, from, bytes, stream.raw());
+        } finally {
+            stream.exit();
+        }
+        submitted(admitted, r, "cuMemcpyHtoDAsync");
     }
 
     /** Async copy device to host; {@code dst} is pinned ({@link CudaDevice#allocateHost}). */
@@ -112,45 +132,50 @@ public final class CudaStream extends GpuStream {
         WorkChecks.copy(device, dst, dstOffset, src, srcOffset, bytes);
         DeviceBuffer memory = (DeviceBuffer) src;
         PinnedBuffer host = (PinnedBuffer) dst;
-        boolean admitted = ready();
-        submitted(admitted, cuMemcpyDtoHAsync(host.pointer().withByteOffset(dstOffset),
-                memory.pointer().withByteOffset(srcOffset), bytes, stream), "cuMemcpyDtoHAsync");
+        Pointer to = host.pointer().withByteOffset(dstOffset);
+        CUdeviceptr from = memory.pointer().withByteOffset(srcOffset);
+        boolean admitted = admitWork();
+        int r;
+        try {
+            r = cuMemcpyDtoHAsync(to, from, bytes, stream.raw());
+        } finally {
+            stream.exit();
+        }
+        submitted(admitted, r, "cuMemcpyDtoHAsync");
     }
 
     /** Async fill of {@code count} 32-bit words of {@code dst} with {@code value}. */
     @Override
     public void memset32(DeviceMemory dst, int value, long count) {
         WorkChecks.memset32(device, dst, count);
-        boolean admitted = ready();
-        submitted(admitted, cuMemsetD32Async(((DeviceBuffer) dst).pointer(), value, count, stream), "cuMemsetD32Async");
+        CUdeviceptr to = ((DeviceBuffer) dst).pointer();
+        boolean admitted = admitWork();
+        int r;
+        try {
+            r = cuMemsetD32Async(to, value, count, stream.raw());
+        } finally {
+            stream.exit();
+        }
+        submitted(admitted, r, "cuMemsetD32Async");
     }
 
     /**
-     * The backend's half of {@link #close()}, once, after the stream was marked closed (so it takes
-     * no more work, flag writes or host functions) and its drain's flag write or host function was
-     * enqueued: the stream is destroyed now if it is idle, else when the device closes.
+     * The backend's half of {@link #close()}, once, after the stream was marked closed: nothing to
+     * do here, since every call checks {@link #isClosed()} once admitted, so the stream takes no
+     * more work, flag writes or host functions. The destroy follows the drain ({@link #drained()}).
      */
     private void shutdown() {
-        if (!device.isContextGone() && queryState() != StreamState.BUSY) {
-            destroy();
-        }
+        // see above
     }
 
-    /** Whether this stream may still hold work: not destroyed, and not reporting idle. */
-    boolean mayHaveWork() {
-        if (destroyed || device.isContextGone()) {
-            return false;
-        }
-        cuCtxSetCurrent(device.contextHandle()); // not makeCurrent: the device is closed by now
-        return cuStreamQuery(stream) != CUresult.CUDA_SUCCESS;
+    /** The close's drain completed without failure: destroy the stream once it is idle. */
+    private void drained() {
+        stream.destroyOnceIdle();
     }
 
-    void destroy() {
-        if (!destroyed && !device.isContextGone()) {
-            destroyed = true;
-            cuCtxSetCurrent(device.contextHandle());
-            cuStreamDestroy(stream);
-        }
+    /** The device's release: destroy the stream now (see {@link StreamHandle#closeForRelease()}). */
+    void closeForRelease() {
+        stream.closeForRelease();
     }
 
     @Override
@@ -164,11 +189,17 @@ public final class CudaStream extends GpuStream {
         if (fault != null) {
             return StreamState.FAULTED;
         }
-        if (destroyed || device.isContextGone()) {
-            return StreamState.IDLE;
+        LifetimeGuard admitted = stream.enterQuery();
+        if (admitted == null) {
+            return stateAfterDestroy();
         }
-        cuCtxSetCurrent(device.contextHandle());
-        int r = cuStreamQuery(stream);
+        int r;
+        try {
+            cuCtxSetCurrent(device.contextHandle());
+            r = cuStreamQuery(stream.raw());
+        } finally {
+            admitted.exit();
+        }
         if (r == CUresult.CUDA_SUCCESS) {
             return StreamState.IDLE;
         }
@@ -179,6 +210,21 @@ public final class CudaStream extends GpuStream {
         return StreamState.FAULTED;
     }
 
+    /**
+     * The state of a stream whose handle is destroyed or about to be: idle if it was when destroyed;
+     * else (its destroy still waits for work that raced the close, or it was destroyed busy by the
+     * device's release) busy, or faulted once the device is.
+     */
+    private StreamState stateAfterDestroy() {
+        if (fault != null) {
+            return StreamState.FAULTED;
+        }
+        if (stream.isDestroyed() && stream.wasIdleAtDestroy()) {
+            return StreamState.IDLE;
+        }
+        return device.isFaulted() ? StreamState.FAULTED : StreamState.BUSY;
+    }
+
     private String faultDescription() {
         String f = fault;
         return f != null ? f : "no fault";
@@ -186,13 +232,21 @@ public final class CudaStream extends GpuStream {
 
     private boolean enqueueFlagWrite(FlagMemory memory, int slot) {
         CUdeviceptr target = device.flagPointer(memory, slot);
-        if (target == null || isClosed() || fault != null) {
+        if (target == null || !stream.enter()) {
             return false;
         }
-        cuCtxSetCurrent(device.contextHandle());
-        // Flags 0 (default): the write is preceded by a memory fence, so everything the stream's
-        // earlier work wrote is visible once the host observes the flag.
-        int r = cuStreamWriteValue32(stream, target, 1, 0);
+        int r;
+        try {
+            if (isClosed() || fault != null) {
+                return false;
+            }
+            cuCtxSetCurrent(device.contextHandle());
+            // Flags 0 (default): the write is preceded by a memory fence, so everything the stream's
+            // earlier work wrote is visible once the host observes the flag.
+            r = cuStreamWriteValue32(stream.raw(), target, 1, 0);
+        } finally {
+            stream.exit();
+        }
         if (r != CUresult.CUDA_SUCCESS) {
             if (Cuda.isStickyFault(r)) {
                 noteFault(r);
@@ -203,11 +257,19 @@ public final class CudaStream extends GpuStream {
     }
 
     private boolean enqueueHostCallback(Runnable callback) {
-        if (isClosed() || fault != null) {
+        if (!stream.enter()) {
             return false;
         }
-        cuCtxSetCurrent(device.contextHandle());
-        int r = cuLaunchHostFunc(stream, userData -> callback.run(), null);
+        int r;
+        try {
+            if (isClosed() || fault != null) {
+                return false;
+            }
+            cuCtxSetCurrent(device.contextHandle());
+            r = cuLaunchHostFunc(stream.raw(), StreamHandle.hostFunction(callback), null);
+        } finally {
+            stream.exit();
+        }
         if (r != CUresult.CUDA_SUCCESS) {
             if (Cuda.isStickyFault(r)) {
                 noteFault(r);
@@ -223,59 +285,108 @@ public final class CudaStream extends GpuStream {
      * {@code close()}; on a virtual thread it pins the carrier for the whole wait. Use
      * {@link #await()} to wait without holding a thread.
      *
+     * <p>A synchronize in flight keeps the handle alive: a {@link #close()} (or the device's) meanwhile
+     * returns at once, and the destroy follows when the synchronize returns (when the work is done,
+     * which is when the destroy would come anyway), run by the synchronizing thread.
+     *
      * @throws GpuFaultException if the stream's context has faulted
+     * @throws IllegalStateException if the stream is closed
+     * @throws io.cudaloom.ReactorClosedException if the device is closed
      */
     @org.jetbrains.annotations.Blocking
     public void synchronize() {
-        checkUsable();
-        device.makeCurrent();
         long counted = submissionCount(); // before the call: all of it is done once it returns
-        check(cuStreamSynchronize(stream), "cuStreamSynchronize");
-        noteCompletedThrough(counted);
+        enter();
+        int r;
+        try {
+            r = cuStreamSynchronize(stream.raw());
+        } finally {
+            stream.exit();
+        }
+        check(r, "cuStreamSynchronize");
+        noteCompletedThrough(counted); // a proof: returns the admission room of that work
     }
 
     private boolean flagWritesSettled() {
-        if (device.isContextGone() || destroyed) {
-            return true; // nothing of the context can run any more (or the stream was idle)
+        if (device.isContextGone()) {
+            return true; // nothing of the context can run any more
         }
         if (fault != null) {
             return false; // dead context still allocated: wait for CudaDevice.close() to reset it
         }
-        return queryState() == StreamState.IDLE;
+        LifetimeGuard admitted = stream.enterQuery();
+        if (admitted == null) {
+            return stream.isDestroyed() && stream.wasIdleAtDestroy(); // else the destroy still waits for work
+        }
+        int r;
+        try {
+            cuCtxSetCurrent(device.contextHandle());
+            r = cuStreamQuery(stream.raw());
+        } finally {
+            admitted.exit();
+        }
+        if (r == CUresult.CUDA_SUCCESS) {
+            return true;
+        }
+        noteDriverResult(r);
+        return false;
     }
 
     // ---- helpers ------------------------------------------------------------------------------
 
-    /** The checks before any call on the stream: the device and stream open, no earlier fault. */
-    private void checkUsable() {
-        if (device.isClosed()) {
-            throw new io.cudaloom.ReactorClosedException(device.name() + " is closed: no more work on " + this);
-        }
-        if (isClosed()) {
-            throw new IllegalStateException("stream " + this + " is closed");
-        }
-        String f = fault;
-        if (f != null) {
-            throw new GpuFaultException("stream " + this + " faulted earlier: " + f);
-        }
-    }
-
     /**
-     * Before enqueueing work: the checks, then room in the stream's admission bound (which may
-     * park; a close or fault lets the caller through, so the checks run again), then the context.
-     * Returns what {@link #admit()} returned, for {@link #submitted} or {@link #submissionFailed}.
+     * Before a work call: room in the stream's admission bound (which may park the caller, outside
+     * the guard, so a parked caller never holds up a destroy), then {@link #enter()}. Returns what
+     * {@link #admit()} returned, for {@link #submitted} (which hands it to
+     * {@link #submissionFailed} if the call fails). A close or fault lets parked callers through,
+     * and enter() then refuses them as it refuses a call made after it.
      */
-    private boolean ready() {
-        checkUsable();
+    private boolean admitWork() {
+        if (device.isClosed() || isClosed() || fault != null) {
+            throw refusal(); // no room taken for a call that cannot run
+        }
         boolean admitted = admit();
         try {
-            checkUsable();
-            device.makeCurrent();
+            enter();
         } catch (RuntimeException e) {
             submissionFailed(admitted);
             throw e;
         }
         return admitted;
+    }
+
+    /**
+     * Admits a work call: the guard lets it in, then the device and the stream are open and have not
+     * faulted, and the context is current. The caller then makes its driver call and calls
+     * {@code stream.exit()} in a {@code finally}. A call the guard refuses lost the race to a close
+     * (the handle is being destroyed, which follows the stream's close or the device's) and gets
+     * the same exception as a call made after it.
+     */
+    private void enter() {
+        if (!stream.enter()) {
+            throw refusal();
+        }
+        RuntimeException refused = device.isClosed() || isClosed() || fault != null ? refusal() : null;
+        int r = refused == null ? cuCtxSetCurrent(device.contextHandle()) : CUresult.CUDA_SUCCESS;
+        if (refused != null || r != CUresult.CUDA_SUCCESS) {
+            stream.exit();
+            if (refused != null) {
+                throw refused;
+            }
+            check(r, "cuCtxSetCurrent");
+        }
+    }
+
+    /** Why a work call is refused: the device closed, the stream closed, or an earlier fault, in that order. */
+    private RuntimeException refusal() {
+        if (device.isClosed()) {
+            return new io.cudaloom.ReactorClosedException(device.name() + " is closed: no more work on " + this);
+        }
+        String f = fault;
+        if (isClosed() || f == null) {
+            return new IllegalStateException("stream " + this + " is closed");
+        }
+        return new GpuFaultException("stream " + this + " faulted earlier: " + f);
     }
 
     /** Checks a submission's result, then counts it (after the driver call: see GpuStream.submissionCount). */
@@ -295,6 +406,13 @@ public final class CudaStream extends GpuStream {
             noteFault(result);
         }
         Cuda.check(result, call + " on " + this);
+    }
+
+    /** A driver result seen outside a call that reports it: a sticky fault is noted, anything else ignored. */
+    void noteDriverResult(int result) {
+        if (Cuda.isStickyFault(result)) {
+            noteFault(result);
+        }
     }
 
     private void noteFault(int result) {
@@ -334,6 +452,11 @@ public final class CudaStream extends GpuStream {
         @Override
         public void shutdown() {
             stream.shutdown();
+        }
+
+        @Override
+        public void drained() {
+            stream.drained();
         }
     }
 }

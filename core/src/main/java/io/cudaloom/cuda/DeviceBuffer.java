@@ -47,9 +47,13 @@ public final class DeviceBuffer implements DeviceMemory {
             return;
         }
         freed = true;
-        if (!device.isContextGone()) {
-            JCudaDriver.cuCtxSetCurrent(device.contextHandle());
-            JCudaDriver.cuMemFree(pointer); // the context may have faulted: nothing more to do then
+        if (device.enterToFree()) { // else the context's release (or reset) frees it
+            try {
+                JCudaDriver.cuCtxSetCurrent(device.contextHandle());
+                JCudaDriver.cuMemFree(pointer); // the context may have faulted: nothing more to do then
+            } finally {
+                device.exitContext();
+            }
         }
     }
 }

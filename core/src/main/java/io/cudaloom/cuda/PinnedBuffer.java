@@ -56,9 +56,13 @@ public final class PinnedBuffer implements HostMemory {
             return;
         }
         device.pinnedBufferClosed();
-        if (!device.isContextGone()) {
-            JCudaDriver.cuCtxSetCurrent(device.contextHandle());
-            JCudaDriver.cuMemFreeHost(pointer);
+        if (device.enterToFree()) { // else the context's release (or reset) frees it
+            try {
+                JCudaDriver.cuCtxSetCurrent(device.contextHandle());
+                JCudaDriver.cuMemFreeHost(pointer);
+            } finally {
+                device.exitContext();
+            }
         }
     }
 }

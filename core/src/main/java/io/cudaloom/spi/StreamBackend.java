@@ -42,9 +42,22 @@ public interface StreamBackend {
      * {@code isClosed()} is true) and after the close registered its drain (whose flag write or
      * host callback this backend has therefore already taken): stop taking work, flag writes and
      * host callbacks; let what was already enqueued run; release the stream's resources now or
-     * once that work is done. Must not throw and must not block.
+     * once that work is done ({@link #drained()} says when). Must not throw and must not block (a
+     * close reports what it throws and goes on: {@code close()} never throws).
      */
     void shutdown();
+
+    /**
+     * Called at most once, after {@link #shutdown()}, when the work submitted before the close is
+     * known to be done (the close's drain completed without failure): the backend may release the
+     * stream now, once its own calls still in flight have returned (e.g. a thread that raced the
+     * close). Not called when the drain failed (a fault, the device's close): the device's close
+     * releases the stream then. Called on the thread that delivered the drain (the reactor's
+     * scanner, a host-callback thread, where a CUDA backend may make no driver call, or the closing
+     * thread); must not throw and must not block.
+     */
+    default void drained() {
+    }
 
     /** What caused the fault, when there is a Java exception behind it (a simulated kernel's). */
     default @Nullable Throwable faultCause() {

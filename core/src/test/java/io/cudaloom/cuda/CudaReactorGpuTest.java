@@ -187,25 +187,12 @@ class CudaReactorGpuTest {
     @Test
     void faultWakesWaitersWithTheCudaErrorAndAFreshContextWorks(CudaDevice device) throws Exception {
         assertFalse(device.isFaulted());
-        List<String> cmd = new ArrayList<>();
-        cmd.add(ProcessHandle.current().info().command().orElse("java"));
-        cmd.add("--enable-native-access=ALL-UNNAMED");
-        cmd.add("-Djava.library.path=" + System.getProperty("java.library.path"));
-        cmd.add("-cp");
-        cmd.add(classPath());
-        cmd.add(FaultScenario.class.getName());
-        Process child = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        String output = new String(child.getInputStream().readAllBytes());
-        assertTrue(child.waitFor(120, java.util.concurrent.TimeUnit.SECONDS));
+        GpuTestSupport.ChildResult child = GpuTestSupport.runChild(FaultScenario.class, java.util.Map.of(),
+                Duration.ofSeconds(120));
+        String output = child.output();
         System.out.println(output);
-        java.util.Map<String, String> result = new java.util.HashMap<>();
-        for (String line : output.split("\\R")) {
-            if (line.startsWith("RESULT ")) {
-                String[] kv = line.substring(7).split("=", 2);
-                result.put(kv[0], kv[1]);
-            }
-        }
-        assertEquals(0, child.exitValue(), "fault scenario failed:\n" + output);
+        java.util.Map<String, String> result = child.results();
+        assertEquals(0, child.exitCode(), "fault scenario failed:\n" + output);
         assertEquals("0", result.get("hung"), "no waiter hangs");
         assertEquals("8", result.get("namedErrors"), "every waiter got CUDA_ERROR_ILLEGAL_ADDRESS");
         double wakeMs = Double.parseDouble(result.get("worstWakeMsAfterObservable"));
@@ -222,23 +209,6 @@ class CudaReactorGpuTest {
             s.await();
             assertAll(host.ints(), 4242, "fresh context after the fault");
         }
-    }
-
-    private static String classPath() {
-        ClassLoader cl = CudaReactorGpuTest.class.getClassLoader();
-        StringBuilder cp = new StringBuilder(System.getProperty("java.class.path"));
-        for (; cl != null; cl = cl.getParent()) {
-            if (cl instanceof java.net.URLClassLoader u) {
-                for (java.net.URL url : u.getURLs()) {
-                    try {
-                        cp.append(java.io.File.pathSeparator).append(new java.io.File(url.toURI()).getPath());
-                    } catch (java.net.URISyntaxException e) {
-                        throw new IllegalStateException(e);
-                    }
-                }
-            }
-        }
-        return cp.toString();
     }
 
     /** Awaits and launches from virtual threads that migrate between carriers keep the context current. */

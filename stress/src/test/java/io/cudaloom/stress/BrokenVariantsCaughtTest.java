@@ -36,7 +36,8 @@ class BrokenVariantsCaughtTest {
             "io.cudaloom.BrokenWaitGroupJoinTest",
             "io.cudaloom.BrokenWaiterHandoffTest",
             "io.cudaloom.stress.jcstress.BrokenGroupCommitTest",
-            "io.cudaloom.BrokenAdmissionProofTest");
+            "io.cudaloom.BrokenAdmissionProofTest",
+            "io.cudaloom.stress.jcstress.BrokenLifetimeGuardTest");
 
     @Test
     @Timeout(value = 8, unit = TimeUnit.MINUTES)

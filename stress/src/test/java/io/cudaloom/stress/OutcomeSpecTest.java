@@ -50,14 +50,14 @@ class OutcomeSpecTest {
     /**
      * All broken variants but one need a real interleaving (every sequential order passes; the
      * WaitGroup one needs a join between the delivery's two steps, the Waiter one a store-load
-     * reordering), the last is a plain logic error that a sequential order already shows: the abandoned kernel's
+     * reordering, the lifetime guard's a call between its check and its increment), the last is a plain logic error that a sequential order already shows: the abandoned kernel's
      * flag write landing after the next await re-armed the eagerly recycled slot.
      */
     @Test
     void brokenVariantsNeedInterleavingsExceptEagerRecycle() throws Exception {
         List<Class<?>> tests = jcstressTests(classesDir(OutcomeSpecTest.class));
         assertEquals(List.of("BrokenAwaitAbaTest", "BrokenLateDeliveryAbaTest", "BrokenWaitGroupJoinTest",
-                        "BrokenWaiterHandoffTest", "BrokenArmedCountTest"),
+                        "BrokenWaiterHandoffTest", "BrokenArmedCountTest", "BrokenLifetimeGuardTest"),
                 tests.stream().map(Class::getSimpleName).toList());
         for (Class<?> test : tests) {
             List<String> failing = failingOrders(test);
