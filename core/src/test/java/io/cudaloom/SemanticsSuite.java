@@ -1127,14 +1127,27 @@ abstract class SemanticsSuite {
 
     /** Until {@code n} registrations were made and every one of {@code waiters} is parked in its await. */
     static void awaitParked(GpuDevice device, long n, List<Pending> waiters) {
-        eventually().alias(n + " registered and " + waiters + " parked on the reactor").until(() -> {
+        try {
+            eventually().alias(n + " registered and " + waiters.size() + " waiters parked on the reactor").until(() -> {
+                for (Pending w : waiters) {
+                    if (w.ended()) { // fail now, not after LONG: it will never park again
+                        throw new AssertionError(w + " ended while it should wait: " + w.outcome);
+                    }
+                }
+                return registered(device) == n && waiters.stream().allMatch(w -> parkedOn(w.thread, device.reactor()));
+            });
+        } catch (org.awaitility.core.ConditionTimeoutException e) {
+            StringBuilder why = new StringBuilder(e.getMessage()).append("; registered ").append(registered(device))
+                    .append(", ").append(device.reactor().stats());
             for (Pending w : waiters) {
-                if (w.ended()) { // fail now, not after LONG: it will never park again
-                    throw new AssertionError(w + " ended while it should wait: " + w.outcome);
+                if (!parkedOn(w.thread, device.reactor())) {
+                    StackTraceElement[] st = w.thread.getStackTrace();
+                    why.append("; not parked on the reactor: ").append(w).append(' ').append(w.thread.getState())
+                            .append(st.length > 0 ? " at " + java.util.Arrays.toString(java.util.Arrays.copyOf(st, Math.min(6, st.length))) : "");
                 }
             }
-            return registered(device) == n && waiters.stream().allMatch(w -> parkedOn(w.thread, device.reactor()));
-        });
+            throw new AssertionError(why.toString(), e);
+        }
         for (Pending w : waiters) {
             assertFalse(w.ended(), w + " ended");
         }
