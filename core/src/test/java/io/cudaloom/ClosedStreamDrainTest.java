@@ -90,7 +90,8 @@ class ClosedStreamDrainTest {
      */
     @Test
     void aCloseNeverThrowsWhenTheBackendsQueryOrShutdownDoes() throws Exception {
-        InstantDevice device = devices.track(InstantDevice.create(ReactorConfig.builder().coalesce(false).build()) // no counted work: coalescing would know it done);
+        // No counted work: with coalescing (the default) the drain would know it done without asking.
+        InstantDevice device = devices.track(InstantDevice.create(ReactorConfig.builder().coalesce(false).build()));
         InstantDevice.InstantStream stream = device.newStream();
         GpuEvent before = stream.event();
         IllegalStateException gone = new IllegalStateException("the driver lost the stream (test)");
