@@ -105,6 +105,7 @@ final class CoalescedWait {
             WaitGroup gathering = WaitGroup.open();
             gathering.join(member);
             if (record.commit.installOpen(open, gathering)) {
+                counters.coalesced.increment(); // it shares the next write with whoever gathers with it
                 armOpenIfRoom(stream, record); // ordering 2: installed, now look for room
                 return blocking.parkUntilDelivered(waiter, member.ticket, member, interruptible, timed, deadline);
             }

@@ -7,7 +7,6 @@ import io.cudaloom.cuda.DeviceBuffer;
 import io.cudaloom.cuda.Kernels;
 import io.cudaloom.cuda.PinnedBuffer;
 import java.nio.ByteBuffer;
-import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -18,7 +17,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * allocation (allocating per step would cost far more than the kernel).
  */
 final class CudaWorkload implements DemoWorkload {
-    private static final int BLOCKS = 4096;
+    /** Host and device blocks, one per step in flight: enough that 10,000 threads never wait for one. */
+    private static final int BLOCKS = 16_384;
     private static final long BLOCK_BYTES = 4L * VECTOR_LENGTH;
 
     private final CudaDevice device;
@@ -27,7 +27,15 @@ final class CudaWorkload implements DemoWorkload {
     private final DeviceBuffer deviceBlocks;
     private final PinnedBuffer hostBlocks;
     private final long deviceBase;
-    private final ArrayBlockingQueue<Integer> free = new ArrayBlockingQueue<>(BLOCKS);
+    /**
+     * The free blocks: a lock-free queue behind a (non-fair) semaphore of its size, so taking a
+     * block is a compare-and-set while blocks are left and parks only when every block is in use.
+     * It was an ArrayBlockingQueue, whose one lock 10,000 virtual threads contended on every step
+     * (JFR on the H200: AbstractQueuedSynchronizer.acquire and ConditionObject.signal deoptimized
+     * thousands of times in 20 s, the carriers busy in the demo's own code).
+     */
+    private final java.util.concurrent.ConcurrentLinkedQueue<Integer> free = new java.util.concurrent.ConcurrentLinkedQueue<>();
+    private final java.util.concurrent.Semaphore freeBlocks = new java.util.concurrent.Semaphore(BLOCKS);
     private final AtomicInteger next = new AtomicInteger();
     private final LatencyHistogram awaitLatency = new LatencyHistogram();
     private final WaitBy waitBy;
@@ -77,7 +85,8 @@ final class CudaWorkload implements DemoWorkload {
         if (data.length != VECTOR_LENGTH) {
             throw new IllegalArgumentException("vector length must be " + VECTOR_LENGTH + ", was " + data.length);
         }
-        int block = free.take();
+        freeBlocks.acquire();
+        int block = java.util.Objects.requireNonNull(free.poll(), "a permit stands for a free block");
         boolean done = false;
         try {
             long offset = block * BLOCK_BYTES;
@@ -103,6 +112,7 @@ final class CudaWorkload implements DemoWorkload {
             // block is then retired, not reused.
             if (done) {
                 free.add(block);
+                freeBlocks.release();
             }
         }
     }
