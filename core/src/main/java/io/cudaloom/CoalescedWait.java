@@ -95,7 +95,7 @@ final class CoalescedWait {
                 WaitGroup fresh = new WaitGroup(stream.submissionCount());
                 fresh.join(member);
                 Delivery delivery = new Delivery(this, stream, fresh);
-                long ticket = arm(stream, record, fresh, delivery);
+                long ticket = arm(stream, record, fresh, delivery, true);
                 if (spin && Registrar.armed(ticket)) {
                     // A short kernel then completes with no wake-up, as a lone waiter's own slot does.
                     blocking.spinOnGroupFlag(waiter, member.ticket, ticket, delivery);
@@ -124,7 +124,8 @@ final class CoalescedWait {
     /** Arms a group taken from open (its reservation held); the count is read now, after its compare-and-set. */
     private void armTaken(GpuStream stream, StreamRecord record, WaitGroup group) {
         group.armedAt(stream.submissionCount()); // ordering 1: after startArming's compare-and-set
-        arm(stream, record, group, new Delivery(this, stream, group));
+        // Not a registration of its own: every member, the one that opened it too, counted as coalesced.
+        arm(stream, record, group, new Delivery(this, stream, group), false);
     }
 
     /**
@@ -132,10 +133,10 @@ final class CoalescedWait {
      * {@code delivery} as its payload; returns the slot's ticket, or a negative value (a host
      * callback serves it, or it failed). On failure every member that joined gets the error.
      */
-    private long arm(GpuStream stream, StreamRecord record, WaitGroup group, Delivery delivery) {
+    private long arm(GpuStream stream, StreamRecord record, WaitGroup group, Delivery delivery, boolean counted) {
         record.lastGroup = group; // ordering 3: covered was written before
         try {
-            long ticket = registrar.tryArm(stream, delivery);
+            long ticket = registrar.tryArm(stream, delivery, counted);
             if (!Registrar.armed(ticket)) {
                 registrar.registerFallback(stream, delivery, ticket);
             }
