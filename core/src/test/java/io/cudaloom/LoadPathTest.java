@@ -141,7 +141,7 @@ class LoadPathTest {
         CountDownLatch release = new CountDownLatch(1);
         stream.launch(() -> {
             running.countDown();
-            awaitUninterruptibly(release);
+            ReactorTestSupport.awaitUninterruptibly(release);
         });
         running.await();
         AtomicReference<Throwable> outcome = new AtomicReference<>();
@@ -170,7 +170,7 @@ class LoadPathTest {
         SimulatedDevice device = SimulatedDevice.create(ReactorConfig.builder().admissionLimit(1).build());
         SimulatedStream stream = device.newStream();
         CountDownLatch release = new CountDownLatch(1);
-        stream.launch(() -> awaitUninterruptibly(release));
+        stream.launch(() -> ReactorTestSupport.awaitUninterruptibly(release));
         AtomicReference<Throwable> outcome = new AtomicReference<>();
         Thread submitter = Thread.ofVirtual().start(() -> {
             try {
@@ -204,20 +204,5 @@ class LoadPathTest {
         // Spinning through a 2 ms wait is some 20,000 passes (about 100 ns each); parking until
         // shortly before the predicted retirement leaves the margin's spin and a late kernel's.
         assertTrue(passes < n * 5_000L, "scan passes per 2 ms wait: " + passes / n);
-    }
-
-    private static void awaitUninterruptibly(CountDownLatch latch) {
-        boolean interrupted = false;
-        while (true) {
-            try {
-                latch.await();
-                break;
-            } catch (InterruptedException e) {
-                interrupted = true;
-            }
-        }
-        if (interrupted) {
-            Thread.currentThread().interrupt();
-        }
     }
 }

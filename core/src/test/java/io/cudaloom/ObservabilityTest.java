@@ -222,7 +222,7 @@ class ObservabilityTest {
                 CountDownLatch release = new CountDownLatch(1);
                 device.newStream().event().onComplete(Runnable::run, () -> {
                     scannerHeld.countDown();
-                    awaitUninterruptibly(release);
+                    ReactorTestSupport.awaitUninterruptibly(release);
                 }, e -> { });
                 scannerHeld.await();
                 stream.await();
@@ -242,21 +242,6 @@ class ObservabilityTest {
                     .findFirst().orElseThrow();
             assertEquals("timed out", timedOut.getString("outcome"));
             assertTrue(timedOut.getDuration().toNanos() >= 1_000_000, "waited its 1 ms: " + timedOut);
-        }
-    }
-
-    private static void awaitUninterruptibly(CountDownLatch latch) {
-        boolean interrupted = false;
-        while (true) {
-            try {
-                latch.await();
-                break;
-            } catch (InterruptedException e) {
-                interrupted = true;
-            }
-        }
-        if (interrupted) {
-            Thread.currentThread().interrupt();
         }
     }
 

@@ -46,4 +46,20 @@ final class ReactorTestSupport {
             assertEquals(0, s.quarantined(), "quarantined slots left: " + s);
         });
     }
+
+    /** Waits for {@code latch}, ignoring interrupts and keeping the interrupt status (for simulated kernels that hold a stream). */
+    static void awaitUninterruptibly(CountDownLatch latch) {
+        boolean interrupted = false;
+        while (true) {
+            try {
+                latch.await();
+                break;
+            } catch (InterruptedException e) {
+                interrupted = true;
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+    }
 }
