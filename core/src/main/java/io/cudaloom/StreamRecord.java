@@ -17,8 +17,12 @@ import org.jspecify.annotations.Nullable;
  * that write in stream order. A flag write or host callback enqueued after reading the count
  * {@code c} is therefore a <em>proof</em>: when it lands, at least {@code c} counted entries are
  * complete. {@link #completedThrough} is the highest proof seen (a compare-and-set to the
- * maximum); it is raised by the scanner when it retires a slot (withdrawn ones too), by a host
- * callback, by a drain, by an idle query, and by a normal return from await.
+ * maximum); it is raised by whatever learns that a write landed, from the payload that carries
+ * the count (never from per-slot state, which the next registration of a recycled slot may already
+ * have overwritten): a shared group's delivery (its covered count), a tracker's landing, a host
+ * callback, a closed stream's drain, an idle query, a {@code cuStreamSynchronize} that returned,
+ * and a normal return from await. A withdrawn registration proves nothing (its payload is gone);
+ * a later proof covers its work too.
  *
  * <h2>Admission (a bounded number of entries in flight)</h2>
  * Before a backend enqueues work it takes one permit of {@link #room} ({@link #admit}); the
