@@ -91,7 +91,7 @@ final class BlockingWait {
             outcome = completed ? SlowAwaitEvent.COMPLETED : SlowAwaitEvent.TIMED_OUT;
             return completed;
         } catch (InterruptedException | GpuFaultException | ReactorClosedException e) {
-            outcome = SlowAwaitEvent.outcomeOf(e);
+            outcome = ReactorEvents.outcomeOf(e);
             throw e;
         } finally {
             waiters.decrementAndGet();

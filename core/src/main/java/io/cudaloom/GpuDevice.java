@@ -49,7 +49,9 @@ public abstract class GpuDevice implements AutoCloseable {
      * <p>The CUDA backend needs JCuda ({@code org.jcuda:jcuda} and its natives), an optional
      * dependency: without it, {@code auto} opens the simulated device (the reason is logged at
      * DEBUG by the {@code System.Logger} named after this class), and no JCuda class is loaded
-     * unless the CUDA backend is asked for ({@code auto} or {@code cuda}).
+     * unless the CUDA backend is asked for ({@code auto} or {@code cuda}). When JCuda is there but
+     * the backend cannot open a device (no driver, no device), {@code auto} still falls back, and
+     * logs one WARNING saying why ({@link GpuDeviceProvider#isInstalled()}).
      *
      * @throws RuntimeException from the backend: with {@code cuda}, a {@code CudaDriverException}
      *     if the driver cannot be loaded ("no CUDA driver: ...") or initialised
@@ -85,14 +87,32 @@ public abstract class GpuDevice implements AutoCloseable {
      * {@link LinkageError} because a library it needs is missing, counts as unavailable.
      */
     private static boolean isAvailable(GpuDeviceProvider p) {
+        String reason;
+        Throwable failure = null;
         try {
             if (p.isAvailable()) {
                 return true;
             }
-            LOG.log(System.Logger.Level.DEBUG, () -> "device backend " + p.name() + " is unavailable: "
-                    + p.unavailableReason());
+            reason = String.valueOf(p.unavailableReason());
         } catch (RuntimeException | LinkageError e) {
-            LOG.log(System.Logger.Level.DEBUG, "device backend " + p.name() + " failed its availability check", e);
+            failure = e;
+            reason = "its availability check failed: " + e;
+        }
+        // Its libraries are there (JCuda on the class path): the user meant to use it, so say why
+        // not, in one line (the cause, if any, goes with the record, not in the message).
+        boolean installed;
+        try {
+            installed = p.isInstalled();
+        } catch (RuntimeException | LinkageError e) {
+            installed = false;
+        }
+        System.Logger.Level level = installed ? System.Logger.Level.WARNING : System.Logger.Level.DEBUG;
+        String message = "cuda-loom: device backend " + p.name() + " is unusable, " + BACKEND_PROPERTY
+                + "=auto falls back to the next one: " + reason.lines().findFirst().orElse("");
+        if (failure != null) {
+            LOG.log(level, message, failure);
+        } else {
+            LOG.log(level, message);
         }
         return false;
     }

@@ -25,6 +25,16 @@ public interface GpuDeviceProvider {
     /** {@code auto} picks the available provider with the highest priority. */
     int priority();
 
+    /**
+     * Whether this backend's libraries are on the class path (for {@code cuda}: JCuda), whether or
+     * not it can open a device. When they are and it is not {@link #isAvailable() available},
+     * {@link GpuDevice#open()} in {@code auto} mode logs a WARNING saying why before it falls back:
+     * whoever put the libraries there meant to use the backend. Never throws; true by default.
+     */
+    default boolean isInstalled() {
+        return true;
+    }
+
     /** Whether {@link #open} can be expected to succeed now; never throws. */
     boolean isAvailable();
 

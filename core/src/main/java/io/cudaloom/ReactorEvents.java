@@ -27,6 +27,22 @@ final class ReactorEvents {
 
     private ReactorEvents() {}
 
+    /**
+     * The {@link SlowAwaitEvent} outcome of an await that threw {@code e}. Here, not in the event
+     * class: calling a static method of an event class would load it, and Flight Recorder with it,
+     * on the first await that fails, in a JVM that never records.
+     */
+    static String outcomeOf(Exception e) {
+        if (e instanceof InterruptedException) {
+            return "interrupted";
+        } else if (e instanceof GpuFaultException) {
+            return "fault";
+        } else if (e instanceof ReactorClosedException) {
+            return "closed";
+        }
+        return SlowAwaitEvent.FAILED;
+    }
+
     private static boolean slowAwaitEnabled() {
         return FlightRecorder.isInitialized() && Types.SLOW_AWAIT.isEnabled();
     }

@@ -35,18 +35,9 @@ final class SlowAwaitEvent extends jdk.jfr.Event {
     static final String COMPLETED = "completed";
     static final String TIMED_OUT = "timed out";
     static final String FAILED = "failed";
-
-    /** The outcome of an await that threw {@code e}. */
-    static String outcomeOf(Exception e) {
-        if (e instanceof InterruptedException) {
-            return "interrupted";
-        } else if (e instanceof GpuFaultException) {
-            return "fault";
-        } else if (e instanceof ReactorClosedException) {
-            return "closed";
-        }
-        return FAILED;
-    }
+    // The outcome of an exception is ReactorEvents.outcomeOf, not a method here: a static method of
+    // an Event subclass loads it and with it JFR (0.1 s or more), in a JVM that never records too.
+    // The constants above are compile-time constants: using them loads nothing.
 
     @Label("Device")
     String device = "";

@@ -203,7 +203,7 @@ final class StreamDrain {
             result = completed ? SlowAwaitEvent.COMPLETED : SlowAwaitEvent.TIMED_OUT;
             return completed;
         } catch (InterruptedException | GpuFaultException | ReactorClosedException e) {
-            result = SlowAwaitEvent.outcomeOf(e);
+            result = ReactorEvents.outcomeOf(e);
             throw e;
         } finally {
             if (slow != null) {

@@ -76,6 +76,35 @@ class NoCudaDriverTest {
         assertTrue(reason.startsWith("no CUDA driver: "), reason);
     }
 
+    /**
+     * JCuda is on this class path but the driver is not: {@code auto} falls back to the simulated
+     * device, and says why in one WARNING (not only at DEBUG), since JCuda's being there means the
+     * GPU was wanted.
+     */
+    @Test
+    void autoWithJCudaButNoDriverWarnsOnceWhyAndOpensTheSimulatedDevice() {
+        Assumptions.assumeTrue(System.getProperty("os.name").equals("Linux"), "written for Linux");
+        Assumptions.assumeFalse(driverLibraryPresent(), "a CUDA driver is installed here");
+        String old = System.getProperty(GpuDevice.BACKEND_PROPERTY);
+        System.setProperty(GpuDevice.BACKEND_PROPERTY, "auto");
+        try (LogCapture log = new LogCapture(); GpuDevice device = GpuDevice.open()) {
+            assertTrue(device.isSimulated(), device.name());
+            List<java.util.logging.LogRecord> warnings = log.records().stream()
+                    .filter(r -> r.getLevel().intValue() >= java.util.logging.Level.WARNING.intValue()).toList();
+            assertEquals(1, warnings.size(), "one WARNING: " + warnings.stream().map(r -> r.getMessage()).toList());
+            String message = warnings.get(0).getMessage();
+            assertTrue(message.contains("cuda") && message.contains("no CUDA driver: "), message);
+            assertTrue(message.contains("libcuda"), "names the missing driver library: " + message);
+            assertFalse(message.contains("\n") || message.contains("\r"), "one line: " + message);
+        } finally {
+            if (old == null) {
+                System.clearProperty(GpuDevice.BACKEND_PROPERTY);
+            } else {
+                System.setProperty(GpuDevice.BACKEND_PROPERTY, old);
+            }
+        }
+    }
+
     private static void assertNoDriver(CudaDriverException e) {
         String message = e.getMessage();
         assertTrue(message.startsWith("no CUDA driver: "), message);

@@ -88,6 +88,13 @@ class NoJCudaClassPathTest {
         assertTrue(named.out().contains("cuda.open.failure=java.lang.IllegalStateException: JCuda is not on the class path"),
                 named.out());
         assertFalse(named.out().contains("NoClassDefFoundError"), named.out());
+
+        // CudaDevice.open, as GpuExtension calls it under cudaloom.junit.device=cuda: the jar is
+        // what is missing, not the driver.
+        Run device = probe(coreOnlyClassPath(), List.of(), "open-cuda-device");
+        assertTrue(device.out().contains(
+                "cuda.device.failure=java.lang.IllegalStateException: JCuda is not on the class path"), device.out());
+        assertFalse(device.out().contains("no CUDA driver"), device.out());
     }
 
     @Test

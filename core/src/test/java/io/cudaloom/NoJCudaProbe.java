@@ -29,6 +29,19 @@ public final class NoJCudaProbe {
                 }
             }
         }
+        if (args.length > 0 && args[0].equals("open-cuda-device")) {
+            // What GpuExtension does with cudaloom.junit.device=cuda; reflective, so that loading
+            // this class loads no backend class.
+            try {
+                Class.forName("io.cudaloom.cuda.CudaDevice").getMethod("open", int.class, ReactorConfig.class)
+                        .invoke(null, 0, ReactorConfig.defaults());
+                System.out.println("cuda.device.opened");
+            } catch (java.lang.reflect.InvocationTargetException e) {
+                Throwable t = e.getCause();
+                System.out.println("cuda.device.failure=" + t.getClass().getName() + ": " + t.getMessage());
+            }
+            return;
+        }
         if (args.length > 0 && args[0].equals("open-cuda")) {
             System.setProperty(GpuDevice.BACKEND_PROPERTY, "cuda");
             try (GpuDevice device = GpuDevice.open()) {

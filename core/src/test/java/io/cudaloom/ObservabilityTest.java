@@ -415,12 +415,22 @@ class ObservabilityTest {
         assertTrue(output.contains("fallbacks=1,"), "a fallback was taken too: " + output);
         assertTrue(output.contains("mxbean: io.cudaloom:type=GpuDevice"), output);
         assertTrue(output.contains("flight recorder initialized: false"), output);
-        // JFR's metadata (what looking up an event type, or adding a periodic hook, initializes)
-        // and our event classes were never loaded: -Xlog:class+load lists every class loaded.
+        // Every exceptional path was taken (each picks the outcome a SlowAwait event would record).
+        for (String path : List.of("timed out: false", "interrupted: InterruptedException",
+                "fault: GpuFaultException", "closed device: ReactorClosedException",
+                "drain interrupted: InterruptedException", "drain fault: GpuFaultException")) {
+            assertTrue(output.contains(path), "the child took the path '" + path + "': " + output);
+        }
+        // JFR's metadata (what looking up an event type, or adding a periodic hook, initializes),
+        // jdk.jfr.Event and our event classes were never loaded, on any of those paths:
+        // -Xlog:class+load lists every class loaded. (jdk.jfr.FlightRecorder itself is loaded:
+        // asking it whether it is initialized is the emitters' first, cheap check.)
         assertTrue(output.contains("io.cudaloom.ReactorObservability "), "the class-load log is there");
-        for (String unloaded : List.of("jdk.jfr.internal.MetadataRepository ", "io.cudaloom.SlowAwaitEvent ",
+        for (String unloaded : List.of("jdk.jfr.internal.MetadataRepository ", "jdk.jfr.Event ",
+                "io.cudaloom.SlowAwaitEvent ", "io.cudaloom.FallbackEvent ", "io.cudaloom.DeviceFaultEvent ",
                 "io.cudaloom.ReactorCountersEvent ")) {
-            assertFalse(output.contains(unloaded), unloaded + "was loaded");
+            assertFalse(output.contains(unloaded), unloaded + "was loaded: " + output.lines()
+                    .filter(l -> l.contains(unloaded)).toList());
         }
     }
 
@@ -470,7 +480,108 @@ class ObservabilityTest {
                 System.out.println("stats: " + device.reactor().stats());
                 System.out.println("mxbean: " + device.reactor().observability().mbeanName());
             }
+            exceptionalPaths();
             System.out.println("flight recorder initialized: " + FlightRecorder.isInitialized());
+        }
+
+        /**
+         * The awaits that end without the work done: timed out, interrupted, a fault, a closed
+         * device, and a closed stream's drain interrupted and faulted. Each prints its outcome.
+         */
+        private static void exceptionalPaths() throws Exception {
+            try (SimulatedDevice device = SimulatedDevice.create()) {
+                CountDownLatch gate = new CountDownLatch(1);
+                SimulatedStream stream = device.newStream();
+                stream.launch(() -> awaitGate(gate));
+                GpuEvent blocked = stream.event();
+                System.out.println("timed out: " + blocked.await(Duration.ofMillis(20)));
+                System.out.println("interrupted: " + failureOf(blocked::await, true));
+                gate.countDown();
+                blocked.await();
+
+                CountDownLatch faultGate = new CountDownLatch(1);
+                SimulatedStream faulting = device.newStream();
+                faulting.launch(() -> awaitGate(faultGate));
+                faulting.injectFault("injected");
+                GpuEvent faulted = faulting.event();
+                System.out.println("fault: " + failureOf(faulted::await, false, faultGate::countDown));
+
+                CountDownLatch drainGate = new CountDownLatch(1);
+                SimulatedStream closing = device.newStream();
+                closing.launch(() -> awaitGate(drainGate));
+                GpuEvent drained = closing.event();
+                closing.close(); // the event taken before is served by the drain
+                System.out.println("drain interrupted: " + failureOf(drained::await, true));
+                drainGate.countDown();
+                drained.await();
+
+                CountDownLatch drainFaultGate = new CountDownLatch(1);
+                SimulatedStream closingFaulted = device.newStream();
+                closingFaulted.launch(() -> awaitGate(drainFaultGate));
+                closingFaulted.injectFault("injected");
+                GpuEvent drainFaulted = closingFaulted.event();
+                closingFaulted.close();
+                System.out.println("drain fault: " + failureOf(drainFaulted::await, false, drainFaultGate::countDown));
+            }
+            SimulatedDevice closed = SimulatedDevice.create();
+            CountDownLatch closedGate = new CountDownLatch(1);
+            SimulatedStream stream = closed.newStream();
+            stream.launch(() -> awaitGate(closedGate));
+            GpuEvent event = stream.event();
+            System.out.println("closed device: " + failureOf(event::await, false, closed::close));
+            closedGate.countDown();
+        }
+
+        private interface Await {
+            void await() throws Exception;
+        }
+
+        /** {@link #failureOf(Await, boolean, Runnable)} that interrupts the waiter or does nothing. */
+        private static String failureOf(Await await, boolean interrupt) throws Exception {
+            return failureOf(await, interrupt, () -> {});
+        }
+
+        /**
+         * Awaits on a virtual thread; once it parked, interrupts it (if asked) and runs
+         * {@code then}; returns the simple name of what the await threw ("none" if nothing).
+         */
+        private static String failureOf(Await await, boolean interrupt, Runnable then) throws Exception {
+            AtomicReference<String> failure = new AtomicReference<>("none");
+            Thread waiter = Thread.ofVirtual().start(() -> {
+                try {
+                    await.await();
+                } catch (Exception e) {
+                    failure.set(e.getClass().getSimpleName());
+                }
+            });
+            parkedOrDone(waiter);
+            if (interrupt) {
+                waiter.interrupt();
+            }
+            then.run();
+            if (!waiter.join(Duration.ofSeconds(20))) {
+                throw new AssertionError("the await did not end");
+            }
+            return failure.get();
+        }
+
+        /** Waits until {@code t} parks (or ends). */
+        private static void parkedOrDone(Thread t) {
+            long deadline = System.nanoTime() + 20_000_000_000L;
+            while (t.isAlive() && t.getState() != Thread.State.WAITING) {
+                if (System.nanoTime() - deadline > 0) {
+                    throw new AssertionError("the waiter never parked: " + t);
+                }
+                Thread.onSpinWait();
+            }
+        }
+
+        private static void awaitGate(CountDownLatch gate) {
+            try {
+                gate.await();
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
         }
     }
 

@@ -22,9 +22,14 @@ public final class Cuda {
      * @throws CudaDriverException if the driver cannot be initialised (no device), or cannot be
      *     loaded at all: then its message is one line, {@code "no CUDA driver: ..."}, and its cause
      *     the {@link LinkageError} of the failed load (e.g. libcuda.so.1 missing)
+     * @throws IllegalStateException if JCuda itself is not on the class path (the message names the
+     *     artifacts to add; not a missing driver)
      */
     public static synchronized int init() {
         if (!initialised) {
+            if (!CudaDeviceProvider.jcudaPresent()) {
+                throw new IllegalStateException(CudaDeviceProvider.JCUDA_MISSING);
+            }
             try {
                 JCudaDriver.setExceptionsEnabled(false); // every result is checked here, by name
             } catch (LinkageError e) {

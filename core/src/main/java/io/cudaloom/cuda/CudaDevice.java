@@ -132,6 +132,7 @@ public final class CudaDevice extends GpuDevice {
      * @throws IllegalArgumentException if there is no such device
      * @throws CudaDriverException if the driver cannot be initialised, or not even loaded (then the
      *     message is one line, "no CUDA driver: ...", and the cause the {@link LinkageError})
+     * @throws IllegalStateException if JCuda is not on the class path (the message names its artifacts)
      */
     public static CudaDevice open(int ordinal, ReactorConfig config) {
         Objects.requireNonNull(config, "config");

@@ -33,6 +33,12 @@ public final class CudaDeviceProvider implements GpuDeviceProvider {
         return 100;
     }
 
+    /** Whether JCuda is on the class path (then an unusable driver is worth a WARNING in auto mode). */
+    @Override
+    public boolean isInstalled() {
+        return jcudaPresent();
+    }
+
     @Override
     public boolean isAvailable() {
         if (!jcudaPresent()) {
