@@ -133,13 +133,16 @@ final class ThroughputSweep {
 
     /** The reactor's counters over one row. */
     record AwaitCounts(long registrations, long inline, long immediate, long fallbacks, long flagWrites,
-            long admissionWaits, long admissionWaitNanos) {
+            long admissionWaits, long admissionWaitNanos, long coalesced, long scannerCpuNanos) {
         static AwaitCounts between(ReactorStats before, ReactorStats after) {
             return new AwaitCounts(after.registrations() - before.registrations(),
                     after.inlineCompletions() - before.inlineCompletions(),
                     after.immediate() - before.immediate(), after.fallbacks() - before.fallbacks(),
                     after.flagWrites() - before.flagWrites(), after.admissionWaits() - before.admissionWaits(),
-                    after.admissionWaitNanos() - before.admissionWaitNanos());
+                    after.admissionWaitNanos() - before.admissionWaitNanos(),
+                    after.coalesced() - before.coalesced(),
+                    after.scannerCpuNanos() < 0 || before.scannerCpuNanos() < 0 ? -1
+                            : after.scannerCpuNanos() - before.scannerCpuNanos());
         }
     }
 
@@ -160,22 +163,24 @@ final class ThroughputSweep {
 
     static String tableHeader() {
         return "| method | round | wall s | completions/s | cores busy | CPU per completion | "
-                + "await: registered / inline / already done / fallbacks | flag writes/completion"
-                + " | admission wait (ms total, waits) | ratios |\n"
-                + "|---|---|---|---|---|---|---|---|---|---|";
+                + "await: registered / inline / already done / fallbacks / joined | flag writes/completion"
+                + " | admission wait (ms total, waits) | scanner CPU per completion | ratios |\n"
+                + "|---|---|---|---|---|---|---|---|---|---|---|";
     }
 
     static String markdown(Row r, String ratios) {
         AwaitCounts c = r.counts();
-        String counts = c == null ? "-" : String.format(Locale.ROOT, "%,d / %,d / %,d / %,d",
-                c.registrations(), c.inline(), c.immediate(), c.fallbacks());
+        String counts = c == null ? "-" : String.format(Locale.ROOT, "%,d / %,d / %,d / %,d / %,d",
+                c.registrations(), c.inline(), c.immediate(), c.fallbacks(), c.coalesced());
         String flagWrites = c == null || r.launches() <= 0 ? "-"
                 : String.format(Locale.ROOT, "%.3f", (double) c.flagWrites() / r.launches());
         String admission = c == null ? "-"
                 : String.format(Locale.ROOT, "%,.1f ms, %,d", c.admissionWaitNanos() / 1e6, c.admissionWaits());
-        return String.format(Locale.ROOT, "| %s | %d | %.2f | %,.0f | %.2f | %.1f us | %s | %s | %s | %s |",
+        String scanner = c == null || c.scannerCpuNanos() < 0 || r.launches() <= 0 ? "-"
+                : String.format(Locale.ROOT, "%.2f us", c.scannerCpuNanos() / 1e3 / r.launches());
+        return String.format(Locale.ROOT, "| %s | %d | %.2f | %,.0f | %.2f | %.1f us | %s | %s | %s | %s | %s |",
                 r.method().label(r.workers()), r.round(), r.wallNanos() / 1e9, r.completionsPerSecond(),
-                r.coresBusy(), r.cpuMicrosPerCompletion(), counts, flagWrites, admission, ratios);
+                r.coresBusy(), r.cpuMicrosPerCompletion(), counts, flagWrites, admission, scanner, ratios);
     }
 
     /**
