@@ -37,23 +37,8 @@ OUT=${OUT:-$(mktemp -d /tmp/measure-h200.XXXXXX)}
 mkdir -p "$OUT" || exit 2
 echo "measure-h200: results in $OUT"
 
-failed=0
-# step NAME FILE LIMIT_S COMMAND...: runs COMMAND under timeout, its stdout tee'd to $OUT/FILE.
-step() {
-  local name=$1 file=$2 limit=$3
-  shift 3
-  echo "== $name: $* (limit ${limit} s)" | tee -a "$OUT/steps.txt"
-  echo "== $name" >> "$OUT/stderr.log"
-  local t0=$SECONDS rc
-  timeout -k 5 "$limit" "$@" 2> >(tee -a "$OUT/stderr.log" >&2) | tee "$OUT/$file"
-  rc=$?
-  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
-    echo "== $name: exit code $rc (time limit of ${limit} s reached) after $((SECONDS - t0)) s" | tee -a "$OUT/steps.txt"
-  else
-    echo "== $name: exit code $rc after $((SECONDS - t0)) s" | tee -a "$OUT/steps.txt"
-  fi
-  [ "$rc" -eq 0 ] || failed=$((failed + 1))
-}
+# shellcheck source=steps.sh
+. vthreads-demo/scripts/steps.sh # the repository root, after the cd above
 
 {
   echo "measure-h200: $(date -u '+%Y-%m-%d %H:%M:%S UTC'); $(nproc) cores; open-file limit $(ulimit -n)"

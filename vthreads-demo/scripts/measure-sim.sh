@@ -46,23 +46,9 @@ else
   how="$jdk/bin/java (JDK $best) with vthreads-demo's Maven class path"
 fi
 
-failed=0
-# step NAME FILE LIMIT_S COMMAND...: runs COMMAND under timeout, its stdout tee'd to $OUT/FILE.
-step() {
-  local name=$1 file=$2 limit=$3
-  shift 3
-  echo "== $name: ${*:$(( ${#JAVA[@]} + 1 ))} (limit ${limit} s)" | tee -a "$OUT/steps.txt"
-  echo "== $name" >> "$OUT/stderr.log"
-  local t0=$SECONDS rc
-  timeout -k 5 "$limit" "$@" 2> >(tee -a "$OUT/stderr.log" >&2) | tee "$OUT/$file"
-  rc=$?
-  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
-    echo "== $name: exit code $rc (time limit of ${limit} s reached) after $((SECONDS - t0)) s" | tee -a "$OUT/steps.txt"
-  else
-    echo "== $name: exit code $rc after $((SECONDS - t0)) s" | tee -a "$OUT/steps.txt"
-  fi
-  [ "$rc" -eq 0 ] || failed=$((failed + 1))
-}
+LABEL_SKIP=${#JAVA[@]}
+# shellcheck source=steps.sh
+. vthreads-demo/scripts/steps.sh # the repository root, after the cd above
 
 skip() {
   echo "== $1: skipped: $2" | tee -a "$OUT/steps.txt"

@@ -214,18 +214,20 @@ public final class CompletionReactor {
         Completion tracker = (ticket, failure) -> {
             if (failure == null) {
                 record.completedThrough(proof);
+                record.trackerLanded(stream);
+            } else {
+                record.trackerFailed();
             }
-            record.trackerDone(stream);
         };
         try {
-            record.trackerEnqueued(proof);
+            record.enqueuedProof(proof);
             long ticket = registrar.tryArm(stream, tracker, false);
             if (!Registrar.armed(ticket)) {
                 registrar.registerFallback(stream, tracker, ticket);
             }
             counters.trackers.increment();
         } catch (RuntimeException dropped) {
-            record.trackerDone(stream);
+            record.trackerFailed();
             // closed or faulted: StreamRecord.openGate lets the parked submitters through
         }
     }

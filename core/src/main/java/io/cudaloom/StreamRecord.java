@@ -1,7 +1,6 @@
 package io.cudaloom;
 
 import java.util.concurrent.Semaphore;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.jspecify.annotations.Nullable;
 
@@ -41,7 +40,7 @@ import org.jspecify.annotations.Nullable;
  * <em>tracker</em> (a flag write with no waiter, never withdrawn) is in flight if the stream is
  * full, or if more than a quarter of the limit is counted behind the newest flag write. At most one
  * tracker is in flight per stream; when it lands (or fails) and the stream is still full, the next
- * is made at once ({@link #trackerDone}). Argument: a submitter parks only after seeing no permit
+ * is made at once ({@link #trackerLanded}). Argument: a submitter parks only after seeing no permit
  * and calling ensureProgress; then either a tracker is in flight (its landing returns the permits
  * of what it covers, or finds the stream still full and makes the next, covering more), or every
  * entry holding a permit is counted and one was just enqueued, or some entry is still inside its
@@ -82,10 +81,8 @@ final class StreamRecord {
     /** Set once by {@link #openGate}: admission takes no permits any more (the stream is done for). */
     private volatile boolean gateOpen;
     /** Trackers enqueued and not yet landed: at most one per stream (it is never withdrawn, so its landing is a proof). */
-    private final AtomicInteger trackersInFlight = new AtomicInteger();
+    private final java.util.concurrent.atomic.AtomicBoolean trackerInFlight = new java.util.concurrent.atomic.AtomicBoolean();
     private final int halfLimit;
-    /** One tracker enqueue at a time (a compare-and-set from 0); racing ones would only add writes. */
-    private final AtomicInteger trackerBusy = new AtomicInteger();
 
     /** Who arms the next shared write: the pending count and the open group (GroupCommit's orderings). */
     final io.cudaloom.protocol.GroupCommit<WaitGroup> commit;
@@ -158,47 +155,37 @@ final class StreamRecord {
     private void ensureProgress(GpuStream stream) {
         long proven = completedThrough.get();
         long counted = submissions.get();
-        if (counted <= proven || trackersInFlight.get() > 0) {
+        if (counted <= proven || trackerInFlight.get()) {
             return;
         }
         long covered = Math.max(proven, maxEnqueuedProof.get());
         if (room.availablePermits() > 0 && counted - covered < trackerSpacing) {
             return; // room left, and a pending flag write covers most of what is in flight
         }
-        if (!trackerBusy.compareAndSet(0, 1)) {
-            return; // another thread is enqueueing one now
+        if (trackerInFlight.compareAndSet(false, true)) { // the one tracker of this stream
+            stream.device().reactor().track(stream); // which clears the mark when it lands or fails
         }
-        try {
-            stream.device().reactor().track(stream);
-        } finally {
-            trackerBusy.set(0);
-        }
-    }
-
-    /** A tracker is about to be enqueued (before its enqueue, so no second one follows it). */
-    void trackerEnqueued(long proof) {
-        trackersInFlight.incrementAndGet();
-        enqueuedProof(proof);
     }
 
     /**
-     * A tracker landed (its proof already recorded) or failed: if the stream is still full, the
-     * next proof must be made now, since only a tracker in flight stopped the others from making it.
+     * The tracker landed (its proof already recorded): if the stream is still full, the next proof
+     * must be made now, since only the tracker in flight stopped the others from making it.
      */
-    void trackerDone(GpuStream stream) {
-        trackersInFlight.decrementAndGet();
+    void trackerLanded(GpuStream stream) {
+        trackerInFlight.set(false);
         if (!gateOpen && room.availablePermits() <= 0) {
             ensureProgress(stream);
         }
     }
 
+    /** The tracker could not be enqueued or failed (a close or a fault, which open the gate): no retry. */
+    void trackerFailed() {
+        trackerInFlight.set(false);
+    }
+
     /** Permits free now (for tests and stats). */
     int freePermits() {
         return gateOpen ? limit : room.availablePermits();
-    }
-
-    int admissionLimit() {
-        return limit;
     }
 
     /**
@@ -210,10 +197,6 @@ final class StreamRecord {
             gateOpen = true; // volatile: a submitter that acquires after this release sees it
             room.release(MAX_RELEASE);
         }
-    }
-
-    boolean gateOpen() {
-        return gateOpen;
     }
 
     /** A fair semaphore that can also lend a permit it does not have. */

@@ -118,15 +118,7 @@ public final class BackoffIdleStrategy {
         lastProgress = now;
     }
 
-    /** The current prediction (0: none yet); for tests and tools. */
-    public long expectedGapNanos() {
-        return expectedGap;
-    }
 
-    /** The measured average park overshoot; for tests and tools. */
-    public long parkOvershootNanos() {
-        return parkOvershoot;
-    }
 
     /** What {@link #idle} did. */
     public enum Step { SPUN, TIMED_PARK, PARK }
