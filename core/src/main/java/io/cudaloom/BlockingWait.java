@@ -18,9 +18,12 @@ import org.jspecify.annotations.Nullable;
  * {@link ReactorConfig#waiterSpinMaxWaiters()} threads are inside this wait (counted here), because
  * with more of them every carrier is better used running other virtual threads than spinning (the
  * armed-slot count is the wrong signal: spinning waiters retire their own slots, which keeps it low
- * and the spinning on); and only if the stream's recent awaits ({@link StreamRecord#recentWaitNanos})
- * were no longer than the spin, since a spin that will not see the flag land is pure waste; and
- * not while a quarter of the slots are armed (back-pressure on a scanner that is behind).
+ * and the spinning on); and not while a quarter of the slots are armed (back-pressure on a scanner
+ * that is behind). If the stream's recent awaits ({@link StreamRecord#recentWaitNanos}) were longer
+ * than the spin (up to {@link #MAX_PREDICTED_WAIT_NANOS}), a spin from the start would be pure
+ * waste: the waiter sleeps (a timed park) until shortly before the predicted end and spins only
+ * through it, so one waiter on a 200 us kernel is woken by no one and spins some microseconds, not
+ * 200 (the scanner, which would otherwise wake it, sees a retirement late by a carrier's wake-up).
  *
  * <p>Driver calls: a stream with counted work not yet proven complete
  * ({@link GpuStream#hasWorkNotKnownComplete}) is taken as busy without a query; registering on a
@@ -53,7 +56,7 @@ final class BlockingWait {
         this.counters = counters;
         this.spinArmedLimit = Math.max(1, table.capacity() / 4);
         this.coalesced = config.coalesce() && registrar.usesSlots()
-                ? new CoalescedWait(reactor, registrar, counters, this) : null;
+                ? new CoalescedWait(reactor, registrar, counters, this, config.relayWakeups()) : null;
     }
 
     /** Returns false only when timed and the time ran out. */
@@ -115,11 +118,14 @@ final class BlockingWait {
         Waiter waiter = Waiter.current();
         waiter.reset();
         long spinNanos = config.waiterSpinNanos();
-        boolean spin = spinNanos > 0 && inside <= config.waiterSpinMaxWaiters()
-                && stream.record().recentWaitNanos() <= spinNanos && table.armedCount() < spinArmedLimit;
+        long recent = stream.record().recentWaitNanos();
+        boolean few = spinNanos > 0 && inside <= config.waiterSpinMaxWaiters() && table.armedCount() < spinArmedLimit;
+        // A wait longer than the spin is predicted from the stream's recent ones: sleep through it, spin its end.
+        long predicted = few && recent > spinNanos && recent <= MAX_PREDICTED_WAIT_NANOS ? recent : 0L;
+        boolean spin = few && (recent <= spinNanos || predicted > 0);
         if (coalesced != null) {
             path(slow, SlowAwaitEvent.COALESCED);
-            return coalesced.await(stream, required, waiter, spin, interruptible, timed, deadline);
+            return coalesced.await(stream, required, waiter, spin ? predicted : NO_SPIN, interruptible, timed, deadline);
         }
         long ticket = registrar.tryArm(stream, waiter);
         FallbackRegistration fallback = null;
@@ -127,7 +133,7 @@ final class BlockingWait {
             path(slow, SlowAwaitEvent.FALLBACK);
             fallback = registrar.registerFallback(stream, waiter, ticket);
             ticket = fallback.ticket;
-        } else if (spin && spinOnOwnFlag(waiter, ticket)) {
+        } else if (spin && spinOnOwnFlag(waiter, ticket, predicted, interruptible, timed, deadline)) {
             path(slow, SlowAwaitEvent.INLINE);
             return true;
         }
@@ -151,8 +157,9 @@ final class BlockingWait {
      * waiter then parks, and the scanner's unpark (made after its volatile store of the ticket,
      * SlotTable ordering 9) wakes it.
      */
-    private boolean spinOnOwnFlag(Waiter waiter, long ticket) {
-        long end = System.nanoTime() + config.waiterSpinNanos();
+    private boolean spinOnOwnFlag(Waiter waiter, long ticket, long predicted, boolean interruptible, boolean timed,
+            long deadline) {
+        long end = sleepThroughPrediction(waiter, ticket, predicted, timed, deadline);
         while (!waiter.isDelivered(ticket)) {
             if (table.flagSet(ticket)) {
                 if (table.cancel(ticket, waiter)) {
@@ -162,12 +169,59 @@ final class BlockingWait {
                 }
                 return false; // the scanner took the payload: its delivery and unpark follow
             }
-            if (System.nanoTime() - end >= 0) {
+            if (System.nanoTime() - end >= 0 || interrupted(interruptible)) {
                 return false;
             }
             Thread.onSpinWait();
         }
         return false; // delivered: parkUntilDelivered returns at once
+    }
+
+    /** Predictions longer than this are not slept through and spun at the end: the waiter just parks. */
+    static final long MAX_PREDICTED_WAIT_NANOS = 10_000_000L;
+    /** The least margin left between the predicted end of a wait and the end of the waiter's sleep. */
+    static final long MIN_MARGIN_NANOS = 5_000L;
+    /** Timed parks' overshoot above this is not learned (a descheduled thread, not timer slack). */
+    private static final long MAX_OVERSHOOT_NANOS = 500_000L;
+    /** How late a waiter's timed park returns, on average (timer slack, the carrier's wake-up); racy by design. */
+    private volatile long parkOvershootNanos;
+
+    /** {@link CoalescedWait#await}'s spin argument for "do not spin". */
+    static final long NO_SPIN = -1L;
+
+    /**
+     * How a waiter spins ({@link #spinOnOwnFlag}, {@link #spinOnGroupFlag}): for
+     * {@link ReactorConfig#waiterSpinNanos()}, or, when {@code predicted > 0} (the stream's
+     * recent waits were longer than that), asleep until shortly before the predicted end, less a
+     * margin of 2% or 5 us (whichever is larger) and the learned overshoot of such parks, then
+     * spinning through the prediction and {@code waiterSpinNanos} past it. A flag that lands early
+     * is delivered by the scanner meanwhile, whose unpark ends the sleep. An interrupt or the
+     * deadline ends the spin (the park that follows handles them).
+     */
+    private static boolean interrupted(boolean interruptible) {
+        return interruptible && Thread.currentThread().isInterrupted();
+    }
+
+    /** Sleeps through most of a predicted wait (see the note above); returns when the spin that follows ends. */
+    private long sleepThroughPrediction(Waiter waiter, long ticket, long predicted, boolean timed, long deadline) {
+        long start = System.nanoTime();
+        long end = start + Math.max(0L, predicted) + config.waiterSpinNanos();
+        if (predicted > 0) {
+            long margin = Math.max(MIN_MARGIN_NANOS, predicted / 50);
+            long sleep = predicted - margin - parkOvershootNanos;
+            if (timed) {
+                sleep = Math.min(sleep, deadline - start);
+            }
+            if (sleep > 0 && !waiter.isDelivered(ticket)) {
+                LockSupport.parkNanos(reactor, sleep);
+                long late = System.nanoTime() - start - sleep;
+                if (!waiter.isDelivered(ticket) && late >= 0 && late < MAX_OVERSHOOT_NANOS) {
+                    long old = parkOvershootNanos; // not woken early by a delivery: a full sleep, learn its lateness
+                    parkOvershootNanos = old + ((late - old) >> 2);
+                }
+            }
+        }
+        return timed && deadline - end < 0 ? deadline : end;
     }
 
     /**
@@ -176,8 +230,9 @@ final class BlockingWait {
      * succeeds (the scanner has not taken it), delivers the group on this thread, its own
      * membership included; either way the membership is then delivered or about to be.
      */
-    void spinOnGroupFlag(Waiter waiter, long memberTicket, long slotTicket, Completion payload) {
-        long end = System.nanoTime() + config.waiterSpinNanos();
+    void spinOnGroupFlag(Waiter waiter, long memberTicket, long slotTicket, Completion payload, long predicted,
+            boolean interruptible, boolean timed, long deadline) {
+        long end = sleepThroughPrediction(waiter, memberTicket, predicted, timed, deadline);
         while (!waiter.isDelivered(memberTicket)) {
             if (table.flagSet(slotTicket)) {
                 if (table.cancel(slotTicket, payload)) {
@@ -186,7 +241,7 @@ final class BlockingWait {
                 }
                 return;
             }
-            if (System.nanoTime() - end >= 0) {
+            if (System.nanoTime() - end >= 0 || interrupted(interruptible)) {
                 return;
             }
             Thread.onSpinWait();
@@ -227,6 +282,9 @@ final class BlockingWait {
                 }
                 interrupted = true; // delivery imminent (or uninterruptible): finish, then re-assert
             }
+        }
+        if (registration != null) {
+            WaitGroup.relayOf(registration); // a group member wakes its part of the group first
         }
         restoreInterrupt(interrupted);
         RuntimeException failure = waiter.failure();

@@ -46,16 +46,23 @@ final class CoalescedWait {
     private final Registrar registrar;
     private final ReactorCounters counters;
     private final BlockingWait blocking;
+    /** Whether woken members relay the wake-ups of their group ({@link WaitGroup}'s wake tree). */
+    private final boolean relay;
 
-    CoalescedWait(CompletionReactor reactor, Registrar registrar, ReactorCounters counters, BlockingWait blocking) {
+    CoalescedWait(CompletionReactor reactor, Registrar registrar, ReactorCounters counters, BlockingWait blocking,
+            boolean relay) {
         this.reactor = reactor;
+        this.relay = relay;
         this.registrar = registrar;
         this.counters = counters;
         this.blocking = blocking;
     }
 
-    /** @param spin whether a waiter that arms a group itself may spin on its flag (BlockingWait's policy) */
-    boolean await(GpuStream stream, long required, Waiter waiter, boolean spin, boolean interruptible, boolean timed,
+    /**
+     * @param spin how a waiter that arms a group itself spins on its flag: its predicted wait (0 for
+     *     none), or {@link BlockingWait#NO_SPIN} (BlockingWait's policy)
+     */
+    boolean await(GpuStream stream, long required, Waiter waiter, long spin, boolean interruptible, boolean timed,
             long deadline) throws InterruptedException {
         StreamRecord record = stream.record();
         WaitGroup.Member member = new WaitGroup.Member(waiter, registrar.syntheticTicket());
@@ -92,17 +99,17 @@ final class CoalescedWait {
             }
             if (record.commit.tryReserve()) {
                 // The count is read before the flag write is enqueued: everything counted is ahead of it.
-                WaitGroup fresh = new WaitGroup(stream.submissionCount());
+                WaitGroup fresh = new WaitGroup(stream.submissionCount(), relay);
                 fresh.join(member);
                 Delivery delivery = new Delivery(this, stream, fresh);
                 long ticket = arm(stream, record, fresh, delivery, true);
-                if (spin && Registrar.armed(ticket)) {
+                if (spin != BlockingWait.NO_SPIN && Registrar.armed(ticket)) {
                     // A short kernel then completes with no wake-up, as a lone waiter's own slot does.
-                    blocking.spinOnGroupFlag(waiter, member.ticket, ticket, delivery);
+                    blocking.spinOnGroupFlag(waiter, member.ticket, ticket, delivery, spin, interruptible, timed, deadline);
                 }
                 return blocking.parkUntilDelivered(waiter, member.ticket, member, interruptible, timed, deadline);
             }
-            WaitGroup gathering = WaitGroup.open();
+            WaitGroup gathering = WaitGroup.open(relay);
             gathering.join(member);
             if (record.commit.installOpen(open, gathering)) {
                 counters.coalesced.increment(); // it shares the next write with whoever gathers with it
@@ -157,6 +164,7 @@ final class CoalescedWait {
         StreamRecord record = stream.record();
         WaitGroup taken = record.commit.delivered(WaitGroup::startArming);
         if (taken == null) {
+            record.groupDelivered(stream); // no next write: admission's progress rule, once more
             return;
         }
         if (FallbackRegistration.onHostCallback() || stream.isOwnWorkerThread()) {

@@ -209,6 +209,11 @@ public final class CompletionReactor {
      * gate instead, so a failure here is dropped.
      */
     void track(GpuStream stream) {
+        if (FallbackRegistration.onHostCallback() || stream.isOwnWorkerThread()) {
+            // CUDA forbids driver calls there (a tracker landing, or a group delivered, on a host callback)
+            callbackExecutor().execute(() -> track(stream));
+            return;
+        }
         StreamRecord record = stream.record();
         long proof = stream.submissionCount(); // before the enqueue: everything counted is ahead of it
         Completion tracker = (ticket, failure) -> {

@@ -40,6 +40,7 @@ public final class ReactorConfig {
     private final boolean coalesce;
     private final int admissionLimit;
     private final int flagWritesInFlight;
+    private final boolean relayWakeups;
     private final boolean jmx;
 
     private ReactorConfig(Builder b) {
@@ -55,6 +56,7 @@ public final class ReactorConfig {
         this.coalesce = b.coalesce;
         this.admissionLimit = b.admissionLimit;
         this.flagWritesInFlight = b.flagWritesInFlight;
+        this.relayWakeups = b.relayWakeups;
         this.jmx = b.jmx;
     }
 
@@ -78,6 +80,7 @@ public final class ReactorConfig {
                 .coalesce(coalesce)
                 .admissionLimit(admissionLimit)
                 .flagWritesInFlight(flagWritesInFlight)
+                .relayWakeups(relayWakeups)
                 .jmx(jmx);
     }
 
@@ -95,6 +98,8 @@ public final class ReactorConfig {
     public int admissionLimit() { return admissionLimit; }
     /** Shared flag writes a stream may have pending before waiters gather for the next ({@link Builder#flagWritesInFlight}). */
     public int flagWritesInFlight() { return flagWritesInFlight; }
+    /** Whether woken members of a shared flag write wake the others ({@link Builder#relayWakeups}). */
+    public boolean relayWakeups() { return relayWakeups; }
     /** Whether the reactor registers its {@link ReactorMXBean} while open (see {@link Builder#jmx}). */
     public boolean jmx() { return jmx; }
 
@@ -105,7 +110,7 @@ public final class ReactorConfig {
                 + ", scannerSpin=" + scannerSpinNanos + "ns, scannerLinger=" + scannerLingerNanos + "ns, scannerPark=" + scannerMinParkNanos
                 + ".." + scannerMaxParkNanos + "ns, faultProbeInterval=" + faultProbeIntervalNanos + "ns"
                 + ", admissionLimit=" + admissionLimit + (coalesce ? ", coalesce (flagWritesInFlight="
-                + flagWritesInFlight + ")" : ", no coalesce") + (jmx ? "" : ", no jmx") + "]";
+                + flagWritesInFlight + (relayWakeups ? ", relayed wake-ups" : "") + ")" : ", no coalesce") + (jmx ? "" : ", no jmx") + "]";
     }
 
     /** Builder; each setter rejects bad values at once with a message naming the setting. */
@@ -122,6 +127,7 @@ public final class ReactorConfig {
         private boolean coalesce = true;
         private int admissionLimit = DEFAULT_ADMISSION_LIMIT;
         private int flagWritesInFlight = 2;
+        private boolean relayWakeups = true;
         private boolean jmx = true;
 
         private Builder() {}
@@ -163,6 +169,19 @@ public final class ReactorConfig {
                 throw new IllegalArgumentException("flagWritesInFlight must be between 1 and 64, was " + writes);
             }
             this.flagWritesInFlight = writes;
+            return this;
+        }
+
+        /**
+         * Whether the waiters that share one flag write wake each other (default true): the thread
+         * that sees the write land wakes at most two of them, and each woken one wakes two more of
+         * the rest before its {@code await()} returns, so a group of {@code n} wakes in about
+         * {@code log2(n)} rounds on many carriers instead of {@code n} wake-ups in a row on the
+         * scanner. The cost: a woken waiter's own return is later by up to two wake-ups (about a
+         * microsecond or two each). False: the scanner wakes every member itself.
+         */
+        public Builder relayWakeups(boolean relay) {
+            this.relayWakeups = relay;
             return this;
         }
 

@@ -38,9 +38,11 @@ import org.jspecify.annotations.Nullable;
  * stall its submitters. The rule ({@link #ensureProgress}): once half the permits are taken, every
  * submitter after counting its entry, and every submitter about to park, makes sure a
  * <em>tracker</em> (a flag write with no waiter, never withdrawn) is in flight if the stream is
- * full, or if more than a quarter of the limit is counted behind the newest flag write. At most one
- * tracker is in flight per stream; when it lands (or fails) and the stream is still full, the next
- * is made at once ({@link #trackerLanded}). Argument: a submitter parks only after seeing no permit
+ * full, or if more than a quarter of the limit is counted behind the newest flag write, unless a
+ * shared flag write is pending: that write is a proof on its way, and its delivery applies the
+ * rule again if it arms no next write ({@link #groupDelivered}); under load, where a group is
+ * always pending, no tracker is made at all. At most one tracker is in flight per stream; when it
+ * lands (or fails) and the stream is still full, the next is made at once ({@link #trackerLanded}). Argument: a submitter parks only after seeing no permit
  * and calling ensureProgress; then either a tracker is in flight (its landing returns the permits
  * of what it covers, or finds the stream still full and makes the next, covering more), or every
  * entry holding a permit is counted and one was just enqueued, or some entry is still inside its
@@ -155,8 +157,8 @@ final class StreamRecord {
     private void ensureProgress(GpuStream stream) {
         long proven = completedThrough.get();
         long counted = submissions.get();
-        if (counted <= proven || trackerInFlight.get()) {
-            return;
+        if (counted <= proven || trackerInFlight.get() || commit.pending() > 0) {
+            return; // nothing unproven, or a proof is on its way (a tracker, or a shared write: see groupDelivered)
         }
         long covered = Math.max(proven, maxEnqueuedProof.get());
         if (room.availablePermits() > 0 && counted - covered < trackerSpacing) {
@@ -174,6 +176,19 @@ final class StreamRecord {
     void trackerLanded(GpuStream stream) {
         trackerInFlight.set(false);
         if (!gateOpen && room.availablePermits() <= 0) {
+            ensureProgress(stream);
+        }
+    }
+
+    /**
+     * A shared flag write was delivered (or failed) and armed no next one: it was a proof on its
+     * way that let {@link #ensureProgress} make no tracker, so the rule is applied again now, as
+     * after a submission. A submitter that saw it pending parked only after that read, and this
+     * check follows the delivery's release of permits and its return of the reservation, so the
+     * submitter either finds the permits released or the next proof made here.
+     */
+    void groupDelivered(GpuStream stream) {
+        if (!gateOpen && room.availablePermits() < halfLimit) {
             ensureProgress(stream);
         }
     }

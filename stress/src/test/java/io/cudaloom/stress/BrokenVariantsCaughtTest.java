@@ -34,6 +34,7 @@ class BrokenVariantsCaughtTest {
             "io.cudaloom.BrokenLateDeliveryAbaTest",
             "io.cudaloom.BrokenAwaitAbaTest",
             "io.cudaloom.BrokenWaitGroupJoinTest",
+            "io.cudaloom.BrokenWaitGroupRelayTest",
             "io.cudaloom.BrokenWaiterHandoffTest",
             "io.cudaloom.stress.jcstress.BrokenGroupCommitTest",
             "io.cudaloom.BrokenAdmissionProofTest",

@@ -48,22 +48,27 @@ class OutcomeSpecTest {
     }
 
     /**
-     * All broken variants but one need a real interleaving (every sequential order passes; the
-     * WaitGroup one needs a join between the delivery's two steps, the Waiter one a store-load
-     * reordering, the lifetime guard's a call between its check and its increment), the last is a plain logic error that a sequential order already shows: the abandoned kernel's
-     * flag write landing after the next await re-armed the eagerly recycled slot.
+     * All broken variants but two need a real interleaving (every sequential order passes; the
+     * WaitGroup join one needs a join between the delivery's two steps, the Waiter one a store-load
+     * reordering, the lifetime guard's a call between its check and its increment). Two are plain
+     * logic errors that a sequential order already shows: the abandoned kernel's flag write
+     * landing after the next await re-armed the eagerly recycled slot, and the relay that drops
+     * the part of a member that withdrew before the delivery.
      */
     @Test
     void brokenVariantsNeedInterleavingsExceptEagerRecycle() throws Exception {
         List<Class<?>> tests = jcstressTests(classesDir(OutcomeSpecTest.class));
         assertEquals(List.of("BrokenAdmissionProofTest", "BrokenAwaitAbaTest", "BrokenLateDeliveryAbaTest",
-                        "BrokenWaitGroupJoinTest", "BrokenWaiterHandoffTest", "BrokenArmedCountTest",
+                        "BrokenWaitGroupJoinTest", "BrokenWaitGroupRelayTest", "BrokenWaiterHandoffTest", "BrokenArmedCountTest",
                         "BrokenGroupCommitTest", "BrokenLifetimeGuardTest"),
                 tests.stream().map(Class::getSimpleName).toList());
         for (Class<?> test : tests) {
             List<String> failing = failingOrders(test);
             if (test.getSimpleName().equals("BrokenAwaitAbaTest")) {
                 assertEquals(List.of("[waiterThread, lateCompletionAndScanner]"), failing);
+            } else if (test.getSimpleName().equals("BrokenWaitGroupRelayTest")) {
+                // a plain logic error: the withdrawal before the delivery already strands c's part
+                assertEquals(List.of("[timeout, scanner]"), failing);
             } else {
                 assertEquals(List.of(), failing, test.getSimpleName());
             }

@@ -133,7 +133,7 @@ final class ThroughputSweep {
 
     /** The reactor's counters over one row. */
     record AwaitCounts(long registrations, long inline, long immediate, long fallbacks, long flagWrites,
-            long admissionWaits, long admissionWaitNanos, long coalesced, long scannerCpuNanos) {
+            long admissionWaits, long admissionWaitNanos, long coalesced, long scannerCpuNanos, long trackers) {
         static AwaitCounts between(ReactorStats before, ReactorStats after) {
             return new AwaitCounts(after.registrations() - before.registrations(),
                     after.inlineCompletions() - before.inlineCompletions(),
@@ -142,7 +142,8 @@ final class ThroughputSweep {
                     after.admissionWaitNanos() - before.admissionWaitNanos(),
                     after.coalesced() - before.coalesced(),
                     after.scannerCpuNanos() < 0 || before.scannerCpuNanos() < 0 ? -1
-                            : after.scannerCpuNanos() - before.scannerCpuNanos());
+                            : after.scannerCpuNanos() - before.scannerCpuNanos(),
+                    after.trackers() - before.trackers());
         }
     }
 
@@ -173,7 +174,8 @@ final class ThroughputSweep {
         String counts = c == null ? "-" : String.format(Locale.ROOT, "%,d / %,d / %,d / %,d / %,d",
                 c.registrations(), c.inline(), c.immediate(), c.fallbacks(), c.coalesced());
         String flagWrites = c == null || r.launches() <= 0 ? "-"
-                : String.format(Locale.ROOT, "%.3f", (double) c.flagWrites() / r.launches());
+                : String.format(Locale.ROOT, "%.3f (trackers %.3f)", (double) c.flagWrites() / r.launches(),
+                        (double) c.trackers() / r.launches());
         String admission = c == null ? "-"
                 : String.format(Locale.ROOT, "%,.1f ms, %,d", c.admissionWaitNanos() / 1e6, c.admissionWaits());
         String scanner = c == null || c.scannerCpuNanos() < 0 || r.launches() <= 0 ? "-"
@@ -242,6 +244,7 @@ final class ThroughputSweep {
             device = d.name() + ", compute " + d.computeCapability();
         }
         out.printf(Locale.ROOT, "## GpuBench sweep: %s; %d cores; Java %s%n%n", device, cores, Runtime.version());
+        out.printf(Locale.ROOT, "`await()` rows: %s%n%n", awaitConfig(s.threads()));
         out.printf(Locale.ROOT, "%d streams; every row on a freshly opened device after a warm-up (an empty kernel"
                 + " per stream, then 1/%d of the row's launches the same way); rows run in table order in odd rounds,"
                 + " reversed in even ones. Cores busy: process CPU time / wall. CPU per completion: process CPU time"
@@ -271,11 +274,31 @@ final class ThroughputSweep {
         }
     }
 
+    /**
+     * The await row's reactor: the defaults with room for every worker, and, for A/B runs in one
+     * JVM session, {@code -Dsweep.admissionLimit=N}, {@code -Dsweep.flagWritesInFlight=N} and
+     * {@code -Dsweep.relayWakeups=false} (the header prints the result).
+     */
+    static ReactorConfig awaitConfig(int workers) {
+        ReactorConfig.Builder b = ReactorConfig.builder().capacity(Math.max(4096, workers + 1024));
+        Integer admission = Integer.getInteger("sweep.admissionLimit");
+        if (admission != null) {
+            b.admissionLimit(admission);
+        }
+        Integer writes = Integer.getInteger("sweep.flagWritesInFlight");
+        if (writes != null) {
+            b.flagWritesInFlight(writes);
+        }
+        String relay = System.getProperty("sweep.relayWakeups");
+        if (relay != null) {
+            b.relayWakeups(Boolean.parseBoolean(relay));
+        }
+        return b.build();
+    }
+
     /** One row on a fresh device: warm-up, then {@code total} launches by {@code workers} threads. */
     static Row measure(Method m, int workers, long total, long kernelNanos, int round, PrintStream err) throws Exception {
-        ReactorConfig config = m == Method.AWAIT
-                ? ReactorConfig.builder().capacity(Math.max(4096, workers + 1024)).build()
-                : ReactorConfig.defaults();
+        ReactorConfig config = m == Method.AWAIT ? awaitConfig(workers) : ReactorConfig.defaults();
         try (CudaDevice d = CudaDevice.open(0, config); Kernels k = d.loadKernels()) {
             List<CudaStream> s = GpuBench.streams(d);
             Thread watchdog = Thread.ofPlatform().daemon().name("sweep-watchdog").start(() -> {

@@ -86,7 +86,7 @@ class ThroughputSweepTest {
 
     private static Row row(Method m, int workers, double seconds, double cpuSeconds) {
         return new Row(m, workers, 1, 1_000_000, (long) (seconds * 1e9), (long) (cpuSeconds * 1e9),
-                m == Method.AWAIT ? new AwaitCounts(900_000, 700_000, 100_000, 0, 250_000, 1_234, 56_700_000, 4_000, 3_000_000_000L) : null);
+                m == Method.AWAIT ? new AwaitCounts(900_000, 700_000, 100_000, 0, 250_000, 1_234, 56_700_000, 4_000, 3_000_000_000L, 50_000) : null);
     }
 
     @Test
@@ -106,7 +106,7 @@ class ThroughputSweepTest {
         assertEquals("0.80 x ceiling(8); 1.60 x best pool (64); CPU/completion 0.42 x", ThroughputSweep.ratios(round));
         // 250,000 flag writes for 1,000,000 completions; 1,234 admission waits, 56.7 ms in all
         assertEquals("| `await()`: 10,000 virtual threads, launch + await | 1 | 2.50 | 400,000 | 8.00 | 20.0 us"
-                + " | 900,000 / 700,000 / 100,000 / 0 / 4,000 | 0.250 | 56.7 ms, 1,234 | 3.00 us | r |",
+                + " | 900,000 / 700,000 / 100,000 / 0 / 4,000 | 0.250 (trackers 0.050) | 56.7 ms, 1,234 | 3.00 us | r |",
                 ThroughputSweep.markdown(a, "r"));
         assertEquals("| pool: 16 platform threads (= cores), launch + `synchronize()` | 1 | 5.00 | 200,000 | 3.20 | 16.0 us"
                 + " | - | - | - | - |  |", ThroughputSweep.markdown(round.get(Method.POOL_CORES), ""));
@@ -125,16 +125,16 @@ class ThroughputSweepTest {
 
     @Test
     void awaitCountsAreTheDifferenceOverTheRow() {
-        ReactorStats before = stats(10, 5, 2, 1, 7, 3, 1_000, 20, 5_000);
-        ReactorStats after = stats(110, 85, 12, 1, 47, 8, 901_000, 70, 95_000);
-        assertEquals(new AwaitCounts(100, 80, 10, 0, 40, 5, 900_000, 50, 90_000), AwaitCounts.between(before, after));
-        ReactorStats unknown = stats(110, 85, 12, 1, 47, 8, 901_000, 70, -1);
+        ReactorStats before = stats(10, 5, 2, 1, 7, 3, 1_000, 20, 5_000, 4);
+        ReactorStats after = stats(110, 85, 12, 1, 47, 8, 901_000, 70, 95_000, 10);
+        assertEquals(new AwaitCounts(100, 80, 10, 0, 40, 5, 900_000, 50, 90_000, 6), AwaitCounts.between(before, after));
+        ReactorStats unknown = stats(110, 85, 12, 1, 47, 8, 901_000, 70, -1, 10);
         assertEquals(-1, AwaitCounts.between(before, unknown).scannerCpuNanos(), "unknown where the JVM cannot tell");
     }
 
     private static ReactorStats stats(long registrations, long inline, long immediate, long fallbacks, long flagWrites,
-            long admissionWaits, long admissionWaitNanos, long coalesced, long scannerCpuNanos) {
-        return ReactorStats.builder().capacity(4096).freeSlots(4096).registrations(registrations)
+            long admissionWaits, long admissionWaitNanos, long coalesced, long scannerCpuNanos, long trackers) {
+        return ReactorStats.builder().trackers(trackers).capacity(4096).freeSlots(4096).registrations(registrations)
                 .completions(registrations + coalesced + immediate + fallbacks).inlineCompletions(inline)
                 .immediate(immediate).fallbacks(fallbacks).flagWrites(flagWrites).admissionWaits(admissionWaits)
                 .admissionWaitNanos(admissionWaitNanos).coalesced(coalesced).scannerCpuNanos(scannerCpuNanos).build();
