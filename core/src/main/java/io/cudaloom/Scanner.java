@@ -136,6 +136,9 @@ final class Scanner {
         return new Task(new WeakReference<>(this));
     }
 
+    /** The scanner thread's timer slack where it can be set (Linux's default is 50 us: {@link TimerSlack}). */
+    static final long TIMER_SLACK_NANOS = 1_000L;
+
     private static final class Task implements Runnable {
         private final WeakReference<Scanner> scanner;
 
@@ -145,6 +148,7 @@ final class Scanner {
 
         @Override
         public void run() {
+            TimerSlack.setForCurrentThread(TIMER_SLACK_NANOS); // precise predicted parks (TimerSlack)
             Scanner s = scanner.get();
             while (s != null && s.runUntilIdle()) {
                 s = null; // parked with no strong reference to the reactor (see task())

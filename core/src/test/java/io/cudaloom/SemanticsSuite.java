@@ -918,7 +918,8 @@ abstract class SemanticsSuite {
     @MethodSource("backends")
     void aCoalescedWaiterJoinsOnlyAWriteThatCoversAllTheWorkItNeeds(BackendFixture b) throws Exception {
         requireSlots(b);
-        GpuDevice device = b.open(b.config().coalesce(true).build());
+        // Room for two writes, so that the later waiter can arm its own (with one it gathers for the next).
+        GpuDevice device = b.open(b.config().coalesce(true).flagWritesInFlight(2).build());
         GpuStream stream = b.newStream(device);
         BackendFixture.Gate first = b.hold(stream);
         Pending early = start(Kind.VIRTUAL, "needs the first work", () -> {
