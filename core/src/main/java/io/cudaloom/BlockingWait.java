@@ -159,7 +159,7 @@ final class BlockingWait {
      */
     private boolean spinOnOwnFlag(Waiter waiter, long ticket, long predicted, boolean interruptible, boolean timed,
             long deadline) {
-        long end = sleepThroughPrediction(waiter, ticket, predicted, timed, deadline);
+        long end = sleepThroughPrediction(waiter, ticket, predicted, interruptible, timed, deadline);
         while (!waiter.isDelivered(ticket)) {
             if (table.flagSet(ticket)) {
                 if (table.cancel(ticket, waiter)) {
@@ -203,7 +203,8 @@ final class BlockingWait {
     }
 
     /** Sleeps through most of a predicted wait (see the note above); returns when the spin that follows ends. */
-    private long sleepThroughPrediction(Waiter waiter, long ticket, long predicted, boolean timed, long deadline) {
+    private long sleepThroughPrediction(Waiter waiter, long ticket, long predicted, boolean interruptible, boolean timed,
+            long deadline) {
         long start = System.nanoTime();
         long end = start + Math.max(0L, predicted) + config.waiterSpinNanos();
         if (predicted > 0) {
@@ -212,12 +213,18 @@ final class BlockingWait {
             if (timed) {
                 sleep = Math.min(sleep, deadline - start);
             }
-            if (sleep > 0 && !waiter.isDelivered(ticket)) {
-                LockSupport.parkNanos(reactor, sleep);
-                long late = System.nanoTime() - start - sleep;
+            long wakeAt = start + sleep;
+            long remaining;
+            // A spurious or stale wake-up (an unpark meant for an earlier wait) sleeps again for the rest.
+            while (!waiter.isDelivered(ticket) && (remaining = wakeAt - System.nanoTime()) > 0) {
+                LockSupport.parkNanos(reactor, remaining);
+                long late = System.nanoTime() - wakeAt;
                 if (!waiter.isDelivered(ticket) && late >= 0 && late < MAX_OVERSHOOT_NANOS) {
-                    long old = parkOvershootNanos; // not woken early by a delivery: a full sleep, learn its lateness
+                    long old = parkOvershootNanos; // not woken early by a delivery: learn the sleep's lateness
                     parkOvershootNanos = old + ((late - old) >> 2);
+                }
+                if (interrupted(interruptible)) {
+                    break; // the park that follows the spin handles it
                 }
             }
         }
@@ -232,7 +239,7 @@ final class BlockingWait {
      */
     void spinOnGroupFlag(Waiter waiter, long memberTicket, long slotTicket, Completion payload, long predicted,
             boolean interruptible, boolean timed, long deadline) {
-        long end = sleepThroughPrediction(waiter, memberTicket, predicted, timed, deadline);
+        long end = sleepThroughPrediction(waiter, memberTicket, predicted, interruptible, timed, deadline);
         while (!waiter.isDelivered(memberTicket)) {
             if (table.flagSet(slotTicket)) {
                 if (table.cancel(slotTicket, payload)) {

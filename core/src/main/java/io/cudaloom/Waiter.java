@@ -61,7 +61,12 @@ final class Waiter implements Completion {
     @Override
     public void complete(long ticket, @Nullable RuntimeException failure) {
         publish(ticket, failure);
-        LockSupport.unpark(thread);
+        if (thread != Thread.currentThread()) {
+            LockSupport.unpark(thread);
+        }
+        // else the waiter delivered itself (it saw its group's flag while spinning): it is not
+        // parked, and reads the ticket it just stored; an unpark would only leave a stale permit
+        // that ends its next timed park at once (BlockingWait's sleep through a predicted wait).
     }
 
     /**

@@ -46,14 +46,19 @@ class BenchGpuTest {
             double perSecond = Double.parseDouble(cells[4].strip().replace(",", ""));
             assertTrue(perSecond > 0, r);
             if (r.startsWith("| `await()`")) {
-                assertTrue(cells[10].contains("x ceiling(8)") && cells[10].contains("x best pool"), r);
-                assertTrue(cells[7].strip().endsWith("/ 0"), "no fallback: " + r);
-                double flagWrites = Double.parseDouble(cells[8].strip());
+                // | method | round | wall | /s | cores | CPU | counts | flag writes | admission | scanner CPU | ratios |
+                assertEquals(13, cells.length, "the header's columns: " + r);
+                assertTrue(cells[11].contains("x ceiling(8)") && cells[11].contains("x best pool"), r);
+                assertEquals("0", cells[7].split("/")[3].strip(), "no fallback: " + r);
+                double flagWrites = Double.parseDouble(cells[8].strip().split(" ")[0]);
                 assertTrue(flagWrites >= 0 && flagWrites <= 1.0, "at most one flag write per completion: " + r);
+                assertTrue(cells[8].contains("(trackers "), r);
                 assertTrue(cells[9].strip().matches("[0-9,]+\\.[0-9] ms, [0-9,]+"), "admission wait: " + r);
+                assertTrue(cells[10].strip().matches("[0-9]+\\.[0-9]+ us"), "scanner CPU per completion: " + r);
             } else {
                 assertEquals("-", cells[8].strip(), r);
                 assertEquals("-", cells[9].strip(), r);
+                assertEquals("-", cells[10].strip(), r);
             }
         }
         assertTrue(text.contains("### 10 us kernels: 1,280 launches per row (256 x 5)"), text);
