@@ -46,7 +46,7 @@ public final class WorkChecks {
         }
     }
 
-    private static void argument(GpuDevice device, String kernel, int i, GpuKernel.Param param, Object a) {
+    private static void argument(GpuDevice device, String kernel, int i, GpuKernel.Param param, @Nullable Object a) {
         if (!param.accepts(a)) {
             throw new IllegalArgumentException("kernel " + kernel + ": argument " + i + " must be " + param.takes()
                     + " (parameter " + param + "), was " + describe(a));
