@@ -156,9 +156,13 @@ public abstract class GpuStream implements AutoCloseable {
      * Java body, once per thread.
      *
      * @param args {@link DeviceMemory} of this device, {@code Integer}, {@code Long}, {@code Float}
-     *     or {@code Double}, in the order of the kernel's parameters
-     * @throws IllegalArgumentException if a dimension is below 1, an argument has another type, or
-     *     memory belongs to another device
+     *     or {@code Double}, one for each of the kernel's {@link GpuKernel#params()}, in order
+     * @throws IllegalArgumentException if a dimension is below 1, the arguments are not as many as
+     *     the kernel's parameters, one is not of the type its parameter takes ({@link GpuKernel.Param}),
+     *     or memory belongs to another device; thrown before anything is enqueued, so the stream
+     *     stays usable
+     * @throws IllegalStateException on a CUDA device, if the kernel's PTX resource is missing
+     *     ({@link GpuKernel#fromResource})
      * @throws GpuFaultException if the stream has faulted
      * @throws ReactorClosedException if the device is closed
      * @throws IllegalStateException if the stream is closed

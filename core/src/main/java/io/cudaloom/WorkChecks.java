@@ -1,7 +1,9 @@
 package io.cudaloom;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * For backends: the argument checks every backend makes before enqueueing work, so that bad input gets the
@@ -10,7 +12,10 @@ import java.util.Objects;
 public final class WorkChecks {
     private WorkChecks() {}
 
-    /** Checks a launch's kernel, dimensions and argument types, and that memory is {@code device}'s. */
+    /**
+     * Checks a launch's kernel, dimensions and arguments (count and types against the kernel's
+     * {@link GpuKernel#params()}), and that memory is {@code device}'s. Allocates nothing unless it throws.
+     */
     public static void launch(GpuDevice device, GpuKernel kernel, int gridX, int blockX, Object[] args) {
         Objects.requireNonNull(kernel, "kernel");
         Objects.requireNonNull(args, "args");
@@ -18,16 +23,53 @@ public final class WorkChecks {
             throw new IllegalArgumentException("grid and block sizes must be >= 1, were " + gridX + " and " + blockX
                     + " (launching " + kernel.entry() + ")");
         }
-        for (int i = 0; i < args.length; i++) {
-            Object a = args[i];
-            if (a instanceof DeviceMemory m) {
-                sameDevice(device, m, "argument " + i + " of " + kernel.entry());
-            } else if (!(a instanceof Integer || a instanceof Long || a instanceof Float || a instanceof Double)) {
-                throw new IllegalArgumentException("argument " + i + " of " + kernel.entry() + " has unsupported type "
-                        + (a == null ? "null" : a.getClass().getName())
-                        + " (use DeviceMemory, Integer, Long, Float or Double)");
-            }
+        GpuKernel.Param[] params = kernel.paramArray();
+        if (args.length != params.length) {
+            throw wrongCount(kernel.entry(), kernel.params(), args);
         }
+        for (int i = 0; i < params.length; i++) {
+            argument(device, kernel.entry(), i, params[i], args[i]);
+        }
+    }
+
+    /**
+     * For backends with kernels of their own: checks {@code args} against {@code params} (count and
+     * types), and that memory is {@code device}'s. Allocates nothing unless it throws.
+     */
+    public static void arguments(GpuDevice device, String kernel, List<GpuKernel.Param> params, Object[] args) {
+        Objects.requireNonNull(args, "args");
+        if (args.length != params.size()) {
+            throw wrongCount(kernel, params, args);
+        }
+        for (int i = 0; i < args.length; i++) {
+            argument(device, kernel, i, params.get(i), args[i]);
+        }
+    }
+
+    private static void argument(GpuDevice device, String kernel, int i, GpuKernel.Param param, @Nullable Object a) {
+        if (!param.accepts(a)) {
+            throw new IllegalArgumentException("kernel " + kernel + ": argument " + i + " must be " + param.takes()
+                    + " (parameter " + param + "), was " + describe(a));
+        }
+        if (a instanceof DeviceMemory m && m.device() != device) { // the message built on failure only
+            sameDevice(device, m, "argument " + i + " of kernel " + kernel);
+        }
+    }
+
+    private static IllegalArgumentException wrongCount(String kernel, List<GpuKernel.Param> params, Object[] args) {
+        return new IllegalArgumentException("kernel " + kernel + " takes " + params.size() + " argument(s) "
+                + params + ", was given " + args.length);
+    }
+
+    private static String describe(@Nullable Object a) {
+        if (a == null) {
+            return "null";
+        }
+        if (a instanceof DeviceMemory) {
+            return "DeviceMemory";
+        }
+        String type = a.getClass().getSimpleName();
+        return (type.matches("[AEIOU].*") ? "an " : "a ") + type + " (" + a + ")";
     }
 
     /** Checks a busy kernel's duration: 0 to 1 hour. */

@@ -111,7 +111,7 @@ class SameProgramOnEveryBackendTest {
                 DeviceMemory other = b.allocate(64); HostMemory host = a.allocateHost(64)) {
             assertMessage("belongs to", assertThrows(IllegalArgumentException.class,
                     () -> stream.launch(GpuKernel.FILL_U32, 1, 16, other, 1, 16)));
-            assertMessage("unsupported type java.lang.String", assertThrows(IllegalArgumentException.class,
+            assertMessage("argument 1 must be Integer (parameter INT), was a String (1)", assertThrows(IllegalArgumentException.class,
                     () -> stream.launch(GpuKernel.FILL_U32, 1, 16, mem, "1", 16)));
             assertMessage("grid and block sizes", assertThrows(IllegalArgumentException.class,
                     () -> stream.launch(GpuKernel.FILL_U32, 0, 16, mem, 1, 16)));

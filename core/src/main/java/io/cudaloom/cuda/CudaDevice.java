@@ -305,14 +305,18 @@ public final class CudaDevice extends GpuDevice {
 
     /**
      * The loaded form of a device-agnostic kernel: its module is loaded on first use and kept
-     * (one per module per device) until the device closes.
+     * (one per module per device) until the device closes; its declared parameters are checked
+     * against the PTX then.
+     *
+     * @throws IllegalStateException if the kernel's PTX resource is missing
+     * @throws IllegalArgumentException if its declared parameters do not match its PTX
      */
     CudaKernel kernel(GpuKernel kernel) {
         CudaKernel k = kernels.get(kernel);
         if (k == null) {
             checkOpen("loads no kernels");
             CudaModule module = modules.computeIfAbsent(kernel.module(), m -> loadModule(kernel.ptx()));
-            k = kernels.computeIfAbsent(kernel, g -> module.kernel(g.entry()));
+            k = kernels.computeIfAbsent(kernel, g -> module.kernel(g.entry(), g.params()));
         }
         return k;
     }

@@ -59,17 +59,32 @@ public final class CudaStream extends GpuStream {
 
     /**
      * Launches {@code kernel} with a 1-D grid. Arguments may be {@link DeviceBuffer}s (passed as
-     * device pointers), {@code Integer}, {@code Long}, {@code Float} or {@code Double}.
+     * device pointers), {@code Integer}, {@code Long}, {@code Float} or {@code Double}, as the
+     * kernel's {@link CudaKernel#params()} say.
+     *
+     * @throws IllegalArgumentException if a dimension is below 1, or an argument's count or type does
+     *     not match the kernel's parameters (checked before anything is enqueued)
      */
     public void launch(CudaKernel kernel, int gridX, int blockX, Object... args) {
         launch(kernel, gridX, 1, 1, blockX, 1, 1, 0, args);
     }
 
-    /** Launches {@code kernel} with a 3-D grid and block and dynamic shared memory. */
+    /**
+     * Launches {@code kernel} with a 3-D grid and block and dynamic shared memory.
+     *
+     * @throws IllegalArgumentException as {@link #launch(CudaKernel, int, int, Object...)}
+     */
     public void launch(CudaKernel kernel, int gridX, int gridY, int gridZ, int blockX, int blockY, int blockZ,
             int sharedBytes, Object... args) {
         Objects.requireNonNull(kernel, "kernel");
         Objects.requireNonNull(args, "args");
+        WorkChecks.arguments(device, kernel.name(), kernel.params(), args);
+        enqueueLaunch(kernel, gridX, gridY, gridZ, blockX, blockY, blockZ, sharedBytes, args);
+    }
+
+    /** The launch after the argument checks. */
+    private void enqueueLaunch(CudaKernel kernel, int gridX, int gridY, int gridZ, int blockX, int blockY,
+            int blockZ, int sharedBytes, Object[] args) {
         if (gridX < 1 || gridY < 1 || gridZ < 1 || blockX < 1 || blockY < 1 || blockZ < 1) {
             throw new IllegalArgumentException("grid and block dimensions must be >= 1, were grid ("
                     + gridX + "," + gridY + "," + gridZ + ") block (" + blockX + "," + blockY + "," + blockZ + ")");
@@ -98,14 +113,14 @@ public final class CudaStream extends GpuStream {
     @Override
     public void launch(GpuKernel kernel, int gridX, int blockX, Object... args) {
         WorkChecks.launch(device, kernel, gridX, blockX, args);
-        launch(device.kernel(kernel), gridX, 1, 1, blockX, 1, 1, 0, args);
+        enqueueLaunch(device.kernel(kernel), gridX, 1, 1, blockX, 1, 1, 0, args);
     }
 
     /** Launches the library's {@code spin_kernel} (one thread), which spins on %globaltimer. */
     @Override
     public void launchKernel(java.time.Duration duration) {
         long nanos = WorkChecks.durationNanos(duration);
-        launch(device.kernel(GpuKernel.SPIN), 1, 1, 1, 1, 1, 1, 0, new Object[] {nanos});
+        enqueueLaunch(device.kernel(GpuKernel.SPIN), 1, 1, 1, 1, 1, 1, 0, new Object[] {nanos});
     }
 
     /** Async copy host to device; {@code src} is pinned ({@link CudaDevice#allocateHost}). */

@@ -1,13 +1,21 @@
 package io.cudaloom.cuda;
 
+import static io.cudaloom.GpuKernel.Param.FLOAT;
+import static io.cudaloom.GpuKernel.Param.INT;
+import static io.cudaloom.GpuKernel.Param.LONG;
+import static io.cudaloom.GpuKernel.Param.POINTER_OR_LONG;
+
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 
 /**
  * The library's own kernels (resource {@value #PTX_RESOURCE}, hand-written PTX; the CUDA C++
- * equivalent is kernels.cu beside it), used by the tests, the demo and the benchmarks.
+ * equivalent is kernels.cu beside it), used by the tests, the demo and the benchmarks. Each declares
+ * its parameters (checked against the PTX when loaded); a pointer parameter takes a
+ * {@link DeviceBuffer} or a raw device address as a {@code Long}.
  */
 public final class Kernels implements AutoCloseable {
     public static final String PTX_RESOURCE = "/io/cudaloom/kernels.ptx";
@@ -26,11 +34,11 @@ public final class Kernels implements AutoCloseable {
 
     Kernels(CudaModule module) {
         this.module = module;
-        this.empty = module.kernel("empty_kernel");
-        this.spin = module.kernel("spin_kernel");
-        this.fill = module.kernel("fill_u32");
-        this.scale = module.kernel("scale_f32");
-        this.fault = module.kernel("fault_kernel");
+        this.empty = module.kernel("empty_kernel", List.of());
+        this.spin = module.kernel("spin_kernel", List.of(LONG));
+        this.fill = module.kernel("fill_u32", List.of(POINTER_OR_LONG, INT, INT));
+        this.scale = module.kernel("scale_f32", List.of(POINTER_OR_LONG, FLOAT, INT));
+        this.fault = module.kernel("fault_kernel", List.of(POINTER_OR_LONG));
     }
 
     /** The PTX text. */

@@ -14,7 +14,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
-/** The Java example of README.md, kept compiling and passing here. */
+/** The code of README.md's Java examples, run in the build (.ci/consumer-check compiles and runs the README's own blocks). */
 class ReadmeExampleTest {
 
     /** The first example, as written; with no GPU here, {@code GpuDevice.open()} picks the simulated device. */

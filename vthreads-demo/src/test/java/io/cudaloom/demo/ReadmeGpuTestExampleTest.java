@@ -21,7 +21,6 @@ import org.junit.jupiter.api.Test;
  * The example of README.md's "Testing with a GPU (JUnit 5)", kept compiling and passing here: in CI
  * the first test runs on the simulated device and the second is skipped; on a GPU both run there.
  */
-// --- README: GpuTest example ---
 @GpuTest(simulatedFallback = true)          // no CUDA device: run on the simulated one instead of skipping
 class ReadmeGpuTestExampleTest {
     @Test
@@ -51,4 +50,3 @@ class ReadmeGpuTestExampleTest {
         }
     }
 }
-// --- end ---

@@ -377,14 +377,13 @@ class KotlinCallersTest {
     }
 }
 
-// --- README: Use it, Kotlin ---
+// A variant of the README's "Use it" Kotlin example (.ci/consumer-check runs the README's own, as written)
 suspend fun scaleOnGpu(device: GpuDevice) = device.newStream().use { stream ->
     // ... launch work on the stream ...
     stream.event().awaitSuspending() // suspends: no thread blocks; cancelling the coroutine withdraws the wait
 }
-// --- end ---
 
-/** The Kotlin examples of README.md, kept compiling and passing here. */
+/** Variants of the Kotlin examples of README.md, run in the build (.ci/consumer-check compiles and runs the README's own blocks). */
 class ReadmeKotlinExampleTest {
     @Test
     fun useItExample() {
