@@ -59,6 +59,8 @@ final class BlockingWait {
                 ? new CoalescedWait(reactor, registrar, counters, this, config.relayWakeups()) : null;
     }
 
+    int waitersNow() { return waiters.get(); } // read-only: the operator gauge of ReactorStats.waitersNow
+
     /** Returns false only when timed and the time ran out. */
     boolean await(GpuStream stream, long required, boolean interruptible, boolean timed, long nanos)
             throws InterruptedException {
@@ -99,10 +101,11 @@ final class BlockingWait {
         } finally {
             waiters.decrementAndGet();
             stream.record().recordWait(System.nanoTime() - start);
+            reactor.awaited(System.nanoTime() - start, outcome); // latency histogram, timeouts
             if (slow != null) {
                 // Ended and committed here, not in a helper, so the event's stack trace starts at the await.
                 slow.end();
-                if (slow.shouldCommit()) {
+                if (slow.shouldCommit() && reactor.slowAwait(System.nanoTime() - start)) { // relative threshold too
                     slow.device = reactor.device().name();
                     slow.stream = stream.toString();
                     slow.outcome = outcome;

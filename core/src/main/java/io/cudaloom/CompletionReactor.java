@@ -79,6 +79,8 @@ public final class CompletionReactor {
     private final Thread scannerThread;
     private final Executor callbackExecutor;
     private final ReactorObservability observability;
+    /** The await-latency distribution (HdrHistogram) and the relative SlowAwait threshold. */
+    private final LatencyRecorder latency;
     /** The records of this reactor's open streams, so that close can open their admission gates. */
     private final java.util.Set<StreamRecord> openStreams =
             java.util.Collections.synchronizedSet(java.util.Collections.newSetFromMap(new java.util.WeakHashMap<>()));
@@ -94,6 +96,7 @@ public final class CompletionReactor {
                     + flagMemory.flags().length() + " flags, " + capacity + " requested");
         }
         this.table = new SlotTable<>(capacity, flagMemory.flags());
+        this.latency = new LatencyRecorder(config.slowAwaitFactor());
         this.lifecycle = new ReactorLifecycle(this, flagMemory);
         this.checks = new RegistrationChecks(this, counters);
         this.registrar = new Registrar(this, table, flagMemory, counters, config.strategy());
@@ -148,7 +151,53 @@ public final class CompletionReactor {
 
     /** A snapshot of this reactor's counters (readable after close too). */
     public ReactorStats stats() {
-        return counters.snapshot(table, scanner, scannerThread);
+        return counters.snapshot(table, scanner, scannerThread, blockingWait.waitersNow(), workInFlight());
+    }
+
+    /**
+     * The await-latency distribution since the device opened (readable after close too): how long
+     * blocking awaits that registered waited, in an HdrHistogram. Each call drains what awaits
+     * recorded since the last one (a few microseconds); the awaits themselves only record.
+     */
+    public AwaitLatency awaitLatency() {
+        return latency.snapshot();
+    }
+
+    /**
+     * Work entries submitted to this device's open streams and not yet proven complete: the sum of
+     * {@link GpuStream#workInFlight()} (a closed stream's last work is not counted).
+     */
+    long workInFlight() {
+        StreamRecord[] records;
+        synchronized (openStreams) {
+            records = openStreams.toArray(new StreamRecord[0]);
+        }
+        long sum = 0;
+        for (StreamRecord r : records) {
+            sum += Math.max(0, r.submissions.get() - r.completedThrough());
+        }
+        return sum;
+    }
+
+    /**
+     * The hook where a blocking await that registered ends ({@link BlockingWait}): records its wait
+     * in the latency distribution and counts a timeout. Allocation-free.
+     *
+     * @param outcome one of the {@link SlowAwaitEvent} outcome constants (compared by identity)
+     */
+    void awaited(long nanos, String outcome) {
+        latency.record(nanos);
+        if (outcome == SlowAwaitEvent.TIMED_OUT) { // a constant: loads no JFR class
+            counters.timeouts.increment();
+        }
+    }
+
+    /**
+     * Whether an await of {@code nanos} that a running recording would commit as {@code SlowAwait}
+     * is also over the relative threshold ({@link ReactorConfig.Builder#slowAwaitFactor}).
+     */
+    boolean slowAwait(long nanos) {
+        return latency.isSlow(nanos);
     }
 
     /** Blocking wait of {@link GpuEvent}; returns false only when timed and the time ran out. */

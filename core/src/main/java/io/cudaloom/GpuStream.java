@@ -251,6 +251,17 @@ public abstract class GpuStream implements AutoCloseable {
         d.published(); // once the drain has succeeded too, the backend may release the stream (drained())
     }
 
+    /**
+     * Work entries (launches, copies, memsets, reported raw-stream work) submitted to this stream and
+     * not yet proven complete by the reactor: an upper bound of the work in flight, since a proof
+     * comes only from a flag write, callback or query that landed (an await, a tracker, an idle
+     * check). Never more than {@link ReactorConfig#admissionLimit()} plus the entries taken on credit.
+     * A read of two counters, no driver call: cheap enough for a gauge.
+     */
+    public long workInFlight() {
+        return Math.max(0, record.submissions.get() - record.completedThrough());
+    }
+
     // ---- the reactor's bookkeeping ----------------------------------------------------------------
 
     /** The drain that serves this stream's events once it is closed; null while it is open. */

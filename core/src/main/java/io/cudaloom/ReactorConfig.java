@@ -26,6 +26,8 @@ public final class ReactorConfig {
     public static final int MAX_ADMISSION_LIMIT = 896;
     /** The largest capacity accepted: 16 Mi slots (64 MiB of pinned flags). */
     public static final int MAX_CAPACITY = 1 << 24;
+    /** The default of {@link Builder#slowAwaitFactor}. */
+    public static final double DEFAULT_SLOW_AWAIT_FACTOR = 4.0;
     private static final Duration MAX_DURATION = Duration.ofSeconds(10);
 
     private final int capacity;
@@ -42,6 +44,7 @@ public final class ReactorConfig {
     private final int flagWritesInFlight;
     private final boolean relayWakeups;
     private final boolean jmx;
+    private final double slowAwaitFactor;
 
     private ReactorConfig(Builder b) {
         this.capacity = b.capacity;
@@ -58,6 +61,7 @@ public final class ReactorConfig {
         this.flagWritesInFlight = b.flagWritesInFlight;
         this.relayWakeups = b.relayWakeups;
         this.jmx = b.jmx;
+        this.slowAwaitFactor = b.slowAwaitFactor;
     }
 
     public static ReactorConfig defaults() {
@@ -81,7 +85,8 @@ public final class ReactorConfig {
                 .admissionLimit(admissionLimit)
                 .flagWritesInFlight(flagWritesInFlight)
                 .relayWakeups(relayWakeups)
-                .jmx(jmx);
+                .jmx(jmx)
+                .slowAwaitFactor(slowAwaitFactor);
     }
 
     public int capacity() { return capacity; }
@@ -102,6 +107,8 @@ public final class ReactorConfig {
     public boolean relayWakeups() { return relayWakeups; }
     /** Whether the reactor registers its {@link ReactorMXBean} while open (see {@link Builder#jmx}). */
     public boolean jmx() { return jmx; }
+    /** The relative {@code SlowAwait} threshold's factor over the recent p99 ({@link Builder#slowAwaitFactor}); 0: off. */
+    public double slowAwaitFactor() { return slowAwaitFactor; }
 
     @Override
     public String toString() {
@@ -129,8 +136,26 @@ public final class ReactorConfig {
         private int flagWritesInFlight = 1;
         private boolean relayWakeups = true;
         private boolean jmx = true;
+        private double slowAwaitFactor = DEFAULT_SLOW_AWAIT_FACTOR;
 
         private Builder() {}
+
+        /**
+         * The relative threshold of the JFR event {@code io.cudaloom.SlowAwait}: an await is recorded
+         * as slow only when it took longer than the recording's threshold (20 ms unless the recording
+         * sets another) <em>and</em> longer than {@code factor} x the p99 of the device's recent awaits
+         * ({@link AwaitLatency#recentP99Nanos()}, the last 10 to 20 s). So a device whose awaits
+         * normally wait 200 ms (queued behind other threads' work) records the outliers, not every
+         * await. Default {@value ReactorConfig#DEFAULT_SLOW_AWAIT_FACTOR}; 0 turns it off (the
+         * recording's threshold alone applies, as it also does until the device has seen 10 awaits).
+         */
+        public Builder slowAwaitFactor(double factor) {
+            if (!(factor >= 0) || factor > 1_000_000) {
+                throw new IllegalArgumentException("slowAwaitFactor must be in [0, 1e6], was " + factor);
+            }
+            this.slowAwaitFactor = factor;
+            return this;
+        }
 
         /**
          * Register the reactor's {@link ReactorMXBean} with the platform MBean server while the

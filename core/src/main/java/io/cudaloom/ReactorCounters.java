@@ -21,6 +21,7 @@ final class ReactorCounters {
     final LongAdder admissionWaits = new LongAdder();
     final LongAdder admissionWaitNanos = new LongAdder();
     final LongAdder trackers = new LongAdder();
+    final LongAdder timeouts = new LongAdder();
 
     /** Counts a withdrawal that succeeded; returns {@code withdrawn}. */
     boolean abandoned(boolean withdrawn) {
@@ -31,7 +32,7 @@ final class ReactorCounters {
     }
 
     /** {@link CompletionReactor#stats()}: these counters, the scanner's and the table's, now. */
-    ReactorStats snapshot(SlotTable<?> table, Scanner scanner, Thread scannerThread) {
+    ReactorStats snapshot(SlotTable<?> table, Scanner scanner, Thread scannerThread, int waitersNow, long workInFlight) {
         return ReactorStats.builder()
                 .capacity(table.capacity())
                 .armedNow(table.armedCount())
@@ -56,6 +57,9 @@ final class ReactorCounters {
                 .admissionWaits(admissionWaits.sum())
                 .admissionWaitNanos(admissionWaitNanos.sum())
                 .trackers(trackers.sum())
+                .timeouts(timeouts.sum())
+                .waitersNow(waitersNow)
+                .workInFlight(workInFlight)
                 .build();
     }
 }

@@ -111,4 +111,31 @@ final class ReactorCountersEvent extends jdk.jfr.Event {
     @Description("CPU time the scanner thread has used; N/A (Long.MIN_VALUE) where the JVM cannot tell")
     @Timespan(Timespan.NANOSECONDS)
     long scannerCpuNanos;
+
+    @Label("Timeouts")
+    @Description("Blocking awaits that timed out while registered")
+    long timeouts;
+
+    @Label("Waiters Now")
+    @Description("Threads inside a blocking await now")
+    int waitersNow;
+
+    @Label("Work In Flight")
+    @Description("Work entries submitted to open streams and not yet proven complete")
+    long workInFlight;
+
+    @Label("Await p99")
+    @Description("The p99 of the device's await latency since it opened")
+    @Timespan(Timespan.NANOSECONDS)
+    long awaitP99Nanos;
+
+    @Label("Await Max")
+    @Description("The longest await since the device opened")
+    @Timespan(Timespan.NANOSECONDS)
+    long awaitMaxNanos;
+
+    @Label("Slow Await Threshold")
+    @Description("The relative SlowAwait threshold now (slowAwaitFactor x the recent p99); 0: none yet")
+    @Timespan(Timespan.NANOSECONDS)
+    long slowAwaitThresholdNanos;
 }

@@ -113,6 +113,13 @@ final class ReactorEvents {
         event.scannerErrors = s.scannerErrors();
         long cpu = s.scannerCpuNanos();
         event.scannerCpuNanos = cpu < 0 ? Long.MIN_VALUE : cpu; // JFR's "N/A" for a timespan
+        event.timeouts = s.timeouts();
+        event.waitersNow = s.waitersNow();
+        event.workInFlight = s.workInFlight();
+        AwaitLatency latency = reactor.awaitLatency();
+        event.awaitP99Nanos = latency.p99Nanos();
+        event.awaitMaxNanos = latency.maxNanos();
+        event.slowAwaitThresholdNanos = latency.slowAwaitThresholdNanos();
         event.commit();
     }
 }

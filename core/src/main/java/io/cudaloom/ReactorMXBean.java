@@ -1,8 +1,11 @@
 package io.cudaloom;
 
 /**
- * The management interface of an open {@link GpuDevice}'s completion reactor: the counters of
- * {@link ReactorStats}, by the same names, as read-only JMX attributes.
+ * The management interface of an open {@link GpuDevice}'s completion reactor, for operators: the
+ * operator metrics of {@link ReactorStats}, by the same names, and the await-latency distribution
+ * ({@link AwaitLatency}) as {@code Await*} attributes, all read-only. The reactor's internals (the
+ * scanner's parks and passes, fault probes, flag writes...) are a second MXBean beside it,
+ * {@link ReactorInternalsMXBean}, under {@code io.cudaloom:type=GpuDeviceInternals,name=<the same name>}.
  *
  * <p>Each reactor registers one with the platform MBean server when its device opens, under
  * {@code io.cudaloom:type=GpuDevice,name="<device name>"} (the name quoted with
@@ -11,8 +14,9 @@ package io.cudaloom;
  * closes. {@link ReactorConfig.Builder#jmx(boolean)} turns this off. A registration that fails is
  * logged (System.Logger {@code io.cudaloom}) and the device opens anyway.
  *
- * <p>Each attribute is read from a fresh {@link CompletionReactor#stats()} snapshot, so two
- * attributes read one after the other may belong to different instants.
+ * <p>Each attribute is read from a fresh {@link CompletionReactor#stats()} (or
+ * {@link CompletionReactor#awaitLatency()}) snapshot, so two attributes read one after the other
+ * may belong to different instants.
  */
 public interface ReactorMXBean {
     /** The device's name, {@link GpuDevice#name()}. */
@@ -39,9 +43,6 @@ public interface ReactorMXBean {
     /** {@link ReactorStats#completions()}. */
     long getCompletions();
 
-    /** {@link ReactorStats#inlineCompletions()}. */
-    long getInlineCompletions();
-
     /** {@link ReactorStats#immediate()}. */
     long getImmediate();
 
@@ -54,11 +55,14 @@ public interface ReactorMXBean {
     /** {@link ReactorStats#faults()}. */
     long getFaults();
 
-    /** {@link ReactorStats#coalesced()}. */
-    long getCoalesced();
+    /** {@link ReactorStats#timeouts()}. */
+    long getTimeouts();
 
-    /** {@link ReactorStats#flagWrites()}. */
-    long getFlagWrites();
+    /** {@link ReactorStats#waitersNow()}. */
+    int getWaitersNow();
+
+    /** {@link ReactorStats#workInFlight()}. */
+    long getWorkInFlight();
 
     /** {@link ReactorStats#admissionWaits()}. */
     long getAdmissionWaits();
@@ -66,27 +70,33 @@ public interface ReactorMXBean {
     /** {@link ReactorStats#admissionWaitNanos()}. */
     long getAdmissionWaitNanos();
 
-    /** {@link ReactorStats#trackers()}. */
-    long getTrackers();
-
-    /** {@link ReactorStats#scannerParks()}. */
-    long getScannerParks();
-
-    /** {@link ReactorStats#scannerTimedParks()}. */
-    long getScannerTimedParks();
-
-    /** {@link ReactorStats#scannerUnparks()}. */
-    long getScannerUnparks();
-
-    /** {@link ReactorStats#scanPasses()}. */
-    long getScanPasses();
-
-    /** {@link ReactorStats#faultProbes()}. */
-    long getFaultProbes();
-
     /** {@link ReactorStats#scannerErrors()}. */
     long getScannerErrors();
 
-    /** {@link ReactorStats#scannerCpuNanos()}. */
-    long getScannerCpuNanos();
+    /** {@link AwaitLatency#count()}: awaits in the latency distribution. */
+    long getAwaitCount();
+
+    /** {@link AwaitLatency#p50Nanos()}. */
+    long getAwaitP50Nanos();
+
+    /** {@link AwaitLatency#p90Nanos()}. */
+    long getAwaitP90Nanos();
+
+    /** {@link AwaitLatency#p99Nanos()}. */
+    long getAwaitP99Nanos();
+
+    /** {@link AwaitLatency#p999Nanos()}. */
+    long getAwaitP999Nanos();
+
+    /** {@link AwaitLatency#maxNanos()}. */
+    long getAwaitMaxNanos();
+
+    /** {@link AwaitLatency#meanNanos()}. */
+    double getAwaitMeanNanos();
+
+    /** {@link AwaitLatency#recentP99Nanos()}: the p99 of the last 10 to 20 s. */
+    long getAwaitRecentP99Nanos();
+
+    /** {@link AwaitLatency#slowAwaitThresholdNanos()}: the relative SlowAwait threshold now. */
+    long getSlowAwaitThresholdNanos();
 }

@@ -14,8 +14,8 @@ import jdk.jfr.FlightRecorderListener;
 import org.jspecify.annotations.Nullable;
 
 /**
- * What a reactor publishes for operators while it is open: its {@link ReactorMXBean} on the
- * platform MBean server (unless {@link ReactorConfig#jmx()} is off) and its hook for the periodic
+ * What a reactor publishes for operators while it is open: its {@link ReactorMXBean} (and the
+ * {@link ReactorInternalsMXBean} beside it) on the platform MBean server (unless {@link ReactorConfig#jmx()} is off) and its hook for the periodic
  * JFR event {@link ReactorCountersEvent}. Both are installed when the reactor opens and removed
  * when it closes (the counters event is emitted once more as the close begins, with the final
  * counters), so a closed device leaves no hook, listener or MBean holding on to it.
@@ -60,6 +60,7 @@ final class ReactorObservability {
     private boolean listening; // guarded by this
     private boolean hookAdded; // guarded by this
     private @Nullable ObjectName mbeanName; // guarded by this
+    private @Nullable ObjectName internalsName; // guarded by this
     private boolean closed; // guarded by this
 
     ReactorObservability(CompletionReactor reactor, int id) {
@@ -87,6 +88,11 @@ final class ReactorObservability {
         return new ObjectName(DOMAIN + ":type=GpuDevice,name=" + ObjectName.quote(deviceName));
     }
 
+    /** The ObjectName of the {@link ReactorInternalsMXBean} beside the MXBean named {@code operator}. */
+    static ObjectName internalsName(ObjectName operator) throws JMException {
+        return new ObjectName(DOMAIN + ":type=GpuDeviceInternals,name=" + operator.getKeyProperty("name"));
+    }
+
     void open() {
         synchronized (this) {
             if (closed) {
@@ -94,6 +100,7 @@ final class ReactorObservability {
             }
             if (jmx) {
                 mbeanName = registerMBean();
+                internalsName = mbeanName == null ? null : registerInternals(mbeanName);
             }
             listening = true;
         }
@@ -157,6 +164,17 @@ final class ReactorObservability {
         }
     }
 
+    private @Nullable ObjectName registerInternals(ObjectName operator) {
+        try {
+            StandardMBean bean = new StandardMBean(new Internals(reactor, deviceName), ReactorInternalsMXBean.class, true);
+            return mbeanServer.get().registerMBean(bean, internalsName(operator)).getObjectName();
+        } catch (JMException | RuntimeException e) {
+            LOG.log(System.Logger.Level.WARNING, () -> "cuda-loom: the internals MXBean of " + deviceName
+                    + " was not registered (the device works without it): " + e, e);
+            return null;
+        }
+    }
+
     /**
      * Emits the counters event once more, as {@link CompletionReactor#close()} begins: the totals
      * of a run shorter than a period, taken before the shutdown holds back the free slots.
@@ -176,6 +194,7 @@ final class ReactorObservability {
         boolean stopListening;
         boolean removeHook;
         ObjectName name;
+        ObjectName internals;
         synchronized (this) {
             if (closed) {
                 return;
@@ -187,6 +206,8 @@ final class ReactorObservability {
             hookAdded = false;
             name = mbeanName;
             mbeanName = null;
+            internals = internalsName;
+            internalsName = null;
         }
         try {
             if (stopListening) {
@@ -198,11 +219,13 @@ final class ReactorObservability {
         } catch (RuntimeException e) {
             LOG.log(System.Logger.Level.WARNING, () -> "cuda-loom: removing the periodic JFR hook failed: " + e, e);
         }
-        if (name != null) {
-            try {
-                mbeanServer.get().unregisterMBean(name);
-            } catch (JMException | RuntimeException e) {
-                LOG.log(System.Logger.Level.WARNING, () -> "cuda-loom: unregistering " + name + " failed: " + e, e);
+        for (ObjectName n : new @Nullable ObjectName[] {name, internals}) {
+            if (n != null) {
+                try {
+                    mbeanServer.get().unregisterMBean(n);
+                } catch (JMException | RuntimeException e) {
+                    LOG.log(System.Logger.Level.WARNING, () -> "cuda-loom: unregistering " + n + " failed: " + e, e);
+                }
             }
         }
     }
@@ -210,6 +233,11 @@ final class ReactorObservability {
     /** The registered MXBean's name, or null (not registered, or closed). */
     synchronized @Nullable ObjectName mbeanName() {
         return mbeanName;
+    }
+
+    /** The registered internals MXBean's name, or null. */
+    synchronized @Nullable ObjectName internalsName() {
+        return internalsName;
     }
 
     /** The periodic JFR hook (for tests: once closed, removing it again must find nothing). */
@@ -247,22 +275,64 @@ final class ReactorObservability {
         @Override public int getQuarantined() { return stats().quarantined(); }
         @Override public long getRegistrations() { return stats().registrations(); }
         @Override public long getCompletions() { return stats().completions(); }
-        @Override public long getInlineCompletions() { return stats().inlineCompletions(); }
+
+        private AwaitLatency latency() {
+            CompletionReactor r = ref.get();
+            if (r == null) {
+                throw new IllegalStateException(deviceName + " was garbage-collected without being closed");
+            }
+            return r.awaitLatency();
+        }
+
         @Override public long getImmediate() { return stats().immediate(); }
         @Override public long getFallbacks() { return stats().fallbacks(); }
         @Override public long getAbandoned() { return stats().abandoned(); }
         @Override public long getFaults() { return stats().faults(); }
-        @Override public long getCoalesced() { return stats().coalesced(); }
-        @Override public long getFlagWrites() { return stats().flagWrites(); }
+        @Override public long getTimeouts() { return stats().timeouts(); }
+        @Override public int getWaitersNow() { return stats().waitersNow(); }
+        @Override public long getWorkInFlight() { return stats().workInFlight(); }
         @Override public long getAdmissionWaits() { return stats().admissionWaits(); }
         @Override public long getAdmissionWaitNanos() { return stats().admissionWaitNanos(); }
-        @Override public long getTrackers() { return stats().trackers(); }
-        @Override public long getScannerParks() { return stats().scannerParks(); }
-        @Override public long getScannerTimedParks() { return stats().scannerTimedParks(); }
-        @Override public long getScannerUnparks() { return stats().scannerUnparks(); }
-        @Override public long getScanPasses() { return stats().scanPasses(); }
-        @Override public long getFaultProbes() { return stats().faultProbes(); }
         @Override public long getScannerErrors() { return stats().scannerErrors(); }
-        @Override public long getScannerCpuNanos() { return stats().scannerCpuNanos(); }
+        @Override public long getAwaitCount() { return latency().count(); }
+        @Override public long getAwaitP50Nanos() { return latency().p50Nanos(); }
+        @Override public long getAwaitP90Nanos() { return latency().p90Nanos(); }
+        @Override public long getAwaitP99Nanos() { return latency().p99Nanos(); }
+        @Override public long getAwaitP999Nanos() { return latency().p999Nanos(); }
+        @Override public long getAwaitMaxNanos() { return latency().maxNanos(); }
+        @Override public double getAwaitMeanNanos() { return latency().meanNanos(); }
+        @Override public long getAwaitRecentP99Nanos() { return latency().recentP99Nanos(); }
+        @Override public long getSlowAwaitThresholdNanos() { return latency().slowAwaitThresholdNanos(); }
+    }
+
+    /** The internals MXBean: every attribute from a fresh snapshot. */
+    private static final class Internals implements ReactorInternalsMXBean {
+        private final WeakReference<CompletionReactor> ref;
+        private final String deviceName;
+
+        Internals(WeakReference<CompletionReactor> ref, String deviceName) {
+            this.ref = Objects.requireNonNull(ref);
+            this.deviceName = deviceName;
+        }
+
+        private ReactorStats.Internals internals() {
+            CompletionReactor r = ref.get();
+            if (r == null) {
+                throw new IllegalStateException(deviceName + " was garbage-collected without being closed");
+            }
+            return r.stats().internals();
+        }
+
+        @Override public String getDeviceName() { return deviceName; }
+        @Override public long getInlineCompletions() { return internals().inlineCompletions(); }
+        @Override public long getCoalesced() { return internals().coalesced(); }
+        @Override public long getFlagWrites() { return internals().flagWrites(); }
+        @Override public long getTrackers() { return internals().trackers(); }
+        @Override public long getScannerParks() { return internals().scannerParks(); }
+        @Override public long getScannerTimedParks() { return internals().scannerTimedParks(); }
+        @Override public long getScannerUnparks() { return internals().scannerUnparks(); }
+        @Override public long getScanPasses() { return internals().scanPasses(); }
+        @Override public long getFaultProbes() { return internals().faultProbes(); }
+        @Override public long getScannerCpuNanos() { return internals().scannerCpuNanos(); }
     }
 }

@@ -7,6 +7,18 @@ import org.jspecify.annotations.Nullable;
  * A snapshot of a reactor's counters, from {@link CompletionReactor#stats()}. Each counter is read
  * separately, so a snapshot taken while awaits run is not one instant.
  *
+ * <p>Two groups. <b>Operator metrics</b>, what to watch and alert on: the slots
+ * ({@link #capacity}, {@link #armedNow}, {@link #freeSlots}, {@link #quarantined}), the awaits and
+ * their outcomes ({@link #registrations}, {@link #completions}, {@link #immediate}, {@link #fallbacks},
+ * {@link #abandoned}, {@link #faults}, {@link #timeouts}), load now ({@link #waitersNow},
+ * {@link #workInFlight}), back-pressure ({@link #admissionWaits}, {@link #admissionWaitNanos}) and
+ * {@link #scannerErrors}; with the latency distribution beside them
+ * ({@link CompletionReactor#awaitLatency()}). <b>Internals</b>, how the reactor did it (for tuning
+ * and bug reports): {@link #internals()}, the scanner's parks and passes, fault probes, its CPU, and
+ * the protocol's shortcuts (inline completions, coalesced awaits, flag writes, trackers). The
+ * internals' flat accessors here stay, for compatibility; the MXBean publishes them apart, as
+ * {@link ReactorInternalsMXBean}.
+ *
  * <p>A value class that can grow: new counters are added as new accessors, never as constructor
  * parameters, so callers keep compiling. Snapshots are made by the reactor, or with
  * {@link #builder()} (for test doubles and tools). Two snapshots are equal when every counter is.
@@ -37,6 +49,9 @@ public final class ReactorStats {
     private final long admissionWaits;
     private final long admissionWaitNanos;
     private final long trackers;
+    private final long timeouts;
+    private final int waitersNow;
+    private final long workInFlight;
 
     private ReactorStats(Builder b) {
         this.capacity = b.capacity;
@@ -62,6 +77,9 @@ public final class ReactorStats {
         this.admissionWaits = b.admissionWaits;
         this.admissionWaitNanos = b.admissionWaitNanos;
         this.trackers = b.trackers;
+        this.timeouts = b.timeouts;
+        this.waitersNow = b.waitersNow;
+        this.workInFlight = b.workInFlight;
     }
 
     /** A builder whose counters all start at 0. */
@@ -156,17 +174,78 @@ public final class ReactorStats {
      */
     public long trackers() { return trackers; }
 
+    /** Blocking awaits that timed out while registered (a part of {@link #abandoned()}). */
+    public long timeouts() { return timeouts; }
+
+    /** Threads inside a blocking await now (registered or about to; a gauge, not a count). */
+    public int waitersNow() { return waitersNow; }
+
+    /**
+     * Work entries submitted to the device's open streams and not yet proven complete (a gauge):
+     * the sum of {@link GpuStream#workInFlight()}.
+     */
+    public long workInFlight() { return workInFlight; }
+
+    /** The reactor's internals: the scanner's and the protocol's counters, apart from the operator metrics. */
+    public Internals internals() { return new Internals(); }
+
+    /**
+     * The internal counters of a {@link ReactorStats} (the same values as its flat accessors of
+     * those names): how the reactor served the awaits, for tuning and bug reports rather than for
+     * alerts. Published over JMX as {@link ReactorInternalsMXBean}.
+     */
+    public final class Internals {
+        private Internals() {}
+
+        /** {@link ReactorStats#inlineCompletions()}. */
+        public long inlineCompletions() { return inlineCompletions; }
+        /** {@link ReactorStats#coalesced()}. */
+        public long coalesced() { return coalesced; }
+        /** {@link ReactorStats#flagWrites()}. */
+        public long flagWrites() { return flagWrites; }
+        /** {@link ReactorStats#trackers()}. */
+        public long trackers() { return trackers; }
+        /** {@link ReactorStats#scannerParks()}. */
+        public long scannerParks() { return scannerParks; }
+        /** {@link ReactorStats#scannerTimedParks()}. */
+        public long scannerTimedParks() { return scannerTimedParks; }
+        /** {@link ReactorStats#scannerUnparks()}. */
+        public long scannerUnparks() { return scannerUnparks; }
+        /** {@link ReactorStats#scanPasses()}. */
+        public long scanPasses() { return scanPasses; }
+        /** {@link ReactorStats#faultProbes()}. */
+        public long faultProbes() { return faultProbes; }
+        /** {@link ReactorStats#scannerCpuNanos()}. */
+        public long scannerCpuNanos() { return scannerCpuNanos; }
+
+        @Override
+        public String toString() {
+            return "ReactorStats.Internals[inlineCompletions=" + inlineCompletions + ", coalesced=" + coalesced
+                    + ", flagWrites=" + flagWrites + ", trackers=" + trackers + ", scannerParks=" + scannerParks
+                    + ", scannerTimedParks=" + scannerTimedParks + ", scannerUnparks=" + scannerUnparks
+                    + ", scanPasses=" + scanPasses + ", faultProbes=" + faultProbes
+                    + ", scannerCpuNanos=" + scannerCpuNanos + "]";
+        }
+    }
+
+    /** The names of the internal counters ({@link Internals}); every other counter is an operator metric. */
+    static final java.util.Set<String> INTERNAL = java.util.Set.of("inlineCompletions", "coalesced", "flagWrites",
+            "trackers", "scannerParks", "scannerTimedParks", "scannerUnparks", "scanPasses", "faultProbes",
+            "scannerCpuNanos");
+
     /** Every counter in declaration order: what equals, hashCode and toString compare and print. */
     private long[] values() {
         return new long[] {capacity, armedNow, freeSlots, registrations, completions, inlineCompletions, immediate,
             fallbacks, abandoned, faults, scannerParks, scannerTimedParks, scannerUnparks, scanPasses, faultProbes,
-            quarantined, coalesced, scannerErrors, scannerCpuNanos, flagWrites, admissionWaits, admissionWaitNanos, trackers};
+            quarantined, coalesced, scannerErrors, scannerCpuNanos, flagWrites, admissionWaits, admissionWaitNanos, trackers,
+            timeouts, waitersNow, workInFlight};
     }
 
     private static final String[] NAMES = {"capacity", "armedNow", "freeSlots", "registrations", "completions",
         "inlineCompletions", "immediate", "fallbacks", "abandoned", "faults", "scannerParks", "scannerTimedParks",
         "scannerUnparks", "scanPasses", "faultProbes", "quarantined", "coalesced", "scannerErrors",
-        "scannerCpuNanos", "flagWrites", "admissionWaits", "admissionWaitNanos", "trackers"};
+        "scannerCpuNanos", "flagWrites", "admissionWaits", "admissionWaitNanos", "trackers", "timeouts", "waitersNow",
+        "workInFlight"};
 
     @Override
     public boolean equals(@Nullable Object o) {
@@ -214,6 +293,9 @@ public final class ReactorStats {
         private long admissionWaits;
         private long admissionWaitNanos;
         private long trackers;
+        private long timeouts;
+        private int waitersNow;
+        private long workInFlight;
 
         private Builder() {}
 
@@ -240,6 +322,9 @@ public final class ReactorStats {
         public Builder admissionWaits(long v) { admissionWaits = v; return this; }
         public Builder admissionWaitNanos(long v) { admissionWaitNanos = v; return this; }
         public Builder trackers(long v) { trackers = v; return this; }
+        public Builder timeouts(long v) { timeouts = v; return this; }
+        public Builder waitersNow(int v) { waitersNow = v; return this; }
+        public Builder workInFlight(long v) { workInFlight = v; return this; }
 
         public ReactorStats build() {
             return new ReactorStats(this);

@@ -68,6 +68,52 @@ class AwaitAllocationTest {
         }
     }
 
+    /**
+     * The latency histogram records every registered await (HdrHistogram's Recorder into a
+     * fixed-range histogram) and allocates nothing doing so; reading it in between (as the MXBean
+     * and a Micrometer registry do) does not make the awaits allocate either. Every await here
+     * registers: each follows a counted submission (with coalescing a stream with nothing counted
+     * is known complete and its await registers nothing, so is never timed), on the waiter's own
+     * slot, spinning and parked. (The shared-write path is printed, not asserted: its await allocates
+     * the group member and delivery of {@link CoalescedWait}, about 88 bytes, with or without the
+     * histogram, whose recording is the same line of {@link BlockingWait} on every path.)
+     */
+    @Test
+    void theLatencyHistogramRecordsEveryRegisteredAwaitWithoutAllocating() throws Exception {
+        ReactorConfig ownSlotInline = INLINE.toBuilder().coalesce(false).build();
+        ReactorConfig ownSlotParked = PARKED.toBuilder().coalesce(false).build();
+        for (ReactorConfig config : new ReactorConfig[] {ownSlotInline, ownSlotParked, INLINE, PARKED}) {
+            var threads = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+            try (InstantDevice device = InstantDevice.create(config)) {
+                GpuStream stream = device.newStream();
+                for (int i = 0; i < WARMUP; i++) {
+                    stream.noteExternalSubmission();
+                    stream.await();
+                    if (i == WARMUP / 2) {
+                        device.reactor().awaitLatency(); // a reader drains the recorder in between
+                    }
+                }
+                long before = threads.getCurrentThreadAllocatedBytes();
+                for (int i = 0; i < MEASURED; i++) {
+                    stream.noteExternalSubmission();
+                    stream.await();
+                }
+                long allocated = threads.getCurrentThreadAllocatedBytes() - before;
+                AwaitLatency latency = device.reactor().awaitLatency();
+                assertEquals(0, device.reactor().stats().immediate(), "premise: every await registered");
+                assertEquals(WARMUP + MEASURED, latency.count(), "every await recorded: " + latency);
+                assertTrue(latency.maxNanos() > 0 && latency.p50Nanos() <= latency.maxNanos(), latency.toString());
+                double perAwait = (double) allocated / MEASURED;
+                System.out.printf("await allocation with the latency histogram (%s, %s): %.3f bytes/await, %s%n",
+                        config.waiterSpinNanos() > 0 ? "spinning" : "parked", config.coalesce() ? "shared write"
+                        : "own slot", perAwait, latency);
+                if (!config.coalesce()) {
+                    assertTrue(perAwait < 1.0, "expected no allocation per await, measured " + perAwait + " bytes");
+                }
+            }
+        }
+    }
+
     private static boolean slowAwaitEnabled() {
         return EventType.getEventType(SlowAwaitEvent.class).isEnabled();
     }

@@ -17,10 +17,11 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * JCuda, Kotlin and the JetBrains annotations are optional dependencies of core: a Java user with
- * only core and JSpecify on the class path opens the simulated device through
+ * JCuda, Kotlin, Micrometer and the JetBrains annotations are optional dependencies of core: a Java
+ * user with only core, JSpecify and HdrHistogram on the class path opens the simulated device through
  * {@link GpuDevice#open()} and awaits work on it; and a user who picks the simulated device never
- * loads a JCuda class even when JCuda is there. Each case runs {@link NoJCudaProbe} in a child JVM
+ * loads a JCuda class even when JCuda is there, nor a Micrometer class (nor the binder) when
+ * Micrometer is there and not called. Each case runs {@link NoJCudaProbe} in a child JVM
  * with exactly the class path under test.
  */
 class NoJCudaClassPathTest {
@@ -31,10 +32,14 @@ class NoJCudaClassPathTest {
         return Path.of(type.getProtectionDomain().getCodeSource().getLocation().toURI());
     }
 
-    /** core's classes, JSpecify, and the probe's own directory (test classes: none of them is loaded but the probe). */
+    /**
+     * core's classes, its two required dependencies (JSpecify, HdrHistogram), and the probe's own
+     * directory (test classes: none of them is loaded but the probe).
+     */
     private static String coreOnlyClassPath() throws Exception {
         return String.join(File.pathSeparator, location(GpuDevice.class).toString(),
-                location(NullMarked.class).toString(), location(NoJCudaProbe.class).toString());
+                location(NullMarked.class).toString(), location(org.HdrHistogram.Histogram.class).toString(),
+                location(NoJCudaProbe.class).toString());
     }
 
     private record Run(int exitCode, String out) {
@@ -71,6 +76,8 @@ class NoJCudaClassPathTest {
         Run run = probe(coreOnlyClassPath(), List.of("-Dcudaloom.device=auto"));
         assertTrue(run.has("jcuda.present=false"), "JCuda really is absent: " + run.out());
         assertTrue(run.has("kotlin.present=false"), "Kotlin really is absent: " + run.out());
+        assertTrue(run.has("micrometer.present=false"), "Micrometer really is absent: " + run.out());
+        assertTrue(run.has("latency.count=1"), "the latency histogram works without it: " + run.out());
         assertTrue(run.has("providers=[cuda, sim]"), "the CUDA provider still loads, without JCuda: " + run.out());
         assertTrue(run.has("simulated=true"), run.out());
         assertTrue(run.has("awaited=21"), run.out());
@@ -107,5 +114,8 @@ class NoJCudaClassPathTest {
         List<String> loaded = Files.readAllLines(classLog);
         assertTrue(loaded.stream().anyMatch(l -> l.contains(" io.cudaloom.sim.SimulatedDevice ")), "the log lists classes");
         assertEquals(List.of(), loaded.stream().filter(l -> l.contains(" jcuda.")).toList(), "JCuda classes loaded");
+        assertTrue(run.has("micrometer.present=true"), "this class path has Micrometer: " + run.out());
+        assertEquals(List.of(), loaded.stream().filter(l -> l.contains(" io.micrometer.")
+                || l.contains(" io.cudaloom.micrometer.")).toList(), "Micrometer classes loaded without being called");
     }
 }

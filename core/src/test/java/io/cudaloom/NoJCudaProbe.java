@@ -19,6 +19,7 @@ public final class NoJCudaProbe {
     public static void main(String[] args) throws Exception {
         System.out.println("jcuda.present=" + present("jcuda.driver.JCudaDriver"));
         System.out.println("kotlin.present=" + present("kotlin.Unit"));
+        System.out.println("micrometer.present=" + present("io.micrometer.core.instrument.MeterRegistry"));
         List<GpuDeviceProvider> providers = GpuDevice.providers();
         System.out.println("providers=" + providers.stream().map(GpuDeviceProvider::name).toList());
         if (args.length > 0 && args[0].equals("probe-cuda")) {
@@ -69,6 +70,7 @@ public final class NoJCudaProbe {
                 throw new AssertionError("await failed or hung", failure.get());
             }
             System.out.println("awaited=" + data[2]);
+            System.out.println("latency.count=" + device.reactor().awaitLatency().count());
             stream.launch(() -> data[0] = 40);
             CountDownLatch delivered = new CountDownLatch(1);
             AtomicReference<RuntimeException> outcome = new AtomicReference<>();

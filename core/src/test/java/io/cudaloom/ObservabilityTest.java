@@ -27,6 +27,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -643,9 +644,28 @@ class ObservabilityTest {
             assertEquals(s.registrations(), MBEANS.getAttribute(name, "Registrations"));
             assertEquals(s.immediate(), MBEANS.getAttribute(name, "Immediate"));
             assertEquals(5L, s.completions());
-            assertTrue((Long) MBEANS.getAttribute(name, "ScanPasses") > 0);
+            assertEquals(0L, MBEANS.getAttribute(name, "Timeouts"));
+            assertEquals(0, MBEANS.getAttribute(name, "WaitersNow"));
+            assertEquals(0L, MBEANS.getAttribute(name, "WorkInFlight"), "every launch was awaited");
+            // the latency distribution: the 5 awaits of 1 ms kernels that registered
+            long awaits = (Long) MBEANS.getAttribute(name, "AwaitCount");
+            assertEquals(s.registrations(), awaits, "every registered await is in the histogram");
+            long p50 = (Long) MBEANS.getAttribute(name, "AwaitP50Nanos");
+            long max = (Long) MBEANS.getAttribute(name, "AwaitMaxNanos");
+            assertTrue(p50 > 0 && p50 <= max, "p50 " + p50 + " <= max " + max);
+            assertTrue((Long) MBEANS.getAttribute(name, "AwaitP99Nanos") <= max);
+            // the internals, apart
+            ObjectName internals = new ObjectName("io.cudaloom:type=GpuDeviceInternals,name="
+                    + ObjectName.quote(device.name()));
+            assertEquals(internals, device.reactor().observability().internalsName());
+            assertTrue((Long) MBEANS.getAttribute(internals, "ScanPasses") > 0);
+            assertEquals(device.name(), MBEANS.getAttribute(internals, "DeviceName"));
+            assertThrows(javax.management.AttributeNotFoundException.class, () -> MBEANS.getAttribute(name, "ScanPasses"),
+                    "the scanner's internals are not operator attributes");
+            assertThrows(javax.management.AttributeNotFoundException.class, () -> MBEANS.getAttribute(internals, "Faults"));
         }
         assertFalse(MBEANS.isRegistered(name), name + " unregistered on close");
+        assertFalse(MBEANS.isRegistered(ReactorObservability.internalsName(name)), "the internals MXBean too");
     }
 
     @Test
@@ -726,7 +746,7 @@ class ObservabilityTest {
     // ---- one set of counters everywhere -----------------------------------------------------------
 
     @Test
-    void everyStatsCounterIsAnMXBeanAttributeAndAFieldOfThePeriodicEvent() throws Exception {
+    void everyStatsCounterIsAnAttributeOfTheOperatorOrTheInternalsMXBeanAndAFieldOfThePeriodicEvent() throws Exception {
         List<String> missing = new ArrayList<>();
         EventType counters = EventType.getEventType(ReactorCountersEvent.class);
         int checked = 0;
@@ -738,19 +758,33 @@ class ObservabilityTest {
             }
             checked++;
             String getter = "get" + m.getName().substring(0, 1).toUpperCase(Locale.ROOT) + m.getName().substring(1);
+            boolean internal = ReactorStats.INTERNAL.contains(m.getName());
+            Class<?> bean = internal ? ReactorInternalsMXBean.class : ReactorMXBean.class;
+            Class<?> other = internal ? ReactorMXBean.class : ReactorInternalsMXBean.class;
             try {
-                Method attribute = ReactorMXBean.class.getMethod(getter);
+                Method attribute = bean.getMethod(getter);
                 if (attribute.getReturnType() != m.getReturnType()) {
-                    missing.add("ReactorMXBean." + getter + " returns " + attribute.getReturnType());
+                    missing.add(bean.getSimpleName() + "." + getter + " returns " + attribute.getReturnType());
                 }
             } catch (NoSuchMethodException e) {
-                missing.add("ReactorMXBean." + getter);
+                missing.add(bean.getSimpleName() + "." + getter);
+            }
+            if (Arrays.stream(other.getMethods()).anyMatch(o -> o.getName().equals(getter))) {
+                missing.add(getter + " is on " + other.getSimpleName() + " too: one group each");
+            }
+            if (internal) {
+                try {
+                    ReactorStats.Internals.class.getMethod(m.getName());
+                } catch (NoSuchMethodException e) {
+                    missing.add("ReactorStats.Internals." + m.getName());
+                }
             }
             if (counters.getField(m.getName()) == null) {
                 missing.add(ReactorCountersEvent.NAME + "." + m.getName());
             }
         }
-        assertEquals(23, checked, "ReactorStats' counters");
+        assertEquals(26, checked, "ReactorStats' counters");
+        assertEquals(10, ReactorStats.INTERNAL.size(), "of them internals");
         assertEquals(List.of(), missing);
     }
 
@@ -763,7 +797,8 @@ class ObservabilityTest {
         assertNotEquals(a, ReactorStats.builder().capacity(8).freeSlots(8).completions(4).scannerCpuNanos(-1).build());
         assertTrue(a.toString().startsWith("ReactorStats[capacity=8, armedNow=0, freeSlots=8, registrations=0, "
                 + "completions=3,"), a.toString());
-        assertTrue(a.toString().endsWith(", scannerCpuNanos=-1, flagWrites=0, admissionWaits=0, admissionWaitNanos=0, trackers=0]"), a.toString());
+        assertTrue(a.toString().endsWith(", scannerCpuNanos=-1, flagWrites=0, admissionWaits=0, admissionWaitNanos=0, trackers=0, "
+                + "timeouts=0, waitersNow=0, workInFlight=0]"), a.toString());
         assertThrows(NoSuchMethodException.class, () -> ReactorStats.class.getConstructor(ReactorStats.Builder.class),
                 "no public constructor");
     }

@@ -19,29 +19,37 @@ import org.junit.jupiter.api.Test;
  * needs kotlin-stdlib, an optional dependency), the Kotlin support only on the API, and the backends
  * on each other not at all. The JUnit extension ({@code junit}) sits on top: nothing else names it,
  * it names only the public API and the backends, and no other package names JUnit (an optional
- * dependency, there for it alone). Checked
+ * dependency, there for it alone). The Micrometer binder ({@code micrometer}) likewise: nothing else
+ * names it or Micrometer (an optional dependency), so its classes load only when an application
+ * calls it; it names only the public API. Checked
  * on the compiled classes' constant pools, which name every class a class refers to.
  */
 class PackageDependencyTest {
     /** JUnit is an optional dependency, for {@code io.cudaloom.junit} only. */
     private static final String JUNIT = "org/junit/";
+    /** Micrometer is an optional dependency, for {@code io.cudaloom.micrometer} only. */
+    private static final String MICROMETER = "io/micrometer/";
 
     @Test
     void theApiNamesNoBackendAndTheProtocolNamesNothingOfOurs() throws Exception {
         Path root = Path.of(GpuDevice.class.getProtectionDomain().getCodeSource().getLocation().toURI());
         List<String> offences = new ArrayList<>();
         check(root.resolve("io/cudaloom"), List.of("io/cudaloom/cuda/", "io/cudaloom/sim/", "io/cudaloom/kotlin/",
-                "io/cudaloom/junit/", JUNIT), List.of(), offences);
-        check(root.resolve("io/cudaloom/protocol"), List.of("io/cudaloom/", JUNIT), List.of("protocol/"), offences);
-        check(root.resolve("io/cudaloom/spi"), List.of("io/cudaloom/", JUNIT), List.of("spi/", "protocol/"), offences);
+                "io/cudaloom/junit/", "io/cudaloom/micrometer/", JUNIT, MICROMETER), List.of(), offences);
+        check(root.resolve("io/cudaloom/protocol"), List.of("io/cudaloom/", JUNIT, MICROMETER), List.of("protocol/"), offences);
+        check(root.resolve("io/cudaloom/spi"), List.of("io/cudaloom/", JUNIT, MICROMETER), List.of("spi/", "protocol/"), offences);
         check(root.resolve("io/cudaloom/sim"), List.of("io/cudaloom/cuda/", "io/cudaloom/junit/", "io/cudaloom/kotlin/",
-                JUNIT), List.of(), offences);
+                "io/cudaloom/micrometer/", JUNIT, MICROMETER), List.of(), offences);
         check(root.resolve("io/cudaloom/cuda"), List.of("io/cudaloom/sim/", "io/cudaloom/junit/", "io/cudaloom/kotlin/",
-                JUNIT), List.of(), offences);
+                "io/cudaloom/micrometer/", JUNIT, MICROMETER), List.of(), offences);
         check(root.resolve("io/cudaloom/kotlin"), List.of("io/cudaloom/cuda/", "io/cudaloom/sim/",
-                "io/cudaloom/protocol/", "io/cudaloom/spi/", "io/cudaloom/junit/", JUNIT), List.of(), offences);
+                "io/cudaloom/protocol/", "io/cudaloom/spi/", "io/cudaloom/junit/", "io/cudaloom/micrometer/", JUNIT,
+                MICROMETER), List.of(), offences);
         check(root.resolve("io/cudaloom/junit"), List.of("io/cudaloom/protocol/", "io/cudaloom/spi/",
-                "io/cudaloom/kotlin/"), List.of(), offences);
+                "io/cudaloom/kotlin/", "io/cudaloom/micrometer/", MICROMETER), List.of(), offences);
+        check(root.resolve("io/cudaloom/micrometer"), List.of("io/cudaloom/cuda/", "io/cudaloom/sim/",
+                "io/cudaloom/protocol/", "io/cudaloom/spi/", "io/cudaloom/junit/", "io/cudaloom/kotlin/", JUNIT),
+                List.of(), offences);
         assertEquals(List.of(), offences);
     }
 

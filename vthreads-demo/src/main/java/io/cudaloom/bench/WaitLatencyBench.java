@@ -5,10 +5,10 @@ import io.cudaloom.ReactorConfig;
 import io.cudaloom.cuda.CudaDevice;
 import io.cudaloom.cuda.CudaStream;
 import io.cudaloom.cuda.Kernels;
+import io.cudaloom.demo.LatencyHistogram;
 import java.lang.management.ManagementFactory;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
@@ -176,7 +176,8 @@ public final class WaitLatencyBench {
             CudaStream stream = device.newStream();
             Runnable body = () -> {
                 try {
-                    long[] samples = new long[iterations];
+                    long[] samples = csv != null ? new long[iterations] : null; // the raw samples, for the CSV only
+                    LatencyHistogram latency = new LatencyHistogram(); // HdrHistogram: no sort, no array to keep
                     var os = (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
                     long cpu0 = 0;
                     for (int i = -warmup; i < iterations; i++) {
@@ -204,21 +205,24 @@ public final class WaitLatencyBench {
                             stream.await();
                         }
                         if (i >= 0) {
-                            samples[i] = System.nanoTime() - t0;
+                            long took = System.nanoTime() - t0;
+                            latency.record(took);
+                            if (samples != null) {
+                                samples[i] = took;
+                            }
                         }
                     }
                     long cpu = os.getProcessCpuTime() - cpu0;
-                    if (csv != null) {
+                    if (csv != null && samples != null) {
                         synchronized (csv) {
                             for (long v : samples) {
                                 csv.printf("\"%s\",%.2f%n", m.name(), v / 1e3);
                             }
                         }
                     }
-                    Arrays.sort(samples);
                     result.set(new double[] {
-                        samples[iterations / 2] / 1e3, samples[(int) (iterations * 0.9)] / 1e3,
-                        samples[(int) (iterations * 0.99)] / 1e3, cpu / 1e3 / iterations});
+                        latency.percentile(50) / 1e3, latency.percentile(90) / 1e3,
+                        latency.percentile(99) / 1e3, cpu / 1e3 / iterations});
                 } catch (Throwable t) {
                     failure.set(t);
                 }

@@ -2,14 +2,18 @@ package io.cudaloom.demo;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import io.cudaloom.AwaitLatency;
 import io.cudaloom.DeviceMemory;
 import io.cudaloom.GpuDevice;
 import io.cudaloom.GpuKernel;
 import io.cudaloom.GpuStream;
 import io.cudaloom.HostMemory;
 
+import io.cudaloom.micrometer.CudaLoomMetrics;
 import io.cudaloom.sim.SimulatedDevice;
 import io.cudaloom.sim.SimulatedStream;
+import io.micrometer.core.instrument.Tags;
+import java.time.Duration;
 import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
@@ -59,5 +63,35 @@ class ReadmeExampleTest {
         }                                              // waits for the threads, then closes stream and device
         // --- end ---
         assertEquals(10_000, checked.get());
+    }
+
+    /** README's "Observability": the latency distribution and the Micrometer binder. */
+    @Test
+    void metricsExample() throws InterruptedException {
+        io.micrometer.core.instrument.simple.SimpleMeterRegistry registry =
+                new io.micrometer.core.instrument.simple.SimpleMeterRegistry();
+        long awaits;
+        double timed;
+        // --- README: metrics example ---
+        try (GpuDevice device = GpuDevice.open();
+             GpuStream stream = device.newStream()) {
+            CudaLoomMetrics.of(device)                          // io.cudaloom.micrometer
+                    .tags(Tags.of("app", "scaler"))
+                    .stream(stream)                             // cudaloom.stream.work.in.flight{stream=...}
+                    .bindTo(registry);                          // any MeterRegistry: Prometheus, OTLP, ...
+            for (int i = 0; i < 100; i++) {
+                stream.launchKernel(Duration.ofMillis(1));
+                stream.await();
+            }
+            AwaitLatency latency = device.reactor().awaitLatency();  // the same numbers, from Java
+            System.out.printf("awaits %d, p50 %d us, p99 %d us, max %d us, SlowAwait above %d us%n",
+                    latency.count(), latency.p50Nanos() / 1000, latency.p99Nanos() / 1000,
+                    latency.maxNanos() / 1000, latency.slowAwaitThresholdNanos() / 1000);
+            awaits = latency.count();
+            timed = registry.get("cudaloom.await").functionTimer().count();
+        }
+        // --- end ---
+        assertEquals(awaits, (long) timed);
+        org.junit.jupiter.api.Assertions.assertTrue(awaits > 50, "most of the 100 awaits registered: " + awaits);
     }
 }
