@@ -100,7 +100,7 @@ public final class CudaStream extends GpuStream {
             r = cuLaunchKernel(kernel.function(), gridX, gridY, gridZ, blockX, blockY, blockZ, sharedBytes,
                     stream.raw(), params, null);
         } finally {
-            exitWork();
+            stream.exit();
         }
         if (r != CUresult.CUDA_SUCCESS) {
             submissionFailed(admitted);
@@ -136,7 +136,7 @@ public final class CudaStream extends GpuStream {
         try {
             r = cuMemcpyHtoDAsync(to, from, bytes, stream.raw());
         } finally {
-            exitWork();
+            stream.exit();
         }
         submitted(admitted, r, "cuMemcpyHtoDAsync");
     }
@@ -154,7 +154,7 @@ public final class CudaStream extends GpuStream {
         try {
             r = cuMemcpyDtoHAsync(to, from, bytes, stream.raw());
         } finally {
-            exitWork();
+            stream.exit();
         }
         submitted(admitted, r, "cuMemcpyDtoHAsync");
     }
@@ -169,7 +169,7 @@ public final class CudaStream extends GpuStream {
         try {
             r = cuMemsetD32Async(to, value, count, stream.raw());
         } finally {
-            exitWork();
+            stream.exit();
         }
         submitted(admitted, r, "cuMemsetD32Async");
     }
@@ -361,37 +361,14 @@ public final class CudaStream extends GpuStream {
             throw refusal(); // no room taken for a call that cannot run
         }
         boolean admitted = admit();
-        if (submitLock != null) {
-            submitLock.lock();
-        }
         try {
             enter();
         } catch (RuntimeException e) {
-            if (submitLock != null) {
-                submitLock.unlock();
-            }
             submissionFailed(admitted);
             throw e;
         }
         return admitted;
     }
-
-    /** The end of a work call that {@link #admitWork} admitted: the guard's exit, then the submission lock. */
-    private void exitWork() {
-        stream.exit();
-        if (submitLock != null) {
-            submitLock.unlock();
-        }
-    }
-
-    /**
-     * EXPERIMENT (-Dio.cudaloom.cuda.serializeSubmissions=true): one work call at a time per
-     * stream, the others parked on a lock (a virtual thread unmounts) instead of contending inside
-     * the driver on their carriers. Measured before it becomes a setting or goes.
-     */
-    private static final boolean SERIALIZE_SUBMISSIONS = Boolean.getBoolean("io.cudaloom.cuda.serializeSubmissions");
-    private final java.util.concurrent.locks.@org.jspecify.annotations.Nullable ReentrantLock submitLock =
-            SERIALIZE_SUBMISSIONS ? new java.util.concurrent.locks.ReentrantLock() : null;
 
     /**
      * Admits a work call: the guard lets it in, then the device and the stream are open and have not
