@@ -17,7 +17,7 @@ import org.jspecify.annotations.Nullable;
  *       (a lone waiter's latency is that of its own flag write);
  *   <li>else installs a new open group (compare-and-set, so racing waiters end up in one) and joins it.
  * </ol>
- * An open group is armed when a pending group of its stream is delivered ({@link #delivered}), or by
+ * An open group is armed when a pending group of its stream is delivered ({@link #returnReservation}), or by
  * a waiter that finds room ({@link #armOpenIfRoom}): one flag write then serves every waiter that arrived
  * while the earlier ones were in flight.
  *
@@ -155,14 +155,24 @@ final class CoalescedWait {
     }
 
     /**
-     * A group's delivery ended (success, fault or close): its reservation is returned and the open
-     * group, if any, taken for arming (ordering 2). Not armed on a host-callback thread or the
-     * stream's own worker, where CUDA forbids driver calls: there the arming is handed to the
-     * reactor's callback executor.
+     * A group's delivery is ending (success, fault or close): its reservation is returned and the
+     * open group, if any, taken for arming (ordering 2). Called before the members are woken, so
+     * that a woken member's next await finds the room free and arms its own write at once, as a
+     * lone waiter does (when the return came after the wake-ups, such a member often found the
+     * reservation still held, gathered in an open group and waited for the scanner to wake it).
+     * Returns the group taken (its reservation held), to be armed by {@link #armAfterDelivery}.
      */
-    private void delivered(GpuStream stream) {
-        StreamRecord record = stream.record();
-        WaitGroup taken = record.commit.delivered(WaitGroup::startArming);
+    private @Nullable WaitGroup returnReservation(StreamRecord record) {
+        return record.commit.delivered(WaitGroup::startArming);
+    }
+
+    /**
+     * After the members were woken: arms the group taken by {@link #returnReservation}, or, if none,
+     * applies admission's progress rule again. Not armed on a host-callback thread or the stream's
+     * own worker, where CUDA forbids driver calls: there the arming is handed to the reactor's
+     * callback executor.
+     */
+    private void armAfterDelivery(GpuStream stream, StreamRecord record, @Nullable WaitGroup taken) {
         if (taken == null) {
             record.groupDelivered(stream); // no next write: admission's progress rule, once more
             return;
@@ -174,19 +184,25 @@ final class CoalescedWait {
         }
     }
 
-    /** The payload of a group's slot or host callback: deliver the members, then make room (see {@link #delivered}). */
+    /** The payload of a group's slot or host callback: return the room, deliver the members, arm the next (see {@link #returnReservation}). */
     private record Delivery(CoalescedWait owner, GpuStream stream, WaitGroup group) implements Completion {
         @Override
         public void complete(long ticket, @Nullable RuntimeException failure) {
+            StreamRecord record = stream.record();
+            WaitGroup next;
             try {
                 if (failure == null) {
                     // The write landed: it proves what the group covers, which returns those
                     // entries' admission permits before the members (who may submit again) wake.
                     stream.completedThrough(group.coveredCount());
                 }
+            } finally {
+                next = owner.returnReservation(record); // before the wake-ups (see there)
+            }
+            try {
                 group.complete(ticket, failure);
             } finally {
-                owner.delivered(stream);
+                owner.armAfterDelivery(stream, record, next);
             }
         }
     }

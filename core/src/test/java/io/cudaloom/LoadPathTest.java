@@ -109,6 +109,27 @@ class LoadPathTest {
     }
 
     @Test
+    void aLoneWaiterWokenByTheScannerArmsItsOwnWriteAtOnceNextTime() throws Exception {
+        // No waiter spin: the scanner delivers every write and wakes the waiter. The delivery returns
+        // the write's reservation before that wake-up, so the next await finds room and arms its own
+        // write at once instead of gathering in an open group behind nothing (and waiting for a
+        // delivery to arm it: with one write in flight, that was the lone waiter's extra wake-up).
+        SimulatedDevice device = device(ReactorConfig.builder().waiterSpin(Duration.ZERO).build(),
+                SimulatedDevice.DEFAULT_QUEUE_ENTRIES);
+        SimulatedStream stream = device.newStream();
+        int n = 200;
+        for (int i = 0; i < n; i++) {
+            stream.launchKernel(Duration.ofNanos(20_000));
+            stream.await();
+        }
+        ReactorStats s = device.reactor().stats();
+        assertEquals(n, s.completions(), s.toString());
+        assertEquals(0, s.inlineCompletions(), "premise: no waiter spun, the scanner delivered every write: " + s);
+        assertEquals(n, s.registrations(), "every await armed its own write: " + s);
+        assertEquals(0, s.coalesced(), "none gathered in an open group: " + s);
+    }
+
+    @Test
     void aStreamNobodyAwaitsStaysWithinItsBoundAndReturnsItsPermits() throws Exception {
         int limit = 16;
         SimulatedDevice device = device(ReactorConfig.builder().admissionLimit(limit).build(),
