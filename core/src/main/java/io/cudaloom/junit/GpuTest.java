@@ -98,4 +98,16 @@ public @interface GpuTest {
      * @return whether leaks fail the test
      */
     boolean checkLeaks() default true;
+
+    /**
+     * Whether to record where each allocation, stream and wait of the injected device is made
+     * during the test, so that the leak check's message shows where each leaked one came from
+     * (the caller's frames). Off by default: capturing walks the stack at every allocation and
+     * await. The configuration parameter {@value GpuExtension#CAPTURE_SITES_PARAMETER} turns it on
+     * for every test; the system property {@code cudaloom.leakSites} ({@code sampled} or
+     * {@code all}) for every device of the JVM.
+     *
+     * @return whether to capture the sites of allocations, streams and waits
+     */
+    boolean captureSites() default false;
 }
