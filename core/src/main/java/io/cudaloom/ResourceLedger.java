@@ -76,6 +76,11 @@ final class ResourceLedger {
         return capture;
     }
 
+    /** Sets the level directly (tests). */
+    void capture(Capture level) {
+        capture = level;
+    }
+
     private boolean captureNow() {
         Capture c = capture;
         return c == Capture.ALL || (c == Capture.SAMPLED && sampler.getAndIncrement() % SAMPLE_EVERY == 0);
