@@ -73,7 +73,8 @@ public final class LiveResources {
      *
      * @param kind what was made
      * @param thread the name of the thread that made it
-     * @param frames the call into the library, then its callers, outermost last
+     * @param frames the call into the library, then its callers, outermost last (up to the test
+     *     framework's own frames, which are left out)
      */
     public record Site(Kind kind, String thread, List<StackTraceElement> frames) {
         private static final StackWalker WALKER = StackWalker.getInstance(StackWalker.Option.RETAIN_CLASS_REFERENCE);
@@ -90,8 +91,13 @@ public final class LiveResources {
             List<StackTraceElement> frames = WALKER.walk(s -> {
                 List<StackTraceElement> out = new ArrayList<>(max);
                 StackWalker.StackFrame[] entry = new StackWalker.StackFrame[1];
+                boolean[] framework = new boolean[1];
                 s.forEach(f -> {
-                    if (out.size() >= max) {
+                    if (out.size() >= max || framework[0]) {
+                        return;
+                    }
+                    if (!out.isEmpty() && isFramework(f.getClassName())) {
+                        framework[0] = true; // the test framework's reflection from here on: of no use
                         return;
                     }
                     if (out.isEmpty() && isLibrary(f.getDeclaringClass())) {
@@ -109,6 +115,11 @@ public final class LiveResources {
                 return out;
             });
             return new Site(kind, Thread.currentThread().getName(), frames);
+        }
+
+        private static boolean isFramework(String className) {
+            return className.startsWith("org.junit.") || className.startsWith("jdk.internal.reflect.")
+                    || className.startsWith("java.lang.reflect.");
         }
 
         private static boolean isLibrary(Class<?> c) {
