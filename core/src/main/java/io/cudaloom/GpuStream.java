@@ -52,6 +52,15 @@ public abstract class GpuStream implements AutoCloseable {
         this.lease = device.ledger.open(LiveResources.Kind.STREAM);
     }
 
+    /**
+     * For backends whose constructor fails after this class's (e.g. the driver refused to create
+     * the stream): the stream was never handed out, so it is not counted in the device's
+     * {@link GpuDevice#liveResources()}. Call it before rethrowing.
+     */
+    protected final void notCreated() {
+        lease.run();
+    }
+
     public final GpuDevice device() {
         return device;
     }
