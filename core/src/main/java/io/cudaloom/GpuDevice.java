@@ -30,6 +30,10 @@ public abstract class GpuDevice implements AutoCloseable {
     private volatile @Nullable CompletionReactor reactor;
     /** Reports this device if it becomes unreachable unclosed; set with the reactor. */
     private volatile UnclosedDeviceReport.@Nullable Registration unclosed;
+    /** What this device has handed out and not had back (see {@link #liveResources()}). */
+    final ResourceLedger ledger = new ResourceLedger();
+    /** Its entry in {@link LiveResources#openDevices()}; 0 until the reactor starts. */
+    private volatile long openSequence;
 
     protected GpuDevice() {}
 
@@ -156,7 +160,10 @@ public abstract class GpuDevice implements AutoCloseable {
         }
         CompletionReactor r = new CompletionReactor(this, config, backend);
         reactor = r;
-        unclosed = UnclosedDeviceReport.watch(this, List.of(r.cleanupIfUnclosed(), backend.cleanupIfUnclosed()));
+        long seq = LiveResources.deviceOpened(this);
+        openSequence = seq;
+        unclosed = UnclosedDeviceReport.watch(this, List.of(r.cleanupIfUnclosed(), backend.cleanupIfUnclosed(),
+                () -> LiveResources.deviceClosed(seq)));
     }
 
     /**
@@ -169,6 +176,42 @@ public abstract class GpuDevice implements AutoCloseable {
             throw new IllegalStateException("reactor of " + name() + " was never started");
         }
         return r;
+    }
+
+    /**
+     * For backends: counts one piece of memory ({@link LiveResources.Kind#DEVICE_MEMORY} or
+     * {@link LiveResources.Kind#HOST_MEMORY}) handed out by {@link #allocate} or
+     * {@link #allocateHost}, once the allocation has succeeded. Run the returned action from the
+     * memory's {@code close()}; it counts the memory back once, however often it runs. Streams and
+     * waits are counted by {@link GpuStream} and {@link GpuEvent} themselves.
+     *
+     * @throws IllegalArgumentException for another kind
+     */
+    protected final Runnable tracked(LiveResources.Kind kind) {
+        if (kind != LiveResources.Kind.DEVICE_MEMORY && kind != LiveResources.Kind.HOST_MEMORY) {
+            throw new IllegalArgumentException("backends count only memory, not " + kind);
+        }
+        return ledger.open(kind);
+    }
+
+    /**
+     * What this device has handed out and not had back now: memory and streams not closed, waits
+     * in progress, with where each was made if site capture is on. Counted the same way on every
+     * backend. {@code io.cudaloom.junit.GpuTest}'s leak check reads it after each test.
+     */
+    public final LiveResources liveResources() {
+        return ledger.snapshot();
+    }
+
+    /**
+     * Whether to record where each allocation, stream and wait of this device is made from now on
+     * ({@code true}), or to go back to what the system property {@value ResourceLedger#CAPTURE_PROPERTY}
+     * says ({@code off}, the default, {@code sampled}: 1 in {@value ResourceLedger#SAMPLE_EVERY}, or
+     * {@code all}). Capturing walks the caller's stack each time: for finding a leak, not for
+     * production.
+     */
+    public final void captureLeakSites(boolean all) {
+        ledger.captureAll(all);
     }
 
     /** A human-readable name, e.g. "NVIDIA H200 (cuda:0)" or "simulated device 3". */
@@ -203,6 +246,7 @@ public abstract class GpuDevice implements AutoCloseable {
      */
     @Override
     public void close() {
+        LiveResources.deviceClosed(openSequence);
         UnclosedDeviceReport.Registration u = unclosed;
         if (u != null) {
             u.closed();

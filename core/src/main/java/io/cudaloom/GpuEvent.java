@@ -320,6 +320,16 @@ public final class GpuEvent {
      * the drain, which re-checks the rest. Returns false only when timed and the time ran out.
      */
     private boolean awaitWork(boolean interruptible, boolean timed, long nanos) throws InterruptedException {
+        ResourceLedger ledger = stream.device().ledger;
+        ledger.awaitBegun(); // counted as a wait in progress until it returns (LiveResources.Kind.WAIT)
+        try {
+            return awaitCounted(interruptible, timed, nanos);
+        } finally {
+            ledger.awaitEnded();
+        }
+    }
+
+    private boolean awaitCounted(boolean interruptible, boolean timed, long nanos) throws InterruptedException {
         StreamDrain drain = stream.drainAfterClose();
         long start = timed ? System.nanoTime() : 0L;
         if (drain == null) {
@@ -353,6 +363,31 @@ public final class GpuEvent {
      * @throws IllegalStateException if the reactor refuses, or the drain does not cover this event
      */
     private Subscription register(Consumer<@Nullable RuntimeException> deliver) {
+        // A wait in progress (LiveResources.Kind.WAIT) until delivered, withdrawn or refused.
+        ResourceLedger.Lease pending = stream.device().ledger.callbackRegistered();
+        Subscription s;
+        try {
+            s = registerCounted(failure -> {
+                pending.run();
+                deliver.accept(failure);
+            });
+        } catch (RuntimeException | Error e) {
+            pending.run();
+            throw e;
+        }
+        if (s == DELIVERED) {
+            return s;
+        }
+        return () -> {
+            boolean withdrawn = s.cancel();
+            if (withdrawn) {
+                pending.run();
+            }
+            return withdrawn;
+        };
+    }
+
+    private Subscription registerCounted(Consumer<@Nullable RuntimeException> deliver) {
         StreamDrain drain = stream.drainAfterClose();
         if (drain == null) {
             try {

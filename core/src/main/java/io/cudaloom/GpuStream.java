@@ -30,6 +30,8 @@ public abstract class GpuStream implements AutoCloseable {
     }
 
     private final StreamBackend backend;
+    /** This stream in its device's {@link GpuDevice#liveResources()}: given back by the first {@link #close()}. */
+    private final Runnable lease;
     /**
      * Null while the stream is open; set once, by {@link #close()}, with a compare-and-set from
      * null (through {@link #DRAIN}): the closed flag and the drain that serves the events taken
@@ -47,6 +49,16 @@ public abstract class GpuStream implements AutoCloseable {
         this.record = new StreamRecord(reactor.config());
         this.backend = Objects.requireNonNull(backendOf.apply(this), "backend");
         reactor.streamOpened(record);
+        this.lease = device.ledger.open(LiveResources.Kind.STREAM);
+    }
+
+    /**
+     * For backends whose constructor fails after this class's (e.g. the driver refused to create
+     * the stream): the stream was never handed out, so it is not counted in the device's
+     * {@link GpuDevice#liveResources()}. Call it before rethrowing.
+     */
+    protected final void notCreated() {
+        lease.run();
     }
 
     public final GpuDevice device() {
@@ -77,7 +89,13 @@ public abstract class GpuStream implements AutoCloseable {
      */
     @org.jetbrains.annotations.Blocking
     public final void await() throws InterruptedException {
-        device.reactor().await(this, submissionCount(), true, false, 0L);
+        ResourceLedger ledger = device.ledger;
+        ledger.awaitBegun();
+        try {
+            device.reactor().await(this, submissionCount(), true, false, 0L);
+        } finally {
+            ledger.awaitEnded();
+        }
     }
 
     /**
@@ -245,6 +263,7 @@ public abstract class GpuStream implements AutoCloseable {
             // (or was refused, if the winner's backend had stopped taking flag writes): nothing leaks.
             return;
         }
+        lease.run();
         record.openGate(); // closed: let submitters parked for room through, to find out
         StreamDrain.shutDown(this, backend::shutdown); // what it throws is logged: close() never throws
         device.reactor().streamClosed(record);

@@ -5,6 +5,7 @@ import static jcuda.driver.JCudaDriver.*;
 
 import io.cudaloom.GpuDevice;
 import io.cudaloom.GpuKernel;
+import io.cudaloom.LiveResources;
 import io.cudaloom.ReactorClosedException;
 import io.cudaloom.ReactorConfig;
 import io.cudaloom.protocol.LifetimeGuard;
@@ -78,8 +79,6 @@ public final class CudaDevice extends GpuDevice {
     private volatile boolean faulted;
     /** The first sticky error seen, and on which stream (for {@link #fault()}); written before {@link #faulted}. */
     private volatile @Nullable String firstFault;
-    /** Pinned buffers allocated through {@link #allocateHost} and not yet closed. */
-    private final AtomicInteger livePinned = new AtomicInteger();
     /** Set once the context has been released or reset: nothing of it can run any more. */
     private volatile boolean contextGone;
     private volatile CUdeviceptr[] flagPointers = new CUdeviceptr[0];
@@ -267,7 +266,7 @@ public final class CudaDevice extends GpuDevice {
             contextCalls.exit();
         }
         check(r, "cuMemAlloc(" + bytes + ")");
-        return new DeviceBuffer(this, p, bytes);
+        return new DeviceBuffer(this, p, bytes, tracked(LiveResources.Kind.DEVICE_MEMORY));
     }
 
     /** Pinned host memory of {@code bytes} bytes, for async copies ({@code cuMemHostAlloc}, portable). */
@@ -284,8 +283,7 @@ public final class CudaDevice extends GpuDevice {
             contextCalls.exit();
         }
         check(r, "cuMemHostAlloc(" + bytes + ")");
-        livePinned.incrementAndGet();
-        return new PinnedBuffer(this, p, bytes);
+        return new PinnedBuffer(this, p, bytes, tracked(LiveResources.Kind.HOST_MEMORY));
     }
 
     /** Loads a module from PTX text ({@code cuModuleLoadData}). */
@@ -373,7 +371,7 @@ public final class CudaDevice extends GpuDevice {
      * closed (a leak check for tests, e.g. {@code io.cudaloom.junit.GpuTest}).
      */
     public int livePinnedBuffers() {
-        return livePinned.get();
+        return liveResources().count(LiveResources.Kind.HOST_MEMORY);
     }
 
     /**
@@ -469,10 +467,6 @@ public final class CudaDevice extends GpuDevice {
             firstFault = what; // racy by design: any one of simultaneous first faults will do
         }
         faulted = true;
-    }
-
-    void pinnedBufferClosed() {
-        livePinned.decrementAndGet();
     }
 
     void ensureOpen() {

@@ -41,7 +41,14 @@ public final class CudaStream extends GpuStream {
     CudaStream(CudaDevice device) {
         super(device, s -> new Backend((CudaStream) s));
         this.device = device;
-        this.stream = new StreamHandle(this, device); // cuStreamCreate, under the device's guard (newStream)
+        StreamHandle handle;
+        try {
+            handle = new StreamHandle(this, device); // cuStreamCreate, under the device's guard (newStream)
+        } catch (RuntimeException | Error e) {
+            notCreated(); // not a stream the caller could leak
+            throw e;
+        }
+        this.stream = handle;
     }
 
     public CudaDevice cudaDevice() {

@@ -11,8 +11,11 @@ public final class DeviceBuffer implements DeviceMemory {
     private final CUdeviceptr pointer;
     private final long bytes;
     private volatile boolean freed;
+    /** Counts this buffer back in the device's live resources (idempotent). */
+    private final Runnable release;
 
-    DeviceBuffer(CudaDevice device, CUdeviceptr pointer, long bytes) {
+    DeviceBuffer(CudaDevice device, CUdeviceptr pointer, long bytes, Runnable release) {
+        this.release = release;
         this.device = device;
         this.pointer = pointer;
         this.bytes = bytes;
@@ -47,6 +50,7 @@ public final class DeviceBuffer implements DeviceMemory {
             return;
         }
         freed = true;
+        release.run();
         if (device.enterToFree()) { // else the context's release (or reset) frees it
             try {
                 JCudaDriver.cuCtxSetCurrent(device.contextHandle());

@@ -15,8 +15,11 @@ public final class PinnedBuffer implements HostMemory {
     private final ByteBuffer view;
     /** Set once by the first close: a second close (any thread) neither frees nor counts again. */
     private final AtomicBoolean freed = new AtomicBoolean();
+    /** Counts this buffer back in the device's live resources (idempotent). */
+    private final Runnable release;
 
-    PinnedBuffer(CudaDevice device, Pointer pointer, long bytes) {
+    PinnedBuffer(CudaDevice device, Pointer pointer, long bytes, Runnable release) {
+        this.release = release;
         this.device = device;
         this.pointer = pointer;
         this.bytes = bytes;
@@ -55,7 +58,7 @@ public final class PinnedBuffer implements HostMemory {
         if (!freed.compareAndSet(false, true)) {
             return;
         }
-        device.pinnedBufferClosed();
+        release.run();
         if (device.enterToFree()) { // else the context's release (or reset) frees it
             try {
                 JCudaDriver.cuCtxSetCurrent(device.contextHandle());

@@ -3,6 +3,8 @@ package io.cudaloom.junit;
 import io.cudaloom.GpuDevice;
 import io.cudaloom.GpuDeviceProvider;
 import io.cudaloom.GpuStream;
+import io.cudaloom.LiveResources;
+import io.cudaloom.LiveResources.Kind;
 import io.cudaloom.ReactorConfig;
 import io.cudaloom.cuda.CudaDevice;
 import io.cudaloom.cuda.CudaStream;
@@ -64,10 +66,29 @@ public final class GpuExtension
     /** JUnit configuration parameter: how long the leak check waits for a device to come to rest, in milliseconds. */
     public static final String LEAK_CHECK_TIMEOUT_PARAMETER = "cudaloom.junit.leakCheckTimeoutMillis";
 
+    /**
+     * JUnit configuration parameter: how long the leak check gives a leak that does not heal by
+     * itself (memory or a stream not closed, a wait still pending) before it reports it, in
+     * milliseconds (default 500): the time for completions already on their way to be delivered.
+     * The grace starts again whenever the reactor delivers something, up to the
+     * {@value #LEAK_CHECK_TIMEOUT_PARAMETER} bound.
+     */
+    public static final String LEAK_GRACE_PARAMETER = "cudaloom.junit.leakGraceMillis";
+
+    /**
+     * JUnit configuration parameter (or system property): {@code true} records where every
+     * allocation, stream and wait of the injected devices is made, for every test, as
+     * {@link GpuTest#captureSites()} does for one; the leak check's message then shows each leak's
+     * site. The system property {@code cudaloom.leakSites} ({@code off}, {@code sampled},
+     * {@code all}) does the same for every device of the JVM.
+     */
+    public static final String CAPTURE_SITES_PARAMETER = "cudaloom.junit.captureSites";
+
     /** Report entry key naming the device a class's tests run on (published when it is opened). */
     public static final String DEVICE_REPORT_KEY = "cudaloom.device";
 
     private static final Duration DEFAULT_LEAK_CHECK_TIMEOUT = Duration.ofSeconds(10);
+    private static final Duration DEFAULT_LEAK_GRACE = Duration.ofMillis(500);
     private static final Namespace NAMESPACE = Namespace.create(GpuExtension.class);
     private static final Set<Class<?>> INJECTED = Set.of(GpuDevice.class, CudaDevice.class, SimulatedDevice.class,
             GpuStream.class, CudaStream.class, SimulatedStream.class);
@@ -88,11 +109,11 @@ public final class GpuExtension
     private record Decision(@Nullable Backend backend, String reason) {}
 
     /** The settings of one test: its {@link GpuTest}, the class's, or the defaults. */
-    private record Settings(boolean simulatedFallback, String config, boolean checkLeaks) {
-        static final Settings DEFAULTS = new Settings(false, "", true);
+    private record Settings(boolean simulatedFallback, String config, boolean checkLeaks, boolean captureSites) {
+        static final Settings DEFAULTS = new Settings(false, "", true, false);
 
         static Settings of(GpuTest a) {
-            return new Settings(a.simulatedFallback(), a.config().strip(), a.checkLeaks());
+            return new Settings(a.simulatedFallback(), a.config().strip(), a.checkLeaks(), a.captureSites());
         }
     }
 
@@ -206,6 +227,9 @@ public final class GpuExtension
         return classDevices(classContext).get(settings.config(), () -> {
             ReactorConfig config = reactorConfig(classContext, settings.config());
             GpuDevice d = backend == Backend.CUDA ? CudaDevice.open(0, config) : SimulatedDevice.create(config);
+            if (capturesSites(context, settings)) {
+                d.captureLeakSites(true);
+            }
             context.publishReportEntry(DEVICE_REPORT_KEY, d.name());
             return d;
         });
@@ -276,6 +300,12 @@ public final class GpuExtension
                     + ": the methods of its class may run concurrently, and a fault would reach the other tests"
                     + " sharing the device; run that class's methods in one thread (@Execution(SAME_THREAD))");
         }
+        // The devices opened from here on, until the test's after-each steps, are the test's own.
+        context.getStore(NAMESPACE).put(DeviceMark.class, new DeviceMark(LiveResources.lastDeviceSequence()));
+        ClassDevices devices = classContext(context).getStore(NAMESPACE).get(ClassDevices.class, ClassDevices.class);
+        if (devices != null && capturesSites(context, settings(context))) {
+            devices.snapshot().values().forEach(d -> d.captureLeakSites(true));
+        }
     }
 
     @Override
@@ -284,19 +314,32 @@ public final class GpuExtension
         ClassDevices devices = classContext(context).getStore(NAMESPACE).get(ClassDevices.class, ClassDevices.class);
         boolean expectFault = expectsFault(context);
         String who = describe(context);
+        Settings settings = settings(context);
+        DeviceMark mark = context.getStore(NAMESPACE).remove(DeviceMark.class, DeviceMark.class);
+        // Devices the test opened itself, when no other test can be opening devices meanwhile.
+        String opened = settings.checkLeaks() && mark != null && !parallelEnabled(context)
+                ? devicesLeftOpen(who, mark, devices) : null;
         if (devices == null) {
             if (expectFault) {
                 throw new AssertionError("@ExpectDeviceFault on " + who + ": the test used no device of @GpuTest"
                         + " (inject a GpuDevice or GpuStream parameter)");
             }
+            if (opened != null) {
+                throw new AssertionError(opened);
+            }
             return;
         }
         if (mayOverlap(context, devices)) {
+            if (opened != null) {
+                throw new AssertionError(opened);
+            }
             return; // another test's work in flight would look like this one's leak: checked after the class
         }
-        Settings settings = settings(context);
         Duration timeout = leakCheckTimeout(context);
         List<String> failures = new ArrayList<>();
+        if (opened != null) {
+            failures.add(opened);
+        }
         boolean faulted = false;
         for (Map.Entry<String, GpuDevice> e : devices.snapshot().entrySet()) {
             GpuDevice device = e.getValue();
@@ -314,12 +357,15 @@ public final class GpuExtension
                 }
                 continue;
             }
-            List<String> problems = problems(device, settings, timeout);
-            if (!problems.isEmpty()) {
+            LeakCheck.Rest rest = problems(context, device, settings, timeout);
+            if (!rest.problems().isEmpty()) {
                 // The report first: closing the device changes the counters it shows.
-                failures.add(LeakCheck.report(who, device, problems, timeout)
+                failures.add(LeakCheck.report(who, device, rest.problems(), timeout,
+                        rest.afterGrace() ? leakGrace(context) : null)
                         + "\n  the device is closed; the class's next test gets a fresh one");
                 devices.discard(e.getKey(), device);
+            } else if (capturesSites(context, settings)) {
+                device.captureLeakSites(false); // back to the system property's level for the next test
             }
         }
         if (expectFault && !faulted) {
@@ -342,9 +388,10 @@ public final class GpuExtension
         List<String> failures = new ArrayList<>();
         for (GpuDevice device : devices.snapshot().values()) {
             if (!device.reactor().isClosed()) {
-                List<String> problems = problems(device, settings, timeout);
-                if (!problems.isEmpty()) {
-                    failures.add(LeakCheck.report("the tests of " + describe(context), device, problems, timeout));
+                LeakCheck.Rest rest = problems(context, device, settings, timeout);
+                if (!rest.problems().isEmpty()) {
+                    failures.add(LeakCheck.report("the tests of " + describe(context), device, rest.problems(),
+                            timeout, rest.afterGrace() ? leakGrace(context) : null));
                 }
             }
         }
@@ -355,12 +402,53 @@ public final class GpuExtension
     }
 
     /** What is wrong with {@code device}: everything, or with {@code checkLeaks = false} only a fault. */
-    private static List<String> problems(GpuDevice device, Settings settings, Duration timeout) {
+    private static LeakCheck.Rest problems(ExtensionContext context, GpuDevice device, Settings settings,
+            Duration timeout) {
         if (settings.checkLeaks()) {
-            return LeakCheck.awaitRest(device, timeout);
+            return LeakCheck.awaitRest(device, timeout, leakGrace(context));
         }
         String fault = LeakCheck.fault(device);
-        return fault == null ? List.of() : List.of("the device faulted: " + fault);
+        return new LeakCheck.Rest(fault == null ? List.of() : List.of("the device faulted: " + fault), false);
+    }
+
+    /**
+     * The devices opened since {@code mark} (the test's before-each step) and still open, but for
+     * the extension's own: reported, and closed, so that their threads do not outlive the test.
+     * Null if there are none.
+     */
+    private static @Nullable String devicesLeftOpen(String who, DeviceMark mark, @Nullable ClassDevices devices) {
+        List<GpuDevice> injected = devices == null ? List.of() : List.copyOf(devices.snapshot().values());
+        List<LiveResources.OpenDevice> left = new ArrayList<>();
+        for (LiveResources.OpenDevice d : LiveResources.openDevices()) {
+            GpuDevice device = d.device();
+            if (d.sequence() > mark.sequence() && injected.stream().noneMatch(i -> i == device)) {
+                left.add(d);
+            }
+        }
+        if (left.isEmpty()) {
+            return null;
+        }
+        StringBuilder b = new StringBuilder(who).append(" left open a device it opened itself:\n  - ")
+                .append(Kind.DEVICE.noun()).append(": ").append(left.size()).append(" ").append(Kind.DEVICE.problem());
+        for (LiveResources.OpenDevice d : left) {
+            b.append("\n    ").append(d.name()).append(", ").append(d.openedAt().render("      ").strip());
+            GpuDevice device = d.device();
+            if (device != null) {
+                device.close();
+            }
+        }
+        b.append("\n  the extension has closed ").append(left.size() == 1 ? "it" : "them");
+        return b.toString();
+    }
+
+    private static boolean capturesSites(ExtensionContext context, Settings settings) {
+        return settings.captureSites() || context.getConfigurationParameter(CAPTURE_SITES_PARAMETER,
+                v -> Boolean.parseBoolean(v.strip())).orElse(false);
+    }
+
+    private static Duration leakGrace(ExtensionContext context) {
+        return context.getConfigurationParameter(LEAK_GRACE_PARAMETER,
+                v -> Duration.ofMillis(Long.parseLong(v.strip()))).orElse(DEFAULT_LEAK_GRACE);
     }
 
     /** Whether tests other than this one may be using the class's devices right now. */
@@ -472,6 +560,9 @@ public final class GpuExtension
             }
         }
     }
+
+    /** The last device opened before a test began ({@link LiveResources#lastDeviceSequence()}). */
+    record DeviceMark(long sequence) {}
 
     /** The streams injected in one context (a test, or a class for {@code @BeforeAll}); closed at its end. */
     static final class Streams implements AutoCloseable {

@@ -46,14 +46,30 @@ import org.junit.jupiter.api.extension.ExtendWith;
  *
  * <h2>What it checks</h2>
  * After each test (after its {@code @AfterEach} methods and its streams' close), unless
- * {@link #checkLeaks()} is false: every device of the class must come back to rest within a bound
- * (10 s; the configuration parameter {@value GpuExtension#LEAK_CHECK_TIMEOUT_PARAMETER} sets it, in
- * milliseconds), i.e. no completion slot armed, none quarantined, every slot back on the free list,
- * no {@link io.cudaloom.cuda.PinnedBuffer} left open, and the device has not faulted. Otherwise the
- * test fails with an {@link AssertionError} naming each of these, and the device is closed so the
- * next test gets a fresh one. A test that faults the device on purpose says so with
- * {@link ExpectDeviceFault}. The same check runs once more after the class, when this annotation is
- * on the class.
+ * {@link #checkLeaks()} is false, that it gave back everything the library handed it, counted the
+ * same way on every backend ({@link io.cudaloom.GpuDevice#liveResources()}):
+ * <ul>
+ * <li>every {@link io.cudaloom.DeviceMemory} and {@link io.cudaloom.HostMemory} of the injected
+ *     device closed (pinned buffers on a GPU, ordinary memory on the simulated device: a leak
+ *     fails on both);</li>
+ * <li>every stream it opened on that device closed;</li>
+ * <li>no wait left pending: no {@code await} still parked, no future, callback or subscription
+ *     neither delivered nor withdrawn;</li>
+ * <li>every device the test opened itself closed (the extension closes it, and the message says
+ *     where it was opened; not checked with JUnit's parallel execution enabled, where another
+ *     class's test may be opening devices at the same time);</li>
+ * <li>the injected device at rest: no completion slot armed, none quarantined, every slot back on
+ *     the free list, and no fault.</li>
+ * </ul>
+ * Slots come back by themselves once the GPU work they wait for ends (an abandoned await's, a
+ * closed stream's drain), so the check waits for them up to a bound (10 s; the configuration
+ * parameter {@value GpuExtension#LEAK_CHECK_TIMEOUT_PARAMETER} sets it, in milliseconds). The
+ * others never do: while one is left, the check gives completions already on their way a short
+ * grace (500 ms without any delivery; {@value GpuExtension#LEAK_GRACE_PARAMETER}) and then fails.
+ * The test fails with an {@link AssertionError} naming each leak's kind and count, and where each
+ * was made if {@link #captureSites()} is on; the device is closed so the next test gets a fresh
+ * one. A test that faults the device on purpose says so with {@link ExpectDeviceFault}. The same
+ * check runs once more after the class, when this annotation is on the class.
  *
  * <h2>Parallel execution</h2>
  * Devices and streams live in JUnit's {@code ExtensionContext.Store}; the extension keeps no state
@@ -92,10 +108,23 @@ public @interface GpuTest {
     String config() default "";
 
     /**
-     * Whether to check after each test that the device came back to rest (see the class comment).
-     * A device that faulted is replaced either way.
+     * Whether to check after each test that everything was given back and the device came back to
+     * rest (see the class comment): false for a test that leaks on purpose. A device that faulted
+     * is replaced either way.
      *
      * @return whether leaks fail the test
      */
     boolean checkLeaks() default true;
+
+    /**
+     * Whether to record where each allocation, stream and wait of the injected device is made
+     * during the test, so that the leak check's message shows where each leaked one came from
+     * (the caller's frames). Off by default: capturing walks the stack at every allocation and
+     * await. The configuration parameter {@value GpuExtension#CAPTURE_SITES_PARAMETER} turns it on
+     * for every test; the system property {@code cudaloom.leakSites} ({@code sampled} or
+     * {@code all}) for every device of the JVM.
+     *
+     * @return whether to capture the sites of allocations, streams and waits
+     */
+    boolean captureSites() default false;
 }

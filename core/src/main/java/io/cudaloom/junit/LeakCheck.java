@@ -1,6 +1,8 @@
 package io.cudaloom.junit;
 
 import io.cudaloom.GpuDevice;
+import io.cudaloom.LiveResources;
+import io.cudaloom.LiveResources.Kind;
 import io.cudaloom.ReactorStats;
 import io.cudaloom.cuda.CudaDevice;
 import io.cudaloom.sim.SimulatedDevice;
@@ -13,7 +15,8 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * What a device still holds after a test, and a bounded wait for it to come to rest. Reads the
- * reactor's stats through their accessors only.
+ * reactor's stats and the device's {@link GpuDevice#liveResources()} through their accessors only,
+ * so it is the same check on every backend.
  */
 final class LeakCheck {
     /** Polls start at 1 ms and back off to this: a passing check costs a few polls at most. */
@@ -32,57 +35,128 @@ final class LeakCheck {
         return null;
     }
 
+    /**
+     * One thing left on a device. {@code heals}: the reactor gives it back by itself once the GPU
+     * work it waits for ends (an abandoned await's slot, a closed stream's drain), so the check
+     * waits for it up to the bound; the others (memory, streams, waits, a fault) never come back
+     * unless the test's own code gives them back, so they are reported after a short grace.
+     */
+    record Problem(String text, boolean heals) {}
+
     /** Everything the device still holds that it should not, one line each; empty when at rest. */
     static List<String> problems(GpuDevice device) {
-        List<String> problems = new ArrayList<>();
+        return problemsOf(device).stream().map(Problem::text).toList();
+    }
+
+    private static List<Problem> problemsOf(GpuDevice device) {
+        List<Problem> problems = new ArrayList<>();
         String fault = fault(device);
         if (fault != null) {
-            problems.add("the device faulted: " + fault + " (mark a test that faults on purpose @ExpectDeviceFault)");
+            problems.add(new Problem("the device faulted: " + fault
+                    + " (mark a test that faults on purpose @ExpectDeviceFault)", false));
+        }
+        LiveResources live = device.liveResources();
+        for (Kind kind : List.of(Kind.WAIT, Kind.DEVICE_MEMORY, Kind.HOST_MEMORY, Kind.STREAM)) {
+            int n = live.count(kind);
+            if (n > 0) {
+                problems.add(new Problem(kind.noun() + ": " + n + " " + kind.problem() + sites(live, kind), false));
+            }
         }
         ReactorStats s = device.reactor().stats();
         if (s.armedNow() > 0) {
-            problems.add(s.armedNow() + " completion slot(s) still armed: an await, future or onComplete callback,"
-                    + " or a stream closed with work in flight (its close registers for that work), is still"
+            problems.add(new Problem(s.armedNow() + " completion slot(s) still armed: an await, future or onComplete"
+                    + " callback, or a stream closed with work in flight (its close registers for that work), is still"
                     + " waiting for work that never finished (a stream held by unfinished work, or a waiter left"
-                    + " running)");
+                    + " running)", true));
         }
         if (s.quarantined() > 0) {
-            problems.add(s.quarantined() + " completion slot(s) quarantined: a device write into them may still"
-                    + " land (a faulted stream not yet settled)");
+            problems.add(new Problem(s.quarantined() + " completion slot(s) quarantined: a device write into them may"
+                    + " still land (a faulted stream not yet settled)", true));
         }
         if (s.freeSlots() != s.capacity()) {
-            problems.add("completion slots back on the free list: " + s.freeSlots() + " of " + s.capacity());
-        }
-        if (device instanceof CudaDevice cuda && cuda.livePinnedBuffers() > 0) {
-            problems.add(cuda.livePinnedBuffers() + " pinned buffer(s) not closed (PinnedBuffer.close())");
+            problems.add(new Problem("completion slots back on the free list: " + s.freeSlots() + " of "
+                    + s.capacity(), true));
         }
         return problems;
     }
+
+    /** Where the leaked ones of {@code kind} were made, or how to find out. */
+    static String sites(LiveResources live, Kind kind) {
+        List<LiveResources.Site> sites = live.sites(kind);
+        if (sites.isEmpty()) {
+            return live.capturing() ? " (none of them was in the sample of captured sites)"
+                    : "; to see where each was " + kind.madeVerb() + ": " + CAPTURE_HINT;
+        }
+        StringBuilder b = new StringBuilder();
+        int shown = Math.min(sites.size(), MAX_SITES);
+        b.append("; ").append(shown == live.count(kind) ? "" : shown + " of them ").append("captured:");
+        for (int i = 0; i < shown; i++) {
+            b.append('\n').append(sites.get(i).render("      "));
+        }
+        if (sites.size() > shown) {
+            b.append("\n      (").append(sites.size() - shown).append(" more)");
+        }
+        return b.toString();
+    }
+
+    /** How to turn site capture on, as the messages say it. */
+    static final String CAPTURE_HINT = "@GpuTest(captureSites = true), or -D" + GpuExtension.CAPTURE_SITES_PARAMETER
+            + "=true (tests), or -Dcudaloom.leakSites=all|sampled (any device)";
+    private static final int MAX_SITES = 5;
+
+    /** What {@link #awaitRest} found, and whether it stopped at the grace (nothing left would heal). */
+    record Rest(List<String> problems, boolean afterGrace) {}
 
     /**
      * Polls {@link #problems} until there are none or {@code timeout} has passed: the scanner
      * recycles a retired slot shortly after the waiter returned, and an abandoned await's slot once
      * its work is done, so a state seen right after a test may be transient. A fault does not
-     * heal: it ends the wait at once.
+     * heal: it ends the wait at once. Nor does unclosed memory, an unclosed stream or a wait still
+     * pending: while one is left, the check stops once {@code grace} has passed without the
+     * reactor delivering anything (its completion count and the pending waits unchanged), so a
+     * leaked wait fails the test in about {@code grace}, not {@code timeout}.
      *
      * @return the problems at the end; empty if the device came to rest
      */
-    static List<String> awaitRest(GpuDevice device, Duration timeout) {
-        long deadline = System.nanoTime() + timeout.toNanos();
+    static Rest awaitRest(GpuDevice device, Duration timeout, Duration grace) {
+        long start = System.nanoTime();
+        long deadline = start + timeout.toNanos();
+        long graceEnd = start + Math.min(grace.toNanos(), timeout.toNanos());
         long pause = 1_000_000L;
+        long lastCompletions = -1;
+        int lastWaits = -1;
         while (true) {
-            List<String> problems = problems(device);
-            if (problems.isEmpty() || fault(device) != null || System.nanoTime() - deadline >= 0) {
-                return problems;
+            List<Problem> problems = problemsOf(device);
+            long now = System.nanoTime();
+            boolean stuck = problems.stream().anyMatch(p -> !p.heals());
+            if (problems.isEmpty() || fault(device) != null || now - deadline >= 0) {
+                return new Rest(texts(problems), false);
+            }
+            if (stuck) {
+                long completions = device.reactor().stats().completions();
+                int waits = device.liveResources().count(Kind.WAIT);
+                if (completions != lastCompletions || waits != lastWaits) {
+                    if (lastWaits >= 0) { // progress: a delivery may still be on its way
+                        graceEnd = Math.min(now + grace.toNanos(), deadline);
+                    }
+                    lastCompletions = completions;
+                    lastWaits = waits;
+                } else if (now - graceEnd >= 0) {
+                    return new Rest(texts(problems), true);
+                }
             }
             LockSupport.parkNanos(pause);
             pause = Math.min(2 * pause, MAX_POLL_NANOS);
             if (Thread.currentThread().isInterrupted()) {
-                problems = new ArrayList<>(problems(device));
-                problems.add("the check was interrupted before the device came to rest");
-                return problems;
+                List<String> texts = new ArrayList<>(problems(device));
+                texts.add("the check was interrupted before the device came to rest");
+                return new Rest(texts, false);
             }
         }
+    }
+
+    private static List<String> texts(List<Problem> problems) {
+        return problems.stream().map(Problem::text).toList();
     }
 
     /**
@@ -105,10 +179,17 @@ final class LeakCheck {
     }
 
     /** The failure message: who, which device, for how long, what, and the reactor's counters. */
-    static String report(String who, GpuDevice device, List<String> problems, Duration timeout) {
+    static String report(String who, GpuDevice device, List<String> problems, Duration timeout,
+            @Nullable Duration grace) {
         StringBuilder b = new StringBuilder();
-        b.append(who).append(" left ").append(device.name()).append(" not at rest (checked for ")
-                .append(timeout.toMillis()).append(" ms):");
+        b.append(who).append(" left ").append(device.name()).append(" not at rest (");
+        if (grace != null) {
+            b.append("reported after a ").append(grace.toMillis()).append(" ms grace, not the ")
+                    .append(timeout.toMillis()).append(" ms bound: what is left does not come back by itself");
+        } else {
+            b.append("checked for ").append(timeout.toMillis()).append(" ms");
+        }
+        b.append("):");
         for (String p : problems) {
             b.append("\n  - ").append(p);
         }

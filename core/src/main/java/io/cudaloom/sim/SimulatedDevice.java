@@ -2,6 +2,7 @@ package io.cudaloom.sim;
 
 import io.cudaloom.DeviceMemory;
 import io.cudaloom.HostMemory;
+import io.cudaloom.LiveResources;
 import io.cudaloom.WorkChecks;
 
 import io.cudaloom.GpuDevice;
@@ -167,7 +168,9 @@ public final class SimulatedDevice extends GpuDevice {
         if (closed) {
             throw new ReactorClosedException(name() + " is closed: it allocates no memory");
         }
-        return new SimulatedMemory(this, bytes, host);
+        SimulatedMemory m = new SimulatedMemory(this, bytes, host);
+        m.tracked(tracked(host ? LiveResources.Kind.HOST_MEMORY : LiveResources.Kind.DEVICE_MEMORY));
+        return m;
     }
 
     /** The simulated memory behind {@code m}, checked to be of the kind the copy expects. */

@@ -16,6 +16,8 @@ final class SimulatedMemory implements DeviceMemory, HostMemory {
     private final ByteBuffer buffer;
     private final boolean host;
     private volatile boolean closed;
+    /** Counts this memory back in the device's live resources; set right after construction. */
+    private volatile Runnable release = () -> { };
 
     SimulatedMemory(SimulatedDevice device, long bytes, boolean host) {
         this.device = device;
@@ -40,6 +42,10 @@ final class SimulatedMemory implements DeviceMemory, HostMemory {
     }
 
 
+    void tracked(Runnable release) {
+        this.release = release;
+    }
+
     boolean isHost() {
         return host;
     }
@@ -53,6 +59,7 @@ final class SimulatedMemory implements DeviceMemory, HostMemory {
     @Override
     public void close() {
         closed = true; // the buffer itself goes with the garbage collector
+        release.run(); // idempotent
     }
 
     @Override

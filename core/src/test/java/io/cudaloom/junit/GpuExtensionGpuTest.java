@@ -24,8 +24,8 @@ import org.junit.platform.testkit.engine.EngineExecutionResults;
 import org.junit.platform.testkit.engine.EngineTestKit;
 
 /**
- * {@link GpuTest} on a real GPU: the CUDA types are injected and work, and the leak check names a
- * pinned buffer left open (something only a CUDA device has). Everything else the extension does is
+ * {@link GpuTest} on a real GPU: the CUDA types are injected and work, and the leak check reports
+ * every kind of leak with the same lines as on the simulated device ({@link LeakCheckTest}'s fixtures). Everything else the extension does is
  * checked on the simulated device by {@link GpuExtensionTest}.
  */
 @Tag("gpu")
@@ -76,9 +76,30 @@ class GpuExtensionGpuTest {
         TestExecutionResult r = results.testEvents().finished().stream().findFirst().orElseThrow()
                 .getRequiredPayload(TestExecutionResult.class);
         String m = r.getThrowable().orElseThrow().getMessage();
-        assertTrue(m.contains("1 pinned buffer(s) not closed (PinnedBuffer.close())"), m);
+        // The same line as for the simulated device's host memory (LeakCheckTest): one count, every backend.
+        assertTrue(m.contains("HostMemory: 1 not closed (HostMemory.close())"), m);
         CudaDevice leaked = assertInstanceOf(CudaDevice.class, SEEN.peek());
         assertTrue(m.contains(leaked.name()), m);
         assertFalse(leaked.isFaulted());
+    }
+
+    @Test
+    void everyKindOfLeakFailsTheSameWayOnTheGpu() {
+        // LeakCheckTest's fixtures, run on CUDA device 0: the same lines as on the simulated device.
+        LeakCheckTest.SEEN.clear();
+        LeakCheckTest.assertContains(LeakCheckTest.failureOf(LeakCheckTest.LeavesDeviceMemory.class, "cuda"),
+                "\n  - DeviceMemory: 1 not closed (DeviceMemory.close())");
+        LeakCheckTest.SEEN.clear();
+        LeakCheckTest.assertContains(LeakCheckTest.failureOf(LeakCheckTest.LeavesHostMemory.class, "cuda"),
+                "\n  - HostMemory: 2 not closed (HostMemory.close())");
+        LeakCheckTest.SEEN.clear();
+        LeakCheckTest.assertContains(LeakCheckTest.failureOf(LeakCheckTest.LeavesAStream.class, "cuda"),
+                "\n  - GpuStream: 1 not closed (GpuStream.close())");
+        LeakCheckTest.SEEN.clear();
+        LeakCheckTest.assertContains(LeakCheckTest.failureOf(LeakCheckTest.LeavesAFuture.class, "cuda"),
+                "\n  - wait: 1 still pending");
+        LeakCheckTest.SEEN.clear();
+        LeakCheckTest.assertContains(LeakCheckTest.failureOf(LeakCheckTest.OpensItsOwnDevice.class, "cuda"),
+                "\n  - GpuDevice: 1 opened in the test and not closed (GpuDevice.close())");
     }
 }

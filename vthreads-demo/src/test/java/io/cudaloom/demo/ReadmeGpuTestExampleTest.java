@@ -36,7 +36,7 @@ class ReadmeGpuTestExampleTest {
                 assertTrue(ok.get());
             }
         }
-    }   // then the extension checks: every completion slot back, no pinned buffer open, no fault
+    }   // then the extension checks: memory, streams and devices closed, no wait pending, every slot back, no fault
 
     @Test
     @GpuTest                                // needs the GPU itself: skipped (and says why) without one
