@@ -42,7 +42,7 @@ import org.jspecify.annotations.Nullable;
  *
  * <p>Cost on the hot path: {@code enter} is a volatile load and one compare-and-set,
  * {@code exit} one get-and-add, both on a word shared only by the calls on the same handle
- * (measured by {@code LifetimeGuardBench} in the test sources).
+ * (measured by the JMH benchmark {@code LifetimeGuardBenchmark} in the stress module).
  *
  * <p>Rules for users: call {@link #exit()} exactly once for each {@code enter()} that returned
  * true (in a {@code finally}); the release must not throw and must not block for long, since it may

@@ -12,8 +12,9 @@ import java.util.List;
 import java.util.Locale;
 
 /**
- * The demo a new user runs first. See {@link DemoOptions#USAGE}; with Maven:
- * {@code mvn -q -pl vthreads-demo -am package -Dmaven.test.skip=true -Pdemo -Ddemo.args="--threads 10000"}.
+ * The demo a new user runs first. See {@link DemoOptions#USAGE}. From the repository root:
+ * {@code ./demo --threads 10000} (builds once, then runs on the JVM directly); with Maven, building
+ * every time: {@code mvn -q -pl vthreads-demo -am package -Dmaven.test.skip=true -Pdemo -Ddemo.args="--threads 10000"}.
  */
 public final class DemoMain {
     /** Concurrency levels of --load. */

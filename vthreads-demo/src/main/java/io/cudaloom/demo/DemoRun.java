@@ -29,15 +29,41 @@ final class DemoRun {
     private DemoRun() {}
 
     /**
+     * System property: how {@link Progress#to} writes progress. {@code auto} (the default): one line
+     * rewritten in place if this JVM runs on a console ({@link #onConsole()}), plain lines otherwise;
+     * {@code lines}: plain lines always; {@code console}: in place always. {@code ./demo} sets
+     * {@code lines} when its stderr, where progress goes, is not a terminal (which the JVM cannot
+     * tell: its console is about stdin and stdout).
+     */
+    static final String PROGRESS_PROPERTY = "cudaloom.demo.progress";
+
+    /**
      * Where progress goes. On a console one line rewritten in place with {@code \r}; elsewhere (a
      * log file, a pipe, a test) plain lines, fewer of them.
      */
     record Progress(PrintStream stream, boolean console) {
         static final Progress NONE = new Progress(new PrintStream(PrintStream.nullOutputStream()), false);
 
-        /** Progress on {@code stream}, rewritten in place only if this process's standard streams are a terminal. */
+        /**
+         * Progress on {@code stream}: rewritten in place only on {@code System.err}, and there as
+         * {@link #PROGRESS_PROPERTY} says (by default, only if this JVM runs on a console).
+         */
         static Progress to(PrintStream stream) {
-            return new Progress(stream, stream == System.err && onConsole());
+            return new Progress(stream,
+                    stream == System.err && inPlace(System.getProperty(PROGRESS_PROPERTY, "auto"), DemoRun::onConsole));
+        }
+
+        /**
+         * Whether progress is rewritten in place, for a {@link #PROGRESS_PROPERTY} value: {@code lines}
+         * no, {@code console} yes, anything else ({@code auto}) what {@code onConsole} says, asked
+         * only then.
+         */
+        static boolean inPlace(String choice, java.util.function.BooleanSupplier onConsole) {
+            return switch (choice.strip().toLowerCase(Locale.ROOT)) {
+                case "lines" -> false;
+                case "console" -> true;
+                default -> onConsole.getAsBoolean();
+            };
         }
     }
 

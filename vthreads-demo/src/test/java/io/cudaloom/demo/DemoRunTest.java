@@ -104,6 +104,37 @@ class DemoRunTest {
     }
 
     @Test
+    void progressWriterChoice() {
+        java.util.function.BooleanSupplier mustNotBeAsked = () -> {
+            throw new AssertionError("an explicit choice must not look at the console");
+        };
+        // ./demo with stderr redirected (a file, a pipe): plain lines, even if stdin and stdout are a terminal
+        assertFalse(DemoRun.Progress.inPlace("lines", mustNotBeAsked));
+        assertFalse(DemoRun.Progress.inPlace(" LINES ", mustNotBeAsked));
+        assertTrue(DemoRun.Progress.inPlace("console", mustNotBeAsked));
+        // auto (the default; ./demo on a terminal): the JVM's console decides
+        assertTrue(DemoRun.Progress.inPlace("auto", () -> true));
+        assertFalse(DemoRun.Progress.inPlace("auto", () -> false));
+        assertFalse(DemoRun.Progress.inPlace("no-such-choice", () -> false), "anything else is auto");
+        // here (surefire: System.err is a pipe, no console) the default writes plain lines
+        String previous = System.getProperty(DemoRun.PROGRESS_PROPERTY);
+        try {
+            System.clearProperty(DemoRun.PROGRESS_PROPERTY);
+            assertFalse(DemoRun.Progress.to(System.err).console(), "no console under surefire: plain lines");
+            System.setProperty(DemoRun.PROGRESS_PROPERTY, "console");
+            assertTrue(DemoRun.Progress.to(System.err).console(), "console forces the line in place");
+            assertFalse(DemoRun.Progress.to(new PrintStream(new ByteArrayOutputStream())).console(),
+                    "a stream other than System.err is never rewritten in place");
+        } finally {
+            if (previous == null) {
+                System.clearProperty(DemoRun.PROGRESS_PROPERTY);
+            } else {
+                System.setProperty(DemoRun.PROGRESS_PROPERTY, previous);
+            }
+        }
+    }
+
+    @Test
     void theDataWrittenByTheDeviceIsVisibleAfterTheAwait() throws Exception {
         try (SimulatedDevice device = SimulatedDevice.create();
              DemoWorkload workload = DemoWorkload.forDevice(device, 2, Duration.ofMillis(1))) {
