@@ -10,5 +10,13 @@ if [ "${SKIP_JUNIT:-0}" != 1 ]; then
   timeout 200 bash .gpu/junit > "$R/junit.txt" 2>&1; echo "junit exit $?" >> "$R/info.txt"
 fi
 OUT="$R/m" bash vthreads-demo/scripts/measure-h200.sh > "$R/measure.log" 2>&1; echo "measure exit $?" >> "$R/info.txt"
+if [ "${DEMO_JFR:-1}" = 1 ]; then # where the demo's CPU goes (Java and native frames)
+  timeout 90 bash .gpu/java -XX:StartFlightRecording=filename=$R/demo.jfr,settings=profile io.cudaloom.demo.DemoMain \
+    --device cuda --iterations 30 > "$R/demo-jfr-run.txt" 2>&1
+  for v in hot-methods native-methods contention-by-site; do
+    /tmp/gpu-jre/bin/jfr view --width 200 $v "$R/demo.jfr" > "$R/demo-jfr-$v.txt" 2>&1
+  done
+  rm -f "$R/demo.jfr"
+fi
 tar czf "$OUT/results.tgz" -C "$R" .
 tail -3 "$R/junit.txt" 2>/dev/null; cat "$R/info.txt"
