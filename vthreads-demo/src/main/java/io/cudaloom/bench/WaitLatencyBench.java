@@ -180,9 +180,11 @@ public final class WaitLatencyBench {
                     LatencyHistogram latency = new LatencyHistogram(); // HdrHistogram: no sort, no array to keep
                     var os = (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
                     long cpu0 = 0;
+                    io.cudaloom.ReactorStats before = null;
                     for (int i = -warmup; i < iterations; i++) {
                         if (i == 0) {
                             cpu0 = os.getProcessCpuTime();
+                            before = device.reactor().stats();
                         }
                         long t0 = System.nanoTime();
                         if (kernelNanos == 0) {
@@ -213,6 +215,17 @@ public final class WaitLatencyBench {
                         }
                     }
                     long cpu = os.getProcessCpuTime() - cpu0;
+                    io.cudaloom.ReactorStats after = device.reactor().stats();
+                    if (before != null && m.waitBy() == Wait.AWAIT) { // which path the timed awaits took (stderr)
+                        System.err.printf(Locale.ROOT, "%s, %s: registrations %d, inline %d, joined %d, already done %d,"
+                                + " scanner timed parks %d, scan passes %d, scanner CPU %.1f us per wait%n", m.key(),
+                                kernelLabel(kernelNanos), after.registrations() - before.registrations(),
+                                after.inlineCompletions() - before.inlineCompletions(),
+                                after.coalesced() - before.coalesced(), after.immediate() - before.immediate(),
+                                after.scannerTimedParks() - before.scannerTimedParks(),
+                                after.scanPasses() - before.scanPasses(),
+                                (after.scannerCpuNanos() - before.scannerCpuNanos()) / 1e3 / iterations);
+                    }
                     if (csv != null && samples != null) {
                         synchronized (csv) {
                             for (long v : samples) {
