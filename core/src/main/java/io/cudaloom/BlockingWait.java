@@ -100,8 +100,13 @@ final class BlockingWait {
             throw e;
         } finally {
             waiters.decrementAndGet();
-            stream.record().recordWait(System.nanoTime() - start);
-            reactor.awaited(System.nanoTime() - start, outcome); // latency histogram, timeouts
+            long now = System.nanoTime();
+            // The spin's guide is when the work was seen done (the delivery or the waiter's own
+            // look at its flag), not when this thread got to run again: a late wake-up must not
+            // teach the next wait to sleep longer.
+            long landed = Waiter.current().landedAt();
+            stream.record().recordWait((landed != 0L && landed - start > 0 && landed - now <= 0 ? landed : now) - start);
+            reactor.awaited(now - start, outcome); // latency histogram, timeouts
             if (slow != null) {
                 // Ended and committed here, not in a helper, so the event's stack trace starts at the await.
                 slow.end();
@@ -166,6 +171,7 @@ final class BlockingWait {
         while (!waiter.isDelivered(ticket)) {
             if (table.flagSet(ticket)) {
                 if (table.cancel(ticket, waiter)) {
+                    waiter.landed();
                     counters.inlineCompletions.increment();
                     counters.completions.increment();
                     return true;

@@ -277,7 +277,7 @@ public final class CompletionReactor {
             record.enqueuedProof(proof);
             long ticket = registrar.tryArm(stream, tracker, false);
             if (!Registrar.armed(ticket)) {
-                registrar.registerFallback(stream, tracker, ticket);
+                registrar.registerFallback(stream, tracker, ticket, false); // no one's outcome
             }
             counters.trackers.increment();
         } catch (RuntimeException dropped) {

@@ -126,9 +126,19 @@ final class Registrar {
 
     /**
      * Serves {@code completion} by a host callback on the stream; {@code reason} is what
-     * {@link #tryArm} answered instead of a ticket.
+     * {@link #tryArm} answered instead of a ticket. A fault found here is thrown, and counted as a
+     * faulted await or callback (ReactorStats.faults) for the caller whose outcome it is.
      */
     FallbackRegistration registerFallback(GpuStream stream, Completion completion, long reason) {
+        return registerFallback(stream, completion, reason, true);
+    }
+
+    /**
+     * As {@link #registerFallback(GpuStream, Completion, long)}; {@code countFault} false where the
+     * fault thrown is not an outcome of its own: a shared write's (each member counts the fault it
+     * is delivered) or a tracker's (no one waits for it).
+     */
+    FallbackRegistration registerFallback(GpuStream stream, Completion completion, long reason, boolean countFault) {
         FallbackRegistration fb = new FallbackRegistration(this, stream, syntheticTicket(), completion,
                 stream.submissionCount()); // before the enqueue: the callback's proof
         fallbacks.add(fb);
@@ -150,7 +160,9 @@ final class Registrar {
                     : reason == WRITE_REFUSED ? FallbackEvent.WRITE_REFUSED : FallbackEvent.POOL_EXHAUSTED);
         } else if (fb.cancel(completion)) {
             if (stream.queryState() == StreamState.FAULTED) {
-                counters.faults.increment();
+                if (countFault) {
+                    counters.faults.increment();
+                }
                 throw reactor.checks().faultOf(stream);
             }
             IllegalStateException e = new IllegalStateException(

@@ -44,6 +44,8 @@ final class Waiter implements Completion {
     final Thread thread;
     private volatile long delivered = NONE;
     private @Nullable RuntimeException failure;
+    /** See {@link #landedAt()}: read by the waiter after its volatile read of the ticket. */
+    private long landedAt;
 
     Waiter() {
         this(Thread.currentThread());
@@ -75,7 +77,18 @@ final class Waiter implements Completion {
      */
     void publish(long ticket, @Nullable RuntimeException failure) {
         this.failure = failure;
+        this.landedAt = System.nanoTime(); // plain: published by the volatile store below
         delivered = ticket; // volatile: ordered before the unpark's read of the permit
+    }
+
+    /** When this registration's work was seen done (its delivery, or {@link #landed}); 0 if not yet. */
+    long landedAt() {
+        return landedAt;
+    }
+
+    /** The waiter itself saw its work done (its own flag, withdrawn before any delivery). */
+    void landed() {
+        landedAt = System.nanoTime();
     }
 
     /**
@@ -85,6 +98,7 @@ final class Waiter implements Completion {
      */
     void reset() {
         failure = null;
+        landedAt = 0L;
         DELIVERED.set(this, NONE);
     }
 
