@@ -227,9 +227,19 @@ final class BlockingWait {
             // A spurious or stale wake-up (an unpark meant for an earlier wait) sleeps again for the rest.
             while (!waiter.isDelivered(ticket) && (remaining = wakeAt - System.nanoTime()) > 0) {
                 LockSupport.parkNanos(reactor, remaining);
-                long late = System.nanoTime() - wakeAt;
-                if (!waiter.isDelivered(ticket) && late >= 0 && late < MAX_OVERSHOOT_NANOS) {
-                    long old = parkOvershootNanos; // not woken early by a delivery: learn the sleep's lateness
+                long now = System.nanoTime();
+                long late;
+                if (!waiter.isDelivered(ticket)) {
+                    late = now - wakeAt; // woken by the timer: the sleep's lateness
+                } else {
+                    // Woken by the delivery. If the work landed after the planned wake-up, the
+                    // timer had not woken this thread by then: the lateness is at least that (else
+                    // a sleep that always overshoots the landing would never learn its lateness).
+                    long landed = waiter.landedAt();
+                    late = landed != 0L && landed - wakeAt > 0 ? landed - wakeAt + MIN_MARGIN_NANOS : -1L;
+                }
+                if (late >= 0 && late < MAX_OVERSHOOT_NANOS) {
+                    long old = parkOvershootNanos;
                     parkOvershootNanos = old + ((late - old) >> 2);
                 }
                 if (interrupted(interruptible)) {
