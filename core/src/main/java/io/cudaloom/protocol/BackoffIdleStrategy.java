@@ -67,18 +67,27 @@ public final class BackoffIdleStrategy {
     private final long maxParkNanos;
     private final Parker parker;
     private final Object blocker;
-    private long lastProgress = System.nanoTime();
+    private final java.util.function.LongSupplier clock;
+    private long lastProgress;
     /** Predicted time from a wake-up or retirement to the next retirement; 0 while unknown. */
     private long expectedGap;
     /** Whether the last idle step was a predicted park (no spin since): see {@link #progress}. */
     private boolean afterPredictedPark;
     /** Whether the last idle step was a back-off park: a gap found then is not learned (it may be overslept). */
     private boolean afterBackOffPark;
+    /** When the latest back-off park began: nothing had been retired by then (see {@link #progress}). */
+    private long backOffFrom;
     /** How much longer than asked the timed parks took, on average (timer slack, scheduling). */
     private long parkOvershoot;
 
     public BackoffIdleStrategy(long spinNanos, long lingerNanos, long minParkNanos, long maxParkNanos, Parker parker,
             Object blocker) {
+        this(spinNanos, lingerNanos, minParkNanos, maxParkNanos, parker, blocker, System::nanoTime);
+    }
+
+    /** As above, reading time from {@code clock} ({@link System#nanoTime} in production; a model's clock in tests). */
+    public BackoffIdleStrategy(long spinNanos, long lingerNanos, long minParkNanos, long maxParkNanos, Parker parker,
+            Object blocker, java.util.function.LongSupplier clock) {
         if (spinNanos < 0 || lingerNanos < 0 || minParkNanos <= 0 || maxParkNanos < minParkNanos) {
             throw new IllegalArgumentException("need spin >= 0, linger >= 0 and 0 < minPark <= maxPark, was spin "
                     + spinNanos + " ns, linger " + lingerNanos + " ns, park " + minParkNanos + ".." + maxParkNanos + " ns");
@@ -89,6 +98,8 @@ public final class BackoffIdleStrategy {
         this.maxParkNanos = maxParkNanos;
         this.parker = parker;
         this.blocker = blocker;
+        this.clock = clock;
+        this.lastProgress = clock.getAsLong();
     }
 
     /** The consumer was woken for new work at {@code now}: the time to the next retirement counts from here. */
@@ -99,18 +110,29 @@ public final class BackoffIdleStrategy {
     /**
      * The consumer retired something at {@code now}. A gap seen while spinning is accurate and is
      * learned (an exponential moving average); one found on the first look after a predicted park
-     * may have been overslept, so it teaches nothing and halves the prediction instead. Learning
-     * from overslept gaps would feed the consumer's own delay back into its next park (the
-     * prediction would grow without bound on a closed loop of one waiter).
+     * may have been overslept, so it teaches nothing and shrinks the prediction by an eighth
+     * instead; one found after a back-off park teaches only its lower bound (nothing had landed at
+     * the look before that park), which raises a prediction that was too short. Learning from
+     * overslept gaps would feed the consumer's own delay back into its next park (the prediction
+     * would grow without bound on a closed loop of one waiter): no rule here grows the prediction
+     * beyond a gap that was proven.
      */
     public void progress(long now) {
+        long gap = now - lastProgress;
         if (afterPredictedPark) {
-            expectedGap >>= 1;
-        } else if (!afterBackOffPark || expectedGap == 0 || now - lastProgress > 2 * expectedGap) {
-            // (a gap found after a back-off park is learned only to seed the prediction, or when
-            // the prediction is far too short: it overstates the gap by at most that park)
-            long gap = now - lastProgress;
-            long old = expectedGap;
+            expectedGap -= Math.max(1L, expectedGap >> 3); // overslept: shrink (never grow on an overslept gap)
+        } else if (afterBackOffPark && expectedGap != 0) {
+            // Found after a back-off park: the gap is somewhere between the look before that park
+            // (nothing then) and now. Learn only the lower bound, which oversleeping cannot
+            // inflate: a prediction below it was too short, and is raised halfway towards it.
+            // (Learning nothing here left a prediction between 1 and 2 times too short
+            // uncorrected for good: the scanner then spun and backed off through every long wait.)
+            long atLeast = backOffFrom - lastProgress;
+            if (atLeast > expectedGap) {
+                expectedGap += (atLeast - expectedGap) >> 1;
+            }
+        } else {
+            long old = expectedGap; // seen while spinning, or the first gap: accurate
             expectedGap = old == 0 ? gap : old + ((gap - old) >> 2);
         }
         afterPredictedPark = false;
@@ -147,7 +169,7 @@ public final class BackoffIdleStrategy {
                 parker.parkNanos(blocker, Math.max(1L, untilDeadline));
                 step = Step.TIMED_PARK;
             }
-            lastProgress = System.nanoTime(); // woken for new work: spin for it first
+            lastProgress = clock.getAsLong(); // woken for new work: spin for it first
             return step;
         }
         long waited = now - lastProgress;
@@ -173,6 +195,7 @@ public final class BackoffIdleStrategy {
         }
         afterPredictedPark = false;
         afterBackOffPark = true;
+        backOffFrom = now; // nothing retired up to this look (see progress)
         long park = Math.max(minParkNanos, Math.min(maxParkNanos, waited / 50));
         timedPark(Math.min(park, untilDeadline), now);
         return Step.TIMED_PARK;
@@ -182,7 +205,7 @@ public final class BackoffIdleStrategy {
     private void timedPark(long nanos, long now) {
         long asked = Math.max(1L, nanos);
         parker.parkNanos(blocker, asked);
-        long over = System.nanoTime() - now - asked;
+        long over = clock.getAsLong() - now - asked;
         if (over > 0 && over < MAX_OVERSHOOT_NANOS) { // a longer one was descheduling or an unpark's absence: not slack
             parkOvershoot += (over - parkOvershoot) >> 3;
         } else if (over <= 0) {
