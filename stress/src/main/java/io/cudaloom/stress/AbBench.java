@@ -350,8 +350,8 @@ public final class AbBench {
                 for (int r = 0; r < o.idleRuns; r++) {
                     rs.add(runIdle(s, sc, o.idleMillis, o.slots));
                 }
-                long[] detect = rs.stream().flatMapToLong(x -> Arrays.stream(x.detect)).sorted().toArray();
-                long[] wake = rs.stream().flatMapToLong(x -> Arrays.stream(x.wake)).sorted().toArray();
+                org.HdrHistogram.Histogram detect = histogram(rs.stream().flatMapToLong(x -> Arrays.stream(x.detect)));
+                org.HdrHistogram.Histogram wake = histogram(rs.stream().flatMapToLong(x -> Arrays.stream(x.wake)));
                 double secs = rs.stream().mapToDouble(IdleResult::seconds).sum();
                 long awaits = rs.stream().mapToLong(IdleResult::awaits).sum();
                 double[] cpu = rs.stream().mapToDouble(IdleResult::scannerCpu).sorted().toArray();
@@ -788,13 +788,19 @@ public final class AbBench {
         return n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
     }
 
-    /** Nearest-rank percentile of a sorted array; -1 if empty. */
-    static long pct(long[] sorted, double q) {
-        if (sorted.length == 0) {
+    /** The samples (nanoseconds) in an HdrHistogram (3 significant digits, auto-resizing). */
+    static org.HdrHistogram.Histogram histogram(java.util.stream.LongStream samples) {
+        org.HdrHistogram.Histogram h = new org.HdrHistogram.Histogram(3);
+        samples.forEach(v -> h.recordValue(Math.max(0L, v)));
+        return h;
+    }
+
+    /** The {@code q} quantile (1.0: the maximum) of {@code h}; -1 if empty. */
+    static long pct(org.HdrHistogram.Histogram h, double q) {
+        if (h.getTotalCount() == 0) {
             return -1;
         }
-        int i = (int) Math.ceil(q * sorted.length) - 1;
-        return sorted[Math.max(0, Math.min(sorted.length - 1, i))];
+        return q >= 1.0 ? h.getMaxValue() : h.getValueAtPercentile(100 * q);
     }
 
     static long nanos(String s) {
