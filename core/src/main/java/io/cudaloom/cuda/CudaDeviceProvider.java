@@ -18,6 +18,9 @@ public final class CudaDeviceProvider implements GpuDeviceProvider {
 
     private volatile @Nullable String unavailableReason;
 
+    /** Made by {@link java.util.ServiceLoader} ({@code GpuDevice.open()}). */
+    public CudaDeviceProvider() {}
+
     @Override
     public String name() {
         return "cuda";

@@ -8,6 +8,9 @@ import org.jspecify.annotations.Nullable;
 
 /** The simulated device's provider: always available, the lowest priority. */
 public final class SimulatedDeviceProvider implements GpuDeviceProvider {
+    /** Made by {@link java.util.ServiceLoader} ({@code GpuDevice.open()}). */
+    public SimulatedDeviceProvider() {}
+
     @Override
     public String name() {
         return "sim";

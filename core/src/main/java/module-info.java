@@ -1,0 +1,44 @@
+/**
+ * cuda-loom: wait on GPU work from virtual threads. The API is {@link io.cudaloom.GpuDevice},
+ * {@link io.cudaloom.GpuStream} and {@link io.cudaloom.GpuEvent} (package {@code io.cudaloom}),
+ * with the backends' own types ({@code io.cudaloom.cuda}, {@code io.cudaloom.sim}) and the optional
+ * integrations ({@code io.cudaloom.junit}, {@code io.cudaloom.kotlin}, {@code io.cudaloom.micrometer}).
+ *
+ * <p>Not exported: {@code io.cudaloom.protocol} (the lock-free slot protocol) and
+ * {@code io.cudaloom.spi} (the backend SPI). On the module path no other module can name them; on
+ * the class path they stay public classes, but are no API (the stress module uses them there).
+ *
+ * <p>The optional dependencies are {@code requires static}: JCuda ({@code jcuda}, an automatic
+ * module named after its jar), Kotlin and kotlinx-coroutines, Micrometer, JUnit Jupiter. A module
+ * that uses one of those packages reads the library itself (it has it on its module path and
+ * {@code requires} it, or starts with {@code --add-modules}); without JCuda in the module graph
+ * {@link io.cudaloom.GpuDevice#open()} opens the simulated device, as on the class path.
+ */
+module io.cudaloom {
+    exports io.cudaloom;
+    exports io.cudaloom.cuda;
+    exports io.cudaloom.sim;
+    exports io.cudaloom.junit;
+    exports io.cudaloom.kotlin;
+    exports io.cudaloom.micrometer;
+
+    // Nullness annotations on the whole API: a compile dependency, read by every user of it.
+    requires transitive org.jspecify;
+    // The await-latency histogram (LatencyRecorder): always needed; no module name of its own
+    // (HdrHistogram 2.2.2 has neither a descriptor nor an Automatic-Module-Name).
+    requires HdrHistogram;
+    requires jdk.jfr;
+    requires java.management;
+
+    // Optional dependencies: compile time only; read at run time only when resolved.
+    requires static jcuda;
+    requires static kotlin.stdlib;
+    requires static kotlinx.coroutines.core;
+    requires static micrometer.core;
+    requires static org.junit.jupiter.api;
+    // @Blocking (class retention, compile time only)
+    requires static org.jetbrains.annotations;
+
+    uses io.cudaloom.GpuDeviceProvider;
+    provides io.cudaloom.GpuDeviceProvider with io.cudaloom.cuda.CudaDeviceProvider, io.cudaloom.sim.SimulatedDeviceProvider;
+}
