@@ -35,7 +35,14 @@ public abstract class GpuDevice implements AutoCloseable {
     /** Its entry in {@link LiveResources#openDevices()}; 0 until the reactor starts. */
     private volatile long openSequence;
 
-    protected GpuDevice() {}
+    /**
+     * For the library's backends only ({@code io.cudaloom.sim}, {@code io.cudaloom.cuda}).
+     *
+     * @throws IllegalCallerException for a subclass of any other package or module
+     */
+    protected GpuDevice() {
+        BackendSubclasses.check(getClass(), GpuDevice.class);
+    }
 
     /** {@link #open(ReactorConfig)} with the default configuration. */
     public static GpuDevice open() {

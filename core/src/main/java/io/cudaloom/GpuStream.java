@@ -40,10 +40,14 @@ public abstract class GpuStream implements AutoCloseable {
     private volatile @org.jspecify.annotations.Nullable StreamDrain drain;
     /**
      * For backends: {@code backendOf} is given this stream (not yet fully constructed: keep the
-     * reference, call nothing on it) and returns the backend side the reactor will use.
+     * reference, call nothing on it) and returns the backend side the reactor will use. For the
+     * library's backends only ({@code io.cudaloom.sim}, {@code io.cudaloom.cuda}).
+     *
+     * @throws IllegalCallerException for a subclass of any other package or module
      */
     @SuppressWarnings("this-escape") // backendOf only keeps the reference; see above
     protected GpuStream(GpuDevice device, Function<? super GpuStream, ? extends StreamBackend> backendOf) {
+        BackendSubclasses.check(getClass(), GpuStream.class);
         this.device = Objects.requireNonNull(device, "device");
         CompletionReactor reactor = device.reactor();
         this.record = new StreamRecord(reactor.config());
