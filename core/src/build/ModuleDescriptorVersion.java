@@ -29,8 +29,7 @@ public class ModuleDescriptorVersion {
         }
         int major = Short.toUnsignedInt(b.getShort(6));
         if (major == MODULE_DESCRIPTOR_MIN) {
-            System.out.println("module-info.class: class-file version " + major + " already");
-            return;
+            return; // rewritten by an earlier build, and not compiled since
         }
         ModuleDescriptor written = ModuleDescriptor.read(ByteBuffer.wrap(bytes.clone()));
         b.putShort(4, (short) 0).putShort(6, (short) MODULE_DESCRIPTOR_MIN);
