@@ -9,10 +9,14 @@
  * the class path they stay public classes, but are no API (the stress module uses them there).
  *
  * <p>The optional dependencies are {@code requires static}: JCuda ({@code jcuda}, an automatic
- * module named after its jar), Kotlin and kotlinx-coroutines, Micrometer, JUnit Jupiter. A module
- * that uses one of those packages reads the library itself (it has it on its module path and
- * {@code requires} it, or starts with {@code --add-modules}); without JCuda in the module graph
+ * module named after its jar), Kotlin and kotlinx-coroutines, Micrometer, JUnit Jupiter. Each is
+ * used when it is in the module graph (on the module path and resolved: automatic modules are
+ * resolved together, or {@code --add-modules}); without JCuda in it
  * {@link io.cudaloom.GpuDevice#open()} opens the simulated device, as on the class path.
+ *
+ * <p>The build rewrites the compiled descriptor to class-file version 53
+ * ({@code core/src/build/ModuleDescriptorVersion.java}), so that tools running on an older JDK
+ * than the classes' (Maven on JDK 17) can read it.
  */
 module io.cudaloom {
     exports io.cudaloom;
