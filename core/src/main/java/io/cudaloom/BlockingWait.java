@@ -1,5 +1,6 @@
 package io.cudaloom;
 
+import io.cudaloom.protocol.BackoffIdleStrategy;
 import io.cudaloom.protocol.SlotTable;
 import io.cudaloom.spi.StreamState;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -86,9 +87,10 @@ final class BlockingWait {
         // Null unless a JFR recording has io.cudaloom.SlowAwait enabled: no allocation otherwise.
         SlowAwaitEvent slow = ReactorEvents.beginAwait();
         String outcome = SlowAwaitEvent.FAILED; // a constant: assigning it allocates nothing
+        Waiter waiter = Waiter.current(); // this thread's record, reused by every await
         int inside = waiters.incrementAndGet();
         try {
-            boolean completed = register(stream, required, interruptible, timed, timed ? start + nanos : 0L, inside,
+            boolean completed = register(waiter, stream, required, interruptible, timed, timed ? start + nanos : 0L, inside,
                     slow);
             if (completed) {
                 stream.completedThrough(required); // a normal return proves the event's work done
@@ -104,7 +106,7 @@ final class BlockingWait {
             // The spin's guide is when the work was seen done (the delivery or the waiter's own
             // look at its flag), not when this thread got to run again: a late wake-up must not
             // teach the next wait to sleep longer.
-            long landed = Waiter.current().landedAt();
+            long landed = waiter.landedAt();
             stream.record().recordWait((landed != 0L && landed - start > 0 && landed - now <= 0 ? landed : now) - start);
             reactor.awaited(now - start, outcome); // latency histogram, timeouts
             if (slow != null) {
@@ -121,9 +123,8 @@ final class BlockingWait {
     }
 
     /** Registers and waits; {@code slow}, if recording, is told the path taken. */
-    private boolean register(GpuStream stream, long required, boolean interruptible, boolean timed, long deadline,
-            int inside, @Nullable SlowAwaitEvent slow) throws InterruptedException {
-        Waiter waiter = Waiter.current();
+    private boolean register(Waiter waiter, GpuStream stream, long required, boolean interruptible, boolean timed,
+            long deadline, int inside, @Nullable SlowAwaitEvent slow) throws InterruptedException {
         waiter.reset();
         long spinNanos = config.waiterSpinNanos();
         long recent = stream.record().recentWaitNanos();
@@ -188,10 +189,6 @@ final class BlockingWait {
 
     /** Predictions longer than this are not slept through and spun at the end: the waiter just parks. */
     static final long MAX_PREDICTED_WAIT_NANOS = 10_000_000L;
-    /** The least margin left between the predicted end of a wait and the end of the waiter's sleep. */
-    static final long MIN_MARGIN_NANOS = 5_000L;
-    /** Timed parks' overshoot above this is not learned (a descheduled thread, not timer slack). */
-    private static final long MAX_OVERSHOOT_NANOS = 500_000L;
     /** How late a waiter's timed park returns, on average (timer slack, the carrier's wake-up); racy by design. */
     private volatile long parkOvershootNanos;
 
@@ -217,7 +214,7 @@ final class BlockingWait {
         long start = System.nanoTime();
         long end = start + Math.max(0L, predicted) + config.waiterSpinNanos();
         if (predicted > 0) {
-            long margin = Math.max(MIN_MARGIN_NANOS, predicted / 50);
+            long margin = BackoffIdleStrategy.marginFor(predicted); // the scanner's margin, the same rule
             long sleep = predicted - margin - parkOvershootNanos;
             if (timed) {
                 sleep = Math.min(sleep, deadline - start);
@@ -236,9 +233,9 @@ final class BlockingWait {
                     // timer had not woken this thread by then: the lateness is at least that (else
                     // a sleep that always overshoots the landing would never learn its lateness).
                     long landed = waiter.landedAt();
-                    late = landed != 0L && landed - wakeAt > 0 ? landed - wakeAt + MIN_MARGIN_NANOS : -1L;
+                    late = landed != 0L && landed - wakeAt > 0 ? landed - wakeAt + BackoffIdleStrategy.MIN_MARGIN_NANOS : -1L;
                 }
-                if (late >= 0 && late < MAX_OVERSHOOT_NANOS) {
+                if (late >= 0 && late < BackoffIdleStrategy.MAX_OVERSHOOT_NANOS) {
                     long old = parkOvershootNanos;
                     parkOvershootNanos = old + ((late - old) >> 2);
                 }

@@ -57,9 +57,14 @@ public final class BackoffIdleStrategy {
     };
 
     /** The least margin before a predicted retirement (see the class comment). */
-    static final long MIN_MARGIN_NANOS = 5_000L;
+    public static final long MIN_MARGIN_NANOS = 5_000L;
+
+    /** How early a sleep through a predicted wait of {@code predicted} ns ends: 2% of it or 5 us, whichever is larger. */
+    public static long marginFor(long predicted) {
+        return Math.max(MIN_MARGIN_NANOS, predicted / 50);
+    }
     /** Overshoots above this are not counted as the timer's slack. */
-    private static final long MAX_OVERSHOOT_NANOS = 500_000L;
+    public static final long MAX_OVERSHOOT_NANOS = 500_000L;
 
     private final long spinNanos;
     private final long lingerNanos;
@@ -175,7 +180,7 @@ public final class BackoffIdleStrategy {
         long waited = now - lastProgress;
         long expected = expectedGap;
         if (expected > 0) {
-            long margin = Math.max(MIN_MARGIN_NANOS, expected / 50);
+            long margin = marginFor(expected);
             long wakeAt = expected - margin - parkOvershoot;
             if (wakeAt - waited >= minParkNanos) {
                 timedPark(Math.min(wakeAt - waited, untilDeadline), now);
