@@ -6,6 +6,9 @@ set -u
 R=$(mktemp -d /tmp/gpu-run.XXXXXX)
 { date -u; git log -1 --format='%H %s' 2>/dev/null; cat .gpu/INFO 2>/dev/null; } > "$R/info.txt"
 bash .gpu/java io.cudaloom.bench.ParkOvershoot 1000 > "$R/park-overshoot.md" 2>&1
+if [ "${DRIVER_CONTENTION:-1}" = 1 ]; then # what a submission costs as more threads submit (no project code)
+  timeout 90 bash .gpu/java io.cudaloom.bench.DriverContention 50000 > "$R/driver-contention.md" 2>&1
+fi
 if [ "${SKIP_JUNIT:-0}" != 1 ]; then
   timeout 200 bash .gpu/junit > "$R/junit.txt" 2>&1; echo "junit exit $?" >> "$R/info.txt"
 fi
