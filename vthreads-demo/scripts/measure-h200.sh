@@ -15,16 +15,16 @@
 #   (a) GpuBench sweep kernelsUs=10,200,1000 rounds=1, 10,000 threads: ~105 s expected
 #       (10 us ~20 s, 200 us and 1000 us ~40-45 s each: launches per row are capped at 8 s of GPU
 #       time); killed after 150 s
-#   (b) GpuBench servlet concurrency=100,10000 seconds=8: ~80 s expected (per level a new load
-#       generator JVM, its warm-up of at most 5 s, the level of at most 8 s; 2 servers x 2 levels);
-#       killed after 140 s
+#   (b) GpuBench servlet concurrency=100,10000 seconds=8: ~120 s expected (per level a new load
+#       generator JVM, its warm-up of at most 5 s, the level of at most 8 s; 3 servers (the HTTP
+#       floor, await(), the platform pool) x 2 levels); killed after 200 s
 #   (c) WaitLatencyBench, await() and cuStreamSynchronize, empty / 20 us / 200 us kernels, 2,000
 #       timed waits after 2,000 warm-up, rounds A and B, CPU per wait side by side: ~20 s
 #       expected (12 runs, each on a fresh device, the 200 us ones ~0.9 s of waiting); killed
 #       after 60 s
 #   (d) DemoMain --device cuda --iterations 60, 10,000 virtual threads, steady state after a
 #       warm-up of the first iteration: ~25 s expected (600,000 steps at ~30,000/s); killed after 70 s
-# Limits: 150 + 140 + 60 + 70 = 420 s, plus up to 5 s per step between TERM and KILL: 440 s.
+# Limits: 150 + 200 + 60 + 70 = 480 s, plus up to 5 s per step between TERM and KILL: 500 s.
 set -o pipefail
 set -u
 
@@ -51,7 +51,7 @@ bash .gpu/java -version > /dev/null 2>&1 || { echo "measure-h200: the bundled ja
 
 step "(a) sweep" sweep.md 150 \
   bash .gpu/java io.cudaloom.bench.GpuBench sweep kernelsUs=10,200,1000 rounds=1
-step "(b) servlet" servlet.md 140 \
+step "(b) servlet" servlet.md 200 \
   bash .gpu/java io.cudaloom.bench.GpuBench servlet concurrency=100,10000 seconds=8
 step "(c) wait latency" latency.md 60 \
   bash .gpu/java io.cudaloom.bench.WaitLatencyBench iterations=2000 warmup=2000 methods=await,sync kernelsUs=0,20,200

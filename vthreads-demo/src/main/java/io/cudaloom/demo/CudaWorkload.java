@@ -67,7 +67,8 @@ final class CudaWorkload implements DemoWorkload {
     public String description() {
         return device.name() + " (compute " + device.computeCapability() + "), " + streams.length
                 + " streams, PTX kernel scale_f32 on " + VECTOR_LENGTH + " floats per step"
-                + (waitBy == WaitBy.SYNCHRONIZE ? ", waits in cuStreamSynchronize" : "");
+                + (waitBy == WaitBy.SYNCHRONIZE ? ", waits in cuStreamSynchronize"
+                        : waitBy == WaitBy.HOST_ONLY ? ", but no device work: scaled on the request's thread" : "");
     }
 
     @Override
@@ -84,6 +85,10 @@ final class CudaWorkload implements DemoWorkload {
     public void scale(float[] data, float factor) throws InterruptedException {
         if (data.length != VECTOR_LENGTH) {
             throw new IllegalArgumentException("vector length must be " + VECTOR_LENGTH + ", was " + data.length);
+        }
+        if (waitBy == WaitBy.HOST_ONLY) {
+            DemoWorkload.scaleOnHost(data, factor);
+            return;
         }
         freeBlocks.acquire();
         int block = java.util.Objects.requireNonNull(free.poll(), "a permit stands for a free block");

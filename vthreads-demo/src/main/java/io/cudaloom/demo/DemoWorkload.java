@@ -27,7 +27,13 @@ public interface DemoWorkload extends AutoCloseable {
          * a virtual thread would pin its carrier: meant for platform threads. On the simulated
          * device, which has no synchronize, a latch counted down by a task queued behind the work.
          */
-        SYNCHRONIZE
+        SYNCHRONIZE,
+        /**
+         * No device work and no wait: {@link #scale} multiplies on the calling thread. The servlet
+         * benchmark's floor: what the HTTP server (and its client) cost per request with nothing
+         * to wait for, against which the two ways of waiting are read.
+         */
+        HOST_ONLY
     }
 
     /** What runs where, for the demo's header line. */
@@ -75,6 +81,13 @@ public interface DemoWorkload extends AutoCloseable {
             }
         }
         return true;
+    }
+
+    /** {@link WaitBy#HOST_ONLY}'s whole step: {@code data[i] *= factor} on the calling thread. */
+    static void scaleOnHost(float[] data, float factor) {
+        for (int i = 0; i < data.length; i++) {
+            data[i] *= factor;
+        }
     }
 
     /** Releases the workload's streams and buffers; the device stays open (its owner closes it). */

@@ -13,7 +13,10 @@ import java.util.function.Function;
 
 /**
  * {@code GpuBench servlet}: the demo's {@link ScaleServlet} served two ways, each loaded by the
- * demo's {@link LoadGenerator} at the same concurrency levels from 127.0.0.1:
+ * demo's {@link LoadGenerator} at the same concurrency levels from 127.0.0.1, after a floor that
+ * does no device work at all (Jetty's {@code VirtualThreadPool}, the vector scaled on the request's
+ * thread: what the HTTP server costs per request alone, and the most requests/s this load
+ * generator can get from it):
  * <ol>
  *   <li>Jetty's {@code VirtualThreadPool}, the workload waiting with {@code await()} (the demo's
  *       server as it is);
@@ -89,12 +92,18 @@ public final class ServletBench {
                     ? "Jetty VirtualThreadPool"
                     : "Jetty QueuedThreadPool (" + DemoServer.RequestThreads.PLATFORM_POOL_SIZE + " platform threads)";
             String wait = waitBy == DemoWorkload.WaitBy.AWAIT ? "`await()`"
+                    : waitBy == DemoWorkload.WaitBy.HOST_ONLY ? "no device work (the HTTP floor)"
                     : simulated ? "blocking wait (simulated synchronize)" : "`synchronize()` (cuStreamSynchronize)";
             return pool + ", " + wait;
         }
     }
 
+    /**
+     * The servers, in order: first the floor (virtual threads, no device work: what Jetty, HTTP and
+     * the client cost alone, which neither way of waiting can go below), then the two compared.
+     */
     static final List<Variant> VARIANTS = List.of(
+            new Variant(DemoServer.RequestThreads.VIRTUAL, DemoWorkload.WaitBy.HOST_ONLY),
             new Variant(DemoServer.RequestThreads.VIRTUAL, DemoWorkload.WaitBy.AWAIT),
             new Variant(DemoServer.RequestThreads.PLATFORM_200, DemoWorkload.WaitBy.SYNCHRONIZE));
 

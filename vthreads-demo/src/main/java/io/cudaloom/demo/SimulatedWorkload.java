@@ -53,7 +53,8 @@ final class SimulatedWorkload implements DemoWorkload {
     public String description() {
         return device.name() + ", " + streams.length + " streams, "
                 + kernelTime.toNanos() / 1000 + " us simulated kernel per step"
-                + (waitBy == WaitBy.SYNCHRONIZE ? ", blocking wait (simulated synchronize)" : "");
+                + (waitBy == WaitBy.SYNCHRONIZE ? ", blocking wait (simulated synchronize)"
+                        : waitBy == WaitBy.HOST_ONLY ? ", but no device work: scaled on the request's thread" : "");
     }
 
     @Override
@@ -70,6 +71,10 @@ final class SimulatedWorkload implements DemoWorkload {
     public void scale(float[] data, float factor) throws InterruptedException {
         if (data.length != VECTOR_LENGTH) {
             throw new IllegalArgumentException("vector length must be " + VECTOR_LENGTH + ", was " + data.length);
+        }
+        if (waitBy == WaitBy.HOST_ONLY) {
+            DemoWorkload.scaleOnHost(data, factor);
+            return;
         }
         SimulatedStream stream = streams[Math.floorMod(next.getAndIncrement(), streams.length)];
         stream.launch(() -> {                      // runs on the device's thread, in stream order

@@ -71,7 +71,8 @@ class BenchGpuTest {
         boolean ok = ServletBench.run(config -> CudaDevice.open(0, config), s, out, System.err);
         String text = output();
         assertTrue(ok, text);
-        assertEquals(4, text.lines().filter(l -> l.startsWith("| Jetty")).count(), text);
+        assertEquals(6, text.lines().filter(l -> l.startsWith("| Jetty")).count(), text);
+        assertTrue(text.contains("no device work (the HTTP floor) | 64 |"), text);
         assertTrue(text.contains("`synchronize()` (cuStreamSynchronize) | 64 |"), text);
         assertTrue(text.contains("waits in cuStreamSynchronize; reactor over the levels (warm-ups included): 0 registrations"),
                 text);
