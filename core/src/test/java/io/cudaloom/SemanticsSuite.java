@@ -41,8 +41,10 @@ import org.junit.jupiter.api.TestInstance;
  * {@link CudaSemanticsGpuTest}, tagged {@code gpu}) has one {@code @Nested} class per section suite,
  * which names the backend's {@link BackendFixture}; every test runs once per
  * {@link CompletionStrategy} on it: the fixtures of {@link #backends()}. A new section suite needs a
- * nested class in each of the three. On the GPU, {@code @GpuTest} on the outer class skips all its
- * nested classes at once where no CUDA device is present, printing the reason once.
+ * nested class in each of the three ({@link SemanticsSectionsTest} fails until it has them, and if a
+ * test is put here, where it would run once per section). On the GPU, {@code @GpuTest} on the outer
+ * class skips all its nested classes at once where no CUDA device is present, printing the reason
+ * once.
  *
  * <p>Two bullets are checked elsewhere: "every completer wakes its waiter with a volatile write before
  * the unpark" by the stress module's jcstress tests (WaiterHandoffTest and its broken twin), and the
