@@ -11,10 +11,12 @@ import java.util.function.IntSupplier;
 import org.junit.jupiter.api.Assumptions;
 
 /**
- * What the {@link SemanticsSuite} needs of a backend and what differs between backends: open a
- * device, make a stream, hold a stream with work until the test opens a gate, make the stream fault,
- * submit real work whose result can be read back. One fixture per backend and completion strategy;
- * a backend that cannot express something skips the test with {@link #unsupported}, saying why.
+ * What the semantics suite's sections ({@link SemanticsSuite}) need of a backend and what differs
+ * between backends: open a device, make a stream, hold a stream with work until the test opens a
+ * gate, make the stream fault, submit real work whose result can be read back. One fixture per
+ * backend and completion strategy (each backend's test names its fixture in one {@code @Nested}
+ * class per section); a backend that cannot express something skips the test with
+ * {@link #unsupported}, saying why.
  *
  * <p>A fixture keeps what it made: {@link #cleanup()} opens every gate still closed (so no stream
  * stays held) and closes every device. A watchdog opens a gate that stays closed longer than

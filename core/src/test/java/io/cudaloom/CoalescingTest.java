@@ -21,7 +21,7 @@ import org.junit.jupiter.api.Test;
  * Waiters that share one slot and one device write (ReactorConfig.coalesce), at scale and with
  * members that time out, fail or close, on the simulated device. The rule itself (one slot for
  * waiters behind the same work; a waiter joins only a write covering all it needs) is the
- * {@link SemanticsSuite}'s, on every backend.
+ * semantics suite's ({@link CoalescingSemantics}), on every backend.
  */
 class CoalescingTest {
     private final List<SimulatedDevice> devices = new ArrayList<>();

@@ -27,13 +27,16 @@ import jcuda.Pointer;
 import jcuda.driver.CUdeviceptr;
 import jcuda.driver.CUresult;
 import jcuda.driver.CUstreamWaitValue_flags;
+import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Tag;
 
 /**
- * The {@link SemanticsSuite} on a real GPU (tag {@code gpu}: CI, which has none, excludes it; where
- * no CUDA device is present, {@link GpuTest} skips the class with a printed reason). The suite opens
- * its own devices (several per test, each with its strategy and settings) and checks them itself,
- * so the extension's injection and leak check have nothing to do here. A gate is a
+ * The semantics suite ({@link SemanticsSuite}) on a real GPU, one {@code @Nested} class per section
+ * suite, each with this backend's fixture (tag {@code gpu}, which the nested classes inherit: CI,
+ * which has none, excludes it; where no CUDA device is present, {@link GpuTest} on this class skips
+ * it and every nested class with one printed reason). The suite opens its own devices (several per
+ * test, each with its strategy and settings) and checks them itself, so the extension's injection
+ * and leak check have nothing to do here. A gate is a
  * {@code cuStreamWaitValue32} on a word of host memory registered with the device: the stream waits
  * on the GPU until the test writes 1 there. A device fault cannot be made in-process (a sticky error poisons the
  * whole process's CUDA context on this driver), so that test is skipped here; the fault is tested
@@ -41,10 +44,61 @@ import org.junit.jupiter.api.Tag;
  */
 @Tag("gpu")
 @GpuTest
-class CudaSemanticsGpuTest extends SemanticsSuite {
-    @Override
-    BackendFixture fixture(CompletionStrategy strategy) {
-        return new CudaFixture(strategy);
+class CudaSemanticsGpuTest {
+    @Nested
+    class Await extends AwaitSemantics {
+        @Override
+        BackendFixture fixture(CompletionStrategy strategy) {
+            return new CudaFixture(strategy);
+        }
+    }
+
+    @Nested
+    class EventCoverage extends EventCoverageSemantics {
+        @Override
+        BackendFixture fixture(CompletionStrategy strategy) {
+            return new CudaFixture(strategy);
+        }
+    }
+
+    @Nested
+    class FallbackAndStrategy extends FallbackAndStrategySemantics {
+        @Override
+        BackendFixture fixture(CompletionStrategy strategy) {
+            return new CudaFixture(strategy);
+        }
+    }
+
+    @Nested
+    class FaultAndClose extends FaultAndCloseSemantics {
+        @Override
+        BackendFixture fixture(CompletionStrategy strategy) {
+            return new CudaFixture(strategy);
+        }
+    }
+
+    @Nested
+    class StreamClose extends StreamCloseSemantics {
+        @Override
+        BackendFixture fixture(CompletionStrategy strategy) {
+            return new CudaFixture(strategy);
+        }
+    }
+
+    @Nested
+    class Coalescing extends CoalescingSemantics {
+        @Override
+        BackendFixture fixture(CompletionStrategy strategy) {
+            return new CudaFixture(strategy);
+        }
+    }
+
+    @Nested
+    class NonBlocking extends NonBlockingSemantics {
+        @Override
+        BackendFixture fixture(CompletionStrategy strategy) {
+            return new CudaFixture(strategy);
+        }
     }
 
     static final class CudaFixture extends BackendFixture {

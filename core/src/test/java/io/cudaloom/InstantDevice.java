@@ -20,7 +20,8 @@ import org.jspecify.annotations.Nullable;
  * <p>Any stream can also be held like a real one ({@link InstantStream#hold}): a gate is counted as
  * a submission, and the flag writes and host callbacks enqueued behind a closed gate wait, in
  * order, until it opens; {@link InstantStream#fault} discards them, as a sticky device error does.
- * The semantics suite ({@link SemanticsSuite}) uses that; a stream never held behaves as above.
+ * The semantics suite ({@link SemanticsSuite}, through {@link InstantSemanticsTest}) uses that; a
+ * stream never held behaves as above.
  */
 final class InstantDevice extends GpuDevice {
     private final boolean refuseFlagWrites;

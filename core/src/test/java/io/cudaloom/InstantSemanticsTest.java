@@ -2,16 +2,69 @@ package io.cudaloom;
 
 import io.cudaloom.InstantDevice.InstantStream;
 import java.util.function.IntSupplier;
+import org.junit.jupiter.api.Nested;
 
 /**
- * The {@link SemanticsSuite} on the {@link InstantDevice}: no work at all, flag writes land the
- * moment nothing holds the stream, host callbacks run on the thread that lets them through, and
- * streams always report themselves busy.
+ * The semantics suite ({@link SemanticsSuite}) on the {@link InstantDevice}: no work at all, flag
+ * writes land the moment nothing holds the stream, host callbacks run on the thread that lets them
+ * through, and streams always report themselves busy. One {@code @Nested} class per section suite,
+ * each with this backend's fixture.
  */
-class InstantSemanticsTest extends SemanticsSuite {
-    @Override
-    BackendFixture fixture(CompletionStrategy strategy) {
-        return new InstantFixture(strategy);
+class InstantSemanticsTest {
+    @Nested
+    class Await extends AwaitSemantics {
+        @Override
+        BackendFixture fixture(CompletionStrategy strategy) {
+            return new InstantFixture(strategy);
+        }
+    }
+
+    @Nested
+    class EventCoverage extends EventCoverageSemantics {
+        @Override
+        BackendFixture fixture(CompletionStrategy strategy) {
+            return new InstantFixture(strategy);
+        }
+    }
+
+    @Nested
+    class FallbackAndStrategy extends FallbackAndStrategySemantics {
+        @Override
+        BackendFixture fixture(CompletionStrategy strategy) {
+            return new InstantFixture(strategy);
+        }
+    }
+
+    @Nested
+    class FaultAndClose extends FaultAndCloseSemantics {
+        @Override
+        BackendFixture fixture(CompletionStrategy strategy) {
+            return new InstantFixture(strategy);
+        }
+    }
+
+    @Nested
+    class StreamClose extends StreamCloseSemantics {
+        @Override
+        BackendFixture fixture(CompletionStrategy strategy) {
+            return new InstantFixture(strategy);
+        }
+    }
+
+    @Nested
+    class Coalescing extends CoalescingSemantics {
+        @Override
+        BackendFixture fixture(CompletionStrategy strategy) {
+            return new InstantFixture(strategy);
+        }
+    }
+
+    @Nested
+    class NonBlocking extends NonBlockingSemantics {
+        @Override
+        BackendFixture fixture(CompletionStrategy strategy) {
+            return new InstantFixture(strategy);
+        }
     }
 
     static final class InstantFixture extends BackendFixture {

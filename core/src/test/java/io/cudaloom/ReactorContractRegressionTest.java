@@ -14,9 +14,9 @@ import org.junit.jupiter.api.Test;
  * Contract breaks found by a test suite written against the public API, kept as regressions: a
  * faulted stream's quarantined slot must come back while the reactor is otherwise idle. (The other
  * two, that every completion strategy lets {@code close()} and an interrupt end an untimed await,
- * are now checked on every backend and strategy by the {@link SemanticsSuite}:
- * {@code closeWakesEveryWaiterAndFreesTheFlagsOnlyOnceNoWriteCanLand} and
- * {@code awaitIsInterruptibleAndClearsTheInterruptStatus}.)
+ * are now checked on every backend and strategy by the semantics suite ({@link SemanticsSuite}):
+ * {@link FaultAndCloseSemantics#closeWakesEveryWaiterAndFreesTheFlagsOnlyOnceNoWriteCanLand} and
+ * {@link AwaitSemantics#awaitIsInterruptibleAndClearsTheInterruptStatus}.)
  */
 class ReactorContractRegressionTest {
     private static final Duration SOON = Duration.ofSeconds(5);

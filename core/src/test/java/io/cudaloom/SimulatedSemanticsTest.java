@@ -4,12 +4,67 @@ import io.cudaloom.sim.SimulatedDevice;
 import io.cudaloom.sim.SimulatedStream;
 import java.util.concurrent.CountDownLatch;
 import java.util.function.IntSupplier;
+import org.junit.jupiter.api.Nested;
 
-/** The {@link SemanticsSuite} on the simulated device: streams are CPU threads running commands in order. */
-class SimulatedSemanticsTest extends SemanticsSuite {
-    @Override
-    BackendFixture fixture(CompletionStrategy strategy) {
-        return new SimulatedFixture(strategy);
+/**
+ * The semantics suite ({@link SemanticsSuite}) on the simulated device: streams are CPU threads
+ * running commands in order. One {@code @Nested} class per section suite, each with this backend's fixture.
+ */
+class SimulatedSemanticsTest {
+    @Nested
+    class Await extends AwaitSemantics {
+        @Override
+        BackendFixture fixture(CompletionStrategy strategy) {
+            return new SimulatedFixture(strategy);
+        }
+    }
+
+    @Nested
+    class EventCoverage extends EventCoverageSemantics {
+        @Override
+        BackendFixture fixture(CompletionStrategy strategy) {
+            return new SimulatedFixture(strategy);
+        }
+    }
+
+    @Nested
+    class FallbackAndStrategy extends FallbackAndStrategySemantics {
+        @Override
+        BackendFixture fixture(CompletionStrategy strategy) {
+            return new SimulatedFixture(strategy);
+        }
+    }
+
+    @Nested
+    class FaultAndClose extends FaultAndCloseSemantics {
+        @Override
+        BackendFixture fixture(CompletionStrategy strategy) {
+            return new SimulatedFixture(strategy);
+        }
+    }
+
+    @Nested
+    class StreamClose extends StreamCloseSemantics {
+        @Override
+        BackendFixture fixture(CompletionStrategy strategy) {
+            return new SimulatedFixture(strategy);
+        }
+    }
+
+    @Nested
+    class Coalescing extends CoalescingSemantics {
+        @Override
+        BackendFixture fixture(CompletionStrategy strategy) {
+            return new SimulatedFixture(strategy);
+        }
+    }
+
+    @Nested
+    class NonBlocking extends NonBlockingSemantics {
+        @Override
+        BackendFixture fixture(CompletionStrategy strategy) {
+            return new SimulatedFixture(strategy);
+        }
     }
 
     static final class SimulatedFixture extends BackendFixture {

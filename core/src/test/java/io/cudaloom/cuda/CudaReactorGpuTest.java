@@ -23,8 +23,9 @@ import org.junit.jupiter.api.Test;
  * (64 MiB memsets, abandoned awaits followed by good rounds, idle gaps, 1,000 threads on 8 streams),
  * with virtual threads instead of futures and the reactor path forced (no waiter spin), plus the
  * device fault in a child JVM, context currency and device selection. The README's semantics
- * (spurious unparks, timed-out awaits, pool exhaustion, the strategies, ...) are the
- * {@code io.cudaloom.SemanticsSuite}'s, run here by {@code io.cudaloom.CudaSemanticsGpuTest}.
+ * (spurious unparks, timed-out awaits, pool exhaustion, the strategies, ...) are the semantics
+ * suite's ({@code io.cudaloom.SemanticsSuite} and its section suites, e.g. {@code AwaitSemantics},
+ * {@code FallbackAndStrategySemantics}), run here by {@code io.cudaloom.CudaSemanticsGpuTest}.
  * Runs on a real GPU only: {@link GpuTest} skips the class elsewhere, injects the class's device
  * (the reactor path forced) and a fresh stream per test, and checks after each test that every slot
  * came back and every pinned buffer was closed. The tests share the device, so they compare the
