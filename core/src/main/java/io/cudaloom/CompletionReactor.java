@@ -11,52 +11,10 @@ import java.util.function.Consumer;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The completion reactor of one {@link GpuDevice}: a {@link SlotTable} over the device's flag
- * memory and one scanner thread that wakes waiters whose flags the device has written. This class
- * is the facade; each concern has its own class.
- *
- * <h2>Maintainer's overview</h2>
- * <b>The life of a registration.</b> A waiter (or a callback, or a coalesced group) is
- * <em>registered</em> by the {@link Registrar}: a slot is <em>claimed</em>, its flag
- * <em>reset</em>, the device's flag write <em>enqueued</em> behind the stream's work, and the
- * payload <em>published</em> (the active bit; the first publish into an idle table unparks the
- * scanner). Without a free slot, or if the write is refused, a host callback serves it instead
- * ({@link FallbackRegistration}). It then ends in exactly one of three ways, each decided by one
- * atomic operation on one cell: <em>retired</em> by the {@link Scanner} when the flag reads 1 (its
- * get-and-set takes the payload, the waiter is delivered its ticket and unparked);
- * <em>withdrawn</em> by the registrant on timeout, interrupt, inline completion or a cancelled
- * future or subscription (a compare-and-set on the same cell, which the scanner's get-and-set then finds empty); or
- * <em>failed</em> by the scanner's fault probe or by close (the scanner's {@code failArmed}).
- * Finally the slot is <em>recycled</em> (retired slots at once, since the device's write has
- * landed), or <em>quarantined</em> while a write into it might still land (a faulted stream, or
- * close), and recycled or freed once the stream has settled.
- *
- * <p><b>Who decides.</b> The registrant decides claim, publish and withdrawal; the scanner (the
- * single consumer) decides retirement, failure and recycling; close decides the lifecycle (one
- * compare-and-set from OPEN) and then becomes the consumer after joining the scanner.
- *
- * <p><b>Access modes.</b> SlotTable's javadoc lists every ordering and where it is enforced. The
- * rules in short: what another thread must see is published by a volatile write or an atomic
- * read-modify-write (the active bit, the delivered ticket, the lifecycle state), and read by an
- * acquire or volatile load; a thread that will be unparked must have that write made before the
- * {@code unpark} (ordering 9); single-writer counters use opaque stores; nothing here takes a lock.
- *
- * <p><b>Spin budgets, one reason each.</b> The waiter spins up to 50 us on its own flag while few
- * slots are armed: a short kernel then completes without any wake-up ({@link BlockingWait}). The
- * scanner spins 250 us after its last retirement, then backs off to parks of 1/8 of the wait, at
- * most 1 ms: kernels up to 250 us are seen at spin latency, long ones cost a few percent of a core
- * ({@link io.cudaloom.protocol.BackoffIdleStrategy}, chosen with the A/B harness).
- *
- * <p><b>Where things are.</b> {@link RegistrationChecks}: the checks before registering (open,
- * done, faulted, may this thread block); {@link BlockingWait} and {@link CoalescedWait}: the
- * blocking wait; {@link CallbackRegistrations}: the non-blocking registration of futures and
- * callbacks; {@link Registrar}: arming and fallback; {@link Scanner}: the loop, delivery, fault
- * probe and quarantine, and the consumer's half of shutdown; {@link ReactorLifecycle}: the one
- * lifecycle state, close and reclaim; {@link ReactorThreads}: the threads it starts;
- * {@link ReactorCounters}: the counters and the stats snapshot; {@link ReactorEvents}: the JFR
- * events, each allocation-free while disabled; {@link ReactorObservability}: the
- * {@link ReactorMXBean} and the periodic JFR hook, installed when the reactor opens and removed
- * when it closes. This class wires them together and is what the rest of the library calls.
+ * The completion reactor of one {@link GpuDevice}: a table of completion slots over the device's flag
+ * memory and one scanner thread that wakes waiters whose flags the device has written. Users read
+ * its {@link #stats()}, {@link #awaitLatency()} and {@link #isClosed()}; everything else about it
+ * is the library's own.
  *
  * <h2>Close</h2>
  * {@link #close()} wakes every waiter with a {@link ReactorClosedException}, stops the scanner,
@@ -64,6 +22,55 @@ import org.jspecify.annotations.Nullable;
  * still land (at once if nothing is in flight, else from a short-lived reclaimer thread).
  */
 public final class CompletionReactor {
+    /*
+     * Maintainer's overview (an implementation comment, as in AbstractQueuedSynchronizer: not
+     * part of the API). This class is the facade that wires the parts; each concern has its own class.
+     *
+     * The life of a registration. A waiter (or a callback, or a coalesced group) is
+     * registered by the Registrar: a slot is claimed, its flag
+     * reset, the device's flag write enqueued behind the stream's work, and the
+     * payload published (the active bit; the first publish into an idle table unparks the
+     * scanner). Without a free slot, or if the write is refused, a host callback serves it instead
+     * (FallbackRegistration). It then ends in exactly one of three ways, each decided by one
+     * atomic operation on one cell: retired by the Scanner when the flag reads 1 (its
+     * get-and-set takes the payload, the waiter is delivered its ticket and unparked);
+     * withdrawn by the registrant on timeout, interrupt, inline completion or a cancelled
+     * future or subscription (a compare-and-set on the same cell, which the scanner's get-and-set then finds empty); or
+     * failed by the scanner's fault probe or by close (the scanner's failArmed).
+     * Finally the slot is recycled (retired slots at once, since the device's write has
+     * landed), or quarantined while a write into it might still land (a faulted stream, or
+     * close), and recycled or freed once the stream has settled.
+     *
+     * Who decides. The registrant decides claim, publish and withdrawal; the scanner (the
+     * single consumer) decides retirement, failure and recycling; close decides the lifecycle (one
+     * compare-and-set from OPEN) and then becomes the consumer after joining the scanner.
+     *
+     * Access modes. SlotTable's javadoc lists every ordering and where it is enforced. The
+     * rules in short: what another thread must see is published by a volatile write or an atomic
+     * read-modify-write (the active bit, the delivered ticket, the lifecycle state), and read by an
+     * acquire or volatile load; a thread that will be unparked must have that write made before the
+     * unpark (ordering 9); single-writer counters use opaque stores; nothing here takes a lock.
+     *
+     * Spin budgets, one reason each. The waiter spins up to 50 us on its own flag while few
+     * threads wait: a short kernel then completes without any wake-up; when the stream's recent
+     * waits were longer, it sleeps through most of the predicted wait and spins only its end
+     * (BlockingWait). The scanner's idle strategy (BackoffIdleStrategy) predicts the next
+     * retirement from the recent ones, parks until shortly before it (2% of it or 5 us) and spins
+     * through it; without a prediction it spins 250 us after its last retirement, then backs off
+     * with parks of 2% of the wait, at most 1 ms; with nothing armed it lingers 100 us, then parks
+     * until a registration's idle-to-active wake-up.
+     *
+     * Where things are. RegistrationChecks: the checks before registering (open,
+     * done, faulted, may this thread block); BlockingWait and CoalescedWait: the
+     * blocking wait; CallbackRegistrations: the non-blocking registration of futures and
+     * callbacks; Registrar: arming and fallback; Scanner: the loop, delivery, fault
+     * probe and quarantine, and the consumer's half of shutdown; ReactorLifecycle: the one
+     * lifecycle state, close and reclaim; ReactorThreads: the threads it starts;
+     * ReactorCounters: the counters and the stats snapshot; ReactorEvents: the JFR
+     * events, each allocation-free while disabled; ReactorObservability: the
+     * ReactorMXBean and the periodic JFR hook, installed when the reactor opens and removed
+     * when it closes. This class wires them together and is what the rest of the library calls.
+     */
     private static final AtomicInteger IDS = new AtomicInteger();
 
     private final GpuDevice device;
