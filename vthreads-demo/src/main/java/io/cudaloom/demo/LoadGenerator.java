@@ -15,6 +15,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.IntFunction;
 
 /**
  * A bounded load generator for {@link DemoServer}: {@code concurrency} virtual threads share a
@@ -117,13 +118,6 @@ final class LoadGenerator {
             throw new IllegalArgumentException("concurrency and requests must be >= 1");
         }
         boolean h2 = h2c(version, concurrency, server);
-        LatencyHistogram latency = new LatencyHistogram();
-        AtomicInteger next = new AtomicInteger();
-        LongAdder ok = new LongAdder();
-        LongAdder failed = new LongAdder();
-        AtomicReference<String> firstError = new AtomicReference<>();
-        String protocol;
-
         try (ExecutorService clientExecutor = Executors.newVirtualThreadPerTaskExecutor();
              HttpClient client = HttpClient.newBuilder()
                      .version(h2 ? HttpClient.Version.HTTP_2 : HttpClient.Version.HTTP_1_1)
@@ -132,38 +126,52 @@ final class LoadGenerator {
                      .build()) {
             // One request before the clock starts: opens the connection (and, for h2c, upgrades it
             // so the level's requests become streams of that one connection).
-            protocol = warmUp(client, base, timeLimit);
-            window.beforeStart(protocol);
+            String protocol = warmUp(new JdkClient(client, base, timeLimit), base);
+            return measure(concurrency, requests, timeLimit, protocol, window,
+                    w -> new JdkClient(client, base, timeLimit), client::shutdownNow);
+        }
+    }
 
-            ProcessMetrics.resetPeakPlatformThreads();
-            long cpu0 = ProcessMetrics.processCpuNanos();
-            CountDownLatch go = new CountDownLatch(1);
-            long[] start = new long[1];
-            List<Thread> workers = new ArrayList<>(concurrency);
-            var factory = Thread.ofVirtual().name("load-", 0).factory();
-            for (int w = 0; w < concurrency; w++) {
-                workers.add(factory.newThread(() -> {
-                    try {
-                        go.await();
-                    } catch (InterruptedException e) {
-                        return;
-                    }
+    /**
+     * The level itself: {@code concurrency} virtual threads, each with its own client (which it
+     * closes when it ends), share the requests until the count or the deadline.
+     *
+     * @param afterEnd runs after {@link Window#afterEnd()}, before the figures are returned
+     */
+    private static Level measure(int concurrency, int requests, Duration timeLimit, String protocol, Window window,
+            IntFunction<Client> clients, Runnable afterEnd) throws InterruptedException {
+        LatencyHistogram latency = new LatencyHistogram();
+        AtomicInteger next = new AtomicInteger();
+        LongAdder ok = new LongAdder();
+        LongAdder failed = new LongAdder();
+        AtomicReference<String> firstError = new AtomicReference<>();
+        window.beforeStart(protocol);
+
+        ProcessMetrics.resetPeakPlatformThreads();
+        long cpu0 = ProcessMetrics.processCpuNanos();
+        CountDownLatch go = new CountDownLatch(1);
+        long[] start = new long[1];
+        List<Thread> workers = new ArrayList<>(concurrency);
+        var factory = Thread.ofVirtual().name("load-", 0).factory();
+        for (int w = 0; w < concurrency; w++) {
+            int worker = w;
+            workers.add(factory.newThread(() -> {
+                try (Client client = clients.apply(worker)) {
+                    go.await();
                     long deadline = start[0] + timeLimit.toNanos();
                     int i;
                     while ((i = next.getAndIncrement()) < requests && System.nanoTime() - deadline < 0) {
                         int seed = i % 10_001, n = 256, factor = 1 + i % 7;
-                        HttpRequest req = HttpRequest.newBuilder(
-                                        base.resolve("scale?seed=" + seed + "&n=" + n + "&factor=" + factor))
-                                .timeout(timeLimit).GET().build();
                         long t = System.nanoTime();
                         try {
-                            HttpResponse<String> resp = client.send(req, HttpResponse.BodyHandlers.ofString());
+                            client.send(seed, n, factor);
                             latency.record(System.nanoTime() - t);
-                            if (resp.statusCode() == 200 && resp.body().equals(ScaleServlet.expectedBody(seed, n, factor))) {
+                            String wrong = client.mismatch(seed, n, factor);
+                            if (wrong == null) {
                                 ok.increment();
                             } else {
                                 failed.increment();
-                                firstError.compareAndSet(null, "HTTP " + resp.statusCode() + ": " + resp.body().strip());
+                                firstError.compareAndSet(null, wrong);
                             }
                         } catch (Exception e) {
                             failed.increment();
@@ -173,45 +181,102 @@ final class LoadGenerator {
                             }
                         }
                     }
-                }));
-            }
-            workers.forEach(Thread::start);
-            start[0] = System.nanoTime();             // published to the workers by go.countDown()
-            go.countDown();
-            // Every request has a timeout of timeLimit and none starts after the deadline, so all
-            // workers end within 2 x timeLimit; the join bound is a second guard.
-            long joinDeadline = start[0] + 2 * timeLimit.toNanos() + 5_000_000_000L;
-            boolean timedOut = false;
-            for (Thread w : workers) {
-                long left = joinDeadline - System.nanoTime();
-                if (left <= 0 || !w.join(Duration.ofNanos(Math.max(left, 1)))) {
-                    timedOut = true;
-                    w.interrupt();
+                } catch (InterruptedException e) {
+                    // interrupted before the start: nothing sent
                 }
-            }
-            long elapsed = System.nanoTime() - start[0];
-            long cpu = cpu0 < 0 ? -1 : ProcessMetrics.processCpuNanos() - cpu0;
-            window.afterEnd();
-            timedOut |= ok.sum() + failed.sum() < requests;
-            client.shutdownNow();
-            return new Level(concurrency, protocol, (int) (ok.sum() + failed.sum()), (int) ok.sum(),
-                    (int) failed.sum(), elapsed, latency.percentile(50), latency.percentile(90),
-                    latency.percentile(99), ProcessMetrics.peakPlatformThreads(), cpu, timedOut,
-                    firstError.get());
+            }));
         }
+        workers.forEach(Thread::start);
+        start[0] = System.nanoTime();             // published to the workers by go.countDown()
+        go.countDown();
+        // Every request has a timeout of timeLimit and none starts after the deadline, so all
+        // workers end within 2 x timeLimit; the join bound is a second guard.
+        long joinDeadline = start[0] + 2 * timeLimit.toNanos() + 5_000_000_000L;
+        boolean timedOut = false;
+        for (Thread w : workers) {
+            long left = joinDeadline - System.nanoTime();
+            if (left <= 0 || !w.join(Duration.ofNanos(Math.max(left, 1)))) {
+                timedOut = true;
+                w.interrupt();
+            }
+        }
+        long elapsed = System.nanoTime() - start[0];
+        long cpu = cpu0 < 0 ? -1 : ProcessMetrics.processCpuNanos() - cpu0;
+        window.afterEnd();
+        timedOut |= ok.sum() + failed.sum() < requests;
+        afterEnd.run();
+        return new Level(concurrency, protocol, (int) (ok.sum() + failed.sum()), (int) ok.sum(),
+                (int) failed.sum(), elapsed, latency.percentile(50), latency.percentile(90),
+                latency.percentile(99), ProcessMetrics.peakPlatformThreads(), cpu, timedOut,
+                firstError.get());
     }
 
-    private static String warmUp(HttpClient client, URI base, Duration timeLimit) throws InterruptedException {
-        HttpRequest req = HttpRequest.newBuilder(base.resolve("scale?seed=1&n=4&factor=3")).timeout(timeLimit).build();
+    /** The one request before the clock: its answer must be right, or the level does not run. */
+    private static String warmUp(Client client, URI base) throws InterruptedException {
         try {
-            HttpResponse<String> resp = client.send(req, HttpResponse.BodyHandlers.ofString());
-            if (resp.statusCode() != 200 || !resp.body().equals(ScaleServlet.expectedBody(1, 4, 3))) {
-                throw new IllegalStateException("warm-up request failed: HTTP " + resp.statusCode() + " " + resp.body());
-            }
-            return resp.version() == HttpClient.Version.HTTP_2 ? "h2c" : "HTTP/1.1";
-        } catch (java.io.IOException e) {
+            client.send(1, 4, 3);
+        } catch (InterruptedException e) {
+            throw e;
+        } catch (Exception e) {
             throw new IllegalStateException("warm-up request to " + base + " failed: " + e, e);
         }
+        String wrong = client.mismatch(1, 4, 3);
+        if (wrong != null) {
+            throw new IllegalStateException("warm-up request failed: " + wrong);
+        }
+        return client.protocol();
+    }
+
+    /**
+     * One worker's way to the server: {@link #send} waits for the answer (and throws if none
+     * came), {@link #mismatch} then checks it, outside the latency measured.
+     */
+    interface Client extends AutoCloseable {
+        void send(int seed, int n, int factor) throws Exception;
+
+        /** Null if the last answer is the correct one for these parameters, else what it was. */
+        String mismatch(int seed, int n, int factor);
+
+        /** What the protocol column says, after a request. */
+        String protocol();
+
+        @Override
+        void close();
+    }
+
+    /** JDK {@link HttpClient}, shared by the workers; each has its last response. */
+    private static final class JdkClient implements Client {
+        private final HttpClient client;
+        private final URI base;
+        private final Duration timeout;
+        private HttpResponse<String> last;
+
+        JdkClient(HttpClient client, URI base, Duration timeout) {
+            this.client = client;
+            this.base = base;
+            this.timeout = timeout;
+        }
+
+        @Override
+        public void send(int seed, int n, int factor) throws Exception {
+            HttpRequest req = HttpRequest.newBuilder(base.resolve("scale?seed=" + seed + "&n=" + n + "&factor=" + factor))
+                    .timeout(timeout).GET().build();
+            last = client.send(req, HttpResponse.BodyHandlers.ofString());
+        }
+
+        @Override
+        public String mismatch(int seed, int n, int factor) {
+            return last.statusCode() == 200 && last.body().equals(ScaleServlet.expectedBody(seed, n, factor)) ? null
+                    : "HTTP " + last.statusCode() + ": " + last.body().strip();
+        }
+
+        @Override
+        public String protocol() {
+            return last.version() == HttpClient.Version.HTTP_2 ? "h2c" : "HTTP/1.1";
+        }
+
+        @Override
+        public void close() {} // the HttpClient is the level's
     }
 
     static void printHeader(PrintStream out) {
