@@ -32,6 +32,8 @@ import java.util.function.IntFunction;
 final class LoadGenerator {
     /** File descriptors kept free for everything else (jars, the JVM, the selector). */
     private static final long FD_RESERVE = 512;
+    /** The protocol column of an HTTP/1.1 level run on {@link RawHttpClient}. */
+    static final String RAW_HTTP_1_1 = "HTTP/1.1 (raw sockets, keep-alive)";
 
     private LoadGenerator() {}
 
