@@ -22,18 +22,27 @@ import java.util.function.IntFunction;
  * fixed number of {@code GET /scale} requests, each checking its response body, and stop at the
  * count or the time limit, whichever comes first. It sends to 127.0.0.1 only.
  *
+ * <p>HTTP/1.1 runs on {@link RawHttpClient}: each worker owns one keep-alive socket, writes a
+ * prebuilt request and parses the answer from bytes, so the client costs as little CPU as it can.
+ * (With the JDK {@link HttpClient} in its place the load generator, not the servers, was the
+ * bottleneck of {@code GpuBench servlet}: its JVM used more CPU than the server it loaded; see
+ * docs/BENCHMARKS.md, "How the benchmarks measure".) The protocol column says
+ * {@value #RAW_HTTP_1_1}.
+ *
  * <p>HTTP/1.1 needs one socket per concurrent request on each side: two file descriptors per
  * request when the server runs in the same process ({@code DemoMain --load}), one when it runs in
  * another ({@code GpuBench servlet}, whose load generator is a child JVM:
  * {@link LoadGeneratorProcess}). When that would not fit under the process's open-file limit, the
- * level runs over cleartext HTTP/2 (h2c) instead, where the requests are concurrent streams of one
- * connection; the table says which protocol ran.
+ * level runs over cleartext HTTP/2 (h2c) instead, on the JDK {@link HttpClient}, where the
+ * requests are concurrent streams of one connection; the table says which protocol ran.
  */
 final class LoadGenerator {
     /** File descriptors kept free for everything else (jars, the JVM, the selector). */
     private static final long FD_RESERVE = 512;
     /** The protocol column of an HTTP/1.1 level run on {@link RawHttpClient}. */
     static final String RAW_HTTP_1_1 = "HTTP/1.1 (raw sockets, keep-alive)";
+    /** Width of the text table's protocol column: the longest protocol it shows. */
+    private static final int PROTOCOL_WIDTH = RAW_HTTP_1_1.length();
 
     private LoadGenerator() {}
 
@@ -60,7 +69,7 @@ final class LoadGenerator {
 
     /** Which HTTP version a level uses. */
     enum Protocol {
-        /** HTTP/1.1 when two sockets per concurrent request fit under the open-file limit, else h2c. */
+        /** HTTP/1.1 when the sockets of the concurrent requests fit under the open-file limit, else h2c. */
         AUTO,
         HTTP_1_1,
         H2C
@@ -72,7 +81,11 @@ final class LoadGenerator {
      * it when the clock starts and stops.
      */
     interface Window {
-        /** After the connection is open (the one request before the clock), before the first timed request. */
+        /**
+         * After the one request before the clock (for h2c it opened and upgraded the level's
+         * connection; for HTTP/1.1 each worker opens its own on its first request), before the
+         * first timed request.
+         */
         default void beforeStart(String protocol) throws InterruptedException {}
 
         /** Right after the last worker ended and the level's wall time was taken, before anything is closed. */
@@ -119,15 +132,25 @@ final class LoadGenerator {
         if (concurrency < 1 || requests < 1) {
             throw new IllegalArgumentException("concurrency and requests must be >= 1");
         }
-        boolean h2 = h2c(version, concurrency, server);
+        if (!h2c(version, concurrency, server)) {
+            // One request before the clock, on a connection of its own that is closed again; each
+            // worker opens its connection on its first request, inside the window (HttpClient's
+            // pool did the same for all but the connection it kept from this request).
+            String protocol;
+            try (RawHttpClient first = new RawHttpClient(base.getPort(), timeLimit)) {
+                protocol = warmUp(first, base);
+            }
+            return measure(concurrency, requests, timeLimit, protocol, window,
+                    w -> new RawHttpClient(base.getPort(), timeLimit), () -> {});
+        }
         try (ExecutorService clientExecutor = Executors.newVirtualThreadPerTaskExecutor();
              HttpClient client = HttpClient.newBuilder()
-                     .version(h2 ? HttpClient.Version.HTTP_2 : HttpClient.Version.HTTP_1_1)
+                     .version(HttpClient.Version.HTTP_2)
                      .executor(clientExecutor)                 // no platform thread per request
                      .connectTimeout(timeLimit)
                      .build()) {
-            // One request before the clock starts: opens the connection (and, for h2c, upgrades it
-            // so the level's requests become streams of that one connection).
+            // One request before the clock starts: opens the connection and upgrades it, so that
+            // the level's requests become streams of that one connection.
             String protocol = warmUp(new JdkClient(client, base, timeLimit), base);
             return measure(concurrency, requests, timeLimit, protocol, window,
                     w -> new JdkClient(client, base, timeLimit), client::shutdownNow);
@@ -178,7 +201,9 @@ final class LoadGenerator {
                         } catch (Exception e) {
                             failed.increment();
                             firstError.compareAndSet(null, e.toString());
-                            if (e instanceof InterruptedException) {
+                            // An interrupt (the join bound's) ends a blocked socket read with a
+                            // SocketException, the interrupt status set: stop either way.
+                            if (e instanceof InterruptedException || Thread.currentThread().isInterrupted()) {
                                 return;
                             }
                         }
@@ -191,8 +216,10 @@ final class LoadGenerator {
         workers.forEach(Thread::start);
         start[0] = System.nanoTime();             // published to the workers by go.countDown()
         go.countDown();
-        // Every request has a timeout of timeLimit and none starts after the deadline, so all
-        // workers end within 2 x timeLimit; the join bound is a second guard.
+        // Each connect and each read (raw HTTP/1.1), or each request (h2c), is bounded by
+        // timeLimit and none starts after the deadline, so a server that stops answering ends
+        // every worker within 2 x timeLimit; the join bound is a second guard (and the one for an
+        // answer that dribbles in slower than that).
         long joinDeadline = start[0] + 2 * timeLimit.toNanos() + 5_000_000_000L;
         boolean timedOut = false;
         for (Thread w : workers) {
@@ -246,7 +273,7 @@ final class LoadGenerator {
         void close();
     }
 
-    /** JDK {@link HttpClient}, shared by the workers; each has its last response. */
+    /** The h2c path: JDK {@link HttpClient}, shared by the workers; each has its last response. */
     private static final class JdkClient implements Client {
         private final HttpClient client;
         private final URI base;
@@ -282,15 +309,15 @@ final class LoadGenerator {
     }
 
     static void printHeader(PrintStream out) {
-        out.printf(Locale.ROOT, "  %11s  %-8s  %9s  %9s  %7s  %9s  %9s  %9s  %9s  %8s  %6s%n",
+        out.printf(Locale.ROOT, "  %11s  %-" + PROTOCOL_WIDTH + "s  %9s  %9s  %7s  %9s  %9s  %9s  %9s  %8s  %6s%n",
                 "concurrency", "protocol", "requests", "ok", "failed", "req/s", "p50 ms", "p90 ms", "p99 ms",
                 "platform", "CPU s");
-        out.printf(Locale.ROOT, "  %11s  %-8s  %9s  %9s  %7s  %9s  %9s  %9s  %9s  %8s  %6s%n",
+        out.printf(Locale.ROOT, "  %11s  %-" + PROTOCOL_WIDTH + "s  %9s  %9s  %7s  %9s  %9s  %9s  %9s  %8s  %6s%n",
                 "", "", "", "", "", "", "", "", "", "threads", "");
     }
 
     static void printRow(PrintStream out, Level l) {
-        out.printf(Locale.ROOT, "  %,11d  %-8s  %,9d  %,9d  %,7d  %,9.0f  %9.2f  %9.2f  %9.2f  %8d  %6.2f%s%n",
+        out.printf(Locale.ROOT, "  %,11d  %-" + PROTOCOL_WIDTH + "s  %,9d  %,9d  %,7d  %,9.0f  %9.2f  %9.2f  %9.2f  %8d  %6.2f%s%n",
                 l.concurrency(), l.protocol(), l.sent(), l.ok(), l.failed(), l.requestsPerSecond(),
                 l.p50() / 1e6, l.p90() / 1e6, l.p99() / 1e6, l.peakPlatformThreads(),
                 l.cpuNanos() / 1e9, l.timedOut() ? "  (time limit reached)" : "");
