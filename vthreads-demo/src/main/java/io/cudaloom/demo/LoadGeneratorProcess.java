@@ -7,6 +7,8 @@ import java.io.InputStreamReader;
 import java.io.OutputStream;
 import java.io.PrintStream;
 import java.net.URI;
+import java.net.URLDecoder;
+import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -30,11 +32,17 @@ import java.util.function.LongSupplier;
  * passed through line by line. The parent hosts only the server (and its device and reactor): it
  * reads its own process CPU time when the child's clock starts and again when it stops.
  *
+ * <p>The child's client is the load generator's: for HTTP/1.1 its {@link RawHttpClient}, one
+ * keep-alive socket per concurrent request, cheap enough that the child is not the bottleneck of
+ * the servers it compares (on the JDK {@code HttpClient} it was: it used more CPU than either
+ * server; docs/BENCHMARKS.md); h2c, when the sockets would not fit under the open-file limit, on
+ * the JDK {@code HttpClient}. Its CPU over the level is reported apart ({@code client-cpu-ns}).
+ *
  * <p>The child's stdout, one report line each, every line starting with {@value #PREFIX}:
  * <pre>
  *   loadgen warmup &lt;ok&gt; &lt;failed&gt;            after the optional warm-up (not measured)
  *   loadgen warmup-error &lt;text&gt;              its first error, if any
- *   loadgen ready &lt;protocol&gt;                 connection open; the child now waits for "go" on its stdin
+ *   loadgen ready &lt;protocol&gt;                 the request before the clock answered; the child now waits for "go" on its stdin
  *   loadgen done                             the level's last request ended (before anything is closed)
  *   loadgen result key=value ...             the level's figures (see {@link #RESULT_KEYS})
  *   loadgen first-error &lt;text&gt;               the level's first error, if any
@@ -378,18 +386,22 @@ public final class LoadGeneratorProcess {
     }
 
     static LoadGenerator.Level level(Map<String, String> m, String firstError) {
-        return new LoadGenerator.Level(Integer.parseInt(m.get("concurrency")), m.get("protocol"),
+        return new LoadGenerator.Level(Integer.parseInt(m.get("concurrency")),
+                URLDecoder.decode(m.get("protocol"), StandardCharsets.UTF_8),
                 Integer.parseInt(m.get("sent")), Integer.parseInt(m.get("ok")), Integer.parseInt(m.get("failed")),
                 Long.parseLong(m.get("wall-ns")), Long.parseLong(m.get("p50-ns")), Long.parseLong(m.get("p90-ns")),
                 Long.parseLong(m.get("p99-ns")), Integer.parseInt(m.get("client-peak-platform-threads")),
                 Long.parseLong(m.get("client-cpu-ns")), Boolean.parseBoolean(m.get("timed-out")), firstError);
     }
 
-    /** The {@code result} line's body for {@code l}. */
+    /**
+     * The {@code result} line's body for {@code l}: {@code key=value} pairs split by spaces, the
+     * protocol URL-encoded since it may hold spaces ({@value LoadGenerator#RAW_HTTP_1_1}).
+     */
     static String resultLine(LoadGenerator.Level l) {
         return String.format(Locale.ROOT, "result concurrency=%d protocol=%s sent=%d ok=%d failed=%d wall-ns=%d"
                 + " p50-ns=%d p90-ns=%d p99-ns=%d timed-out=%b client-cpu-ns=%d client-peak-platform-threads=%d",
-                l.concurrency(), l.protocol(), l.sent(), l.ok(), l.failed(), l.elapsedNanos(), l.p50(), l.p90(),
+                l.concurrency(), URLEncoder.encode(l.protocol(), StandardCharsets.UTF_8), l.sent(), l.ok(), l.failed(), l.elapsedNanos(), l.p50(), l.p90(),
                 l.p99(), l.timedOut(), l.cpuNanos(), l.peakPlatformThreads());
     }
 

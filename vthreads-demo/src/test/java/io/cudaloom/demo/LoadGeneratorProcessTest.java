@@ -77,7 +77,7 @@ class LoadGeneratorProcessTest {
         assertTrue(o.completed(), o.error() + "\n" + errBytes);
         LoadGenerator.Level l = o.level();
         assertEquals(20, l.concurrency());
-        assertEquals("HTTP/1.1", l.protocol());
+        assertEquals("HTTP/1.1 (raw sockets, keep-alive)", l.protocol(), "the child ran the raw client");
         assertEquals(300, l.sent());
         assertEquals(300, l.ok(), l.firstError());
         assertEquals(0, l.failed());
@@ -214,6 +214,17 @@ class LoadGeneratorProcessTest {
         }
         assertTrue(m.keySet().containsAll(LoadGeneratorProcess.RESULT_KEYS), line);
         assertEquals(l, LoadGeneratorProcess.level(m, "HTTP 500: GPU fault: x"));
+
+        // a protocol with spaces (the raw client's) stays one value
+        LoadGenerator.Level raw = new LoadGenerator.Level(100, LoadGenerator.RAW_HTTP_1_1, 10, 10, 0, 1, 1, 1, 1, 1, 1,
+                false, null);
+        String rawLine = LoadGeneratorProcess.resultLine(raw);
+        assertEquals(1 + LoadGeneratorProcess.RESULT_KEYS.size(), rawLine.split(" ").length, rawLine);
+        Map<String, String> rm = new HashMap<>();
+        for (String kv : rawLine.substring("result ".length()).split(" ")) {
+            rm.put(kv.substring(0, kv.indexOf('=')), kv.substring(kv.indexOf('=') + 1));
+        }
+        assertEquals(raw, LoadGeneratorProcess.level(rm, null));
     }
 
     @Test

@@ -44,6 +44,7 @@ class ServletBenchTest {
         for (String r : rows) {
             String[] cells = r.split("\\|", -1);
             assertEquals(columns, cells.length, r);
+            assertEquals("HTTP/1.1 (raw sockets, keep-alive)", cells[3].strip(), "the raw client ran: " + r);
             assertEquals("0", cells[5].strip(), "no failed request: " + r);
             assertEquals("150", cells[4].strip(), "every request of the level answered: " + r);
         }
