@@ -51,6 +51,8 @@ public final class WaitLatencyBench {
                     ReactorConfig.builder().waiterSpin(Duration.ZERO).scannerSpin(Duration.ofMillis(1)).build(), true, Wait.AWAIT),
             new Method("await-scannerpark", "await(), no waiter spin, scanner parks at once (20 us..1 ms back-off)",
                     ReactorConfig.builder().waiterSpin(Duration.ZERO).scannerSpin(Duration.ZERO).build(), true, Wait.AWAIT),
+            new Method("await-nolinger", "await(), virtual thread, scanner parks at once when nothing is armed (no linger)",
+                    ReactorConfig.builder().scannerLinger(Duration.ZERO).build(), true, Wait.AWAIT),
             new Method("sync", "cuStreamSynchronize, platform thread", ReactorConfig.defaults(), false, Wait.SYNCHRONIZE),
             new Method("query-spin", "spin on cuStreamQuery, platform thread", ReactorConfig.defaults(), false, Wait.QUERY_SPIN),
             new Method("host-callback", "cuLaunchHostFunc + unpark, virtual thread",
