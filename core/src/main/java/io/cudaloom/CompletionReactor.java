@@ -57,8 +57,9 @@ public final class CompletionReactor {
      * (BlockingWait). The scanner's idle strategy (BackoffIdleStrategy) predicts the next
      * retirement from the recent ones, parks until shortly before it (2% of it or 5 us) and spins
      * through it; without a prediction it spins 250 us after its last retirement, then backs off
-     * with parks of 2% of the wait, at most 1 ms; with nothing armed it lingers 100 us, then parks
-     * until a registration's idle-to-active wake-up.
+     * with parks of 2% of the wait, at most 1 ms; with nothing armed it parks at once (no linger by
+     * default, ReactorConfig.Builder.scannerLinger says why) until a registration's idle-to-active
+     * wake-up.
      *
      * Where things are. RegistrationChecks: the checks before registering (open,
      * done, faulted, may this thread block); BlockingWait and CoalescedWait: the

@@ -9,9 +9,10 @@ import java.util.Objects;
  * <p>Defaults: 4,096 slots; the waiter spins on its own flag for up to 50 us before parking
  * (only while at most half as many threads as processors are inside {@code await()}, and only if
  * its stream's recent awaits were that short), then parks untimed until its completer unparks it;
- * the scanner spins 250 us after its last wake-up or retirement, then parks for 1/8 of the time it
- * has waited so far (between 20 us and 1 ms), and lingers 100 us once nothing is armed before it
- * parks untimed; streams of slots that stay armed are probed for device faults at most once per
+ * the scanner predicts the next retirement from the recent ones and parks until shortly before it
+ * (without a prediction it spins 250 us after its last wake-up or retirement, then parks for 2% of
+ * the time it has waited so far, between 20 us and 1 ms), and parks untimed as soon as nothing is
+ * armed (no linger); streams of slots that stay armed are probed for device faults at most once per
  * millisecond; the reactor's {@link ReactorMXBean} is registered while the device is open.
  */
 public final class ReactorConfig {
@@ -126,7 +127,7 @@ public final class ReactorConfig {
         private Duration waiterSpin = Duration.ofNanos(50_000);
         private int waiterSpinMaxWaiters = Math.max(1, Runtime.getRuntime().availableProcessors() / 2);
         private Duration scannerSpin = Duration.ofNanos(250_000);
-        private Duration scannerLinger = Duration.ofNanos(100_000);
+        private Duration scannerLinger = Duration.ZERO;
         private Duration scannerMinPark = Duration.ofNanos(20_000);
         private Duration scannerMaxPark = Duration.ofMillis(1);
         private Duration faultProbeInterval = Duration.ofMillis(1);
@@ -259,8 +260,12 @@ public final class ReactorConfig {
 
         /**
          * How long the scanner keeps spinning after the last armed slot retired before it parks
-         * untimed (default 100 us): an await that comes within that time finds the scanner awake
-         * and pays one wake-up (its own) instead of two. 0 parks at once.
+         * untimed (default 0: it parks at once). An await that comes within that time finds the
+         * scanner awake and does not unpark it. Measured on the H200 (docs/BENCHMARKS.md, third
+         * pass, run s5-run2), one waiter in a loop gains nothing from a linger of 100 us: its own
+         * spin sees its flag (the scanner is not on its path), and the spin cost the scanner 19 to
+         * 32 us of CPU per 200 us wait; p50 was no worse at 0 for empty, 20 us and 200 us kernels.
+         * Under load something is always armed, and the linger never runs.
          */
         public Builder scannerLinger(Duration linger) {
             this.scannerLinger = checked("scannerLinger", linger, true);

@@ -58,7 +58,7 @@ public class ParkGateTest {
     final RetiredBatch<Payload> batch = new RetiredBatch<>(2);
     final ParkModel scannerThread = new ParkModel();
     final ModelParker parker = new ModelParker(scannerThread);
-    // No linger (the production default spins 100 us first): the park decision comes at once.
+    // No linger (the production default): the park decision comes at once.
     final BackoffIdleStrategy idle = new BackoffIdleStrategy(0L, 0L, 20_000L, 1_000_000L, parker, this);
     final long b;
 
