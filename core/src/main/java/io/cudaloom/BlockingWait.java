@@ -72,8 +72,8 @@ final class BlockingWait {
         // then does an earlier proof answer for this event without asking the driver.
         reactor.checks().checkMayBlock(stream); // first: a kernel may run before its own launch is counted
         if (coalesced != null && stream.isKnownComplete(required) && !reactor.isClosed() && !stream.isClosed()) {
-            counters.immediate.increment();
-            counters.completions.increment();
+            counters.increment(Counter.IMMEDIATE);
+            counters.increment(Counter.COMPLETIONS);
             return true;
         }
         boolean poll = timed && nanos <= 0; // "is it done?": ask the driver, whatever the hint says
@@ -173,8 +173,8 @@ final class BlockingWait {
             if (table.flagSet(ticket)) {
                 if (table.cancel(ticket, waiter)) {
                     waiter.landed();
-                    counters.inlineCompletions.increment();
-                    counters.completions.increment();
+                    counters.increment(Counter.INLINE_COMPLETIONS);
+                    counters.increment(Counter.COMPLETIONS);
                     return true;
                 }
                 return false; // the scanner took the payload: its delivery and unpark follow
@@ -259,7 +259,7 @@ final class BlockingWait {
         while (!waiter.isDelivered(memberTicket)) {
             if (table.flagSet(slotTicket)) {
                 if (table.cancel(slotTicket, payload)) {
-                    counters.inlineCompletions.increment();
+                    counters.increment(Counter.INLINE_COMPLETIONS);
                     payload.complete(slotTicket, null); // the scanner retires the slot, and records its proof
                 }
                 return;
@@ -313,11 +313,11 @@ final class BlockingWait {
         RuntimeException failure = waiter.failure();
         if (failure != null) {
             if (failure instanceof GpuFaultException) {
-                counters.faults.increment();
+                counters.increment(Counter.FAULTS);
             }
             throw Failures.anew(failure); // thrown anew, so the stack trace is the waiter's
         }
-        counters.completions.increment();
+        counters.increment(Counter.COMPLETIONS);
         return true;
     }
 

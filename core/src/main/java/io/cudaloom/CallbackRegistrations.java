@@ -52,9 +52,9 @@ final class CallbackRegistrations {
         }
         Completion completion = (ticket, failure) -> {
             if (failure == null) {
-                counters.completions.increment();
+                counters.increment(Counter.COMPLETIONS);
             } else if (failure instanceof GpuFaultException) {
-                counters.faults.increment();
+                counters.increment(Counter.FAULTS);
             }
             onDone.accept(failure);
         };

@@ -110,9 +110,9 @@ final class Registrar {
         }
         slotStream[slot] = stream; // published to the consumer by publish's bit update
         stream.record().enqueuedProof(proof);
-        counters.flagWrites.increment();
+        counters.increment(Counter.FLAG_WRITES);
         if (counted) {
-            counters.registrations.increment();
+            counters.increment(Counter.REGISTRATIONS);
         }
         if (table.publish(ticket, completion)) {
             reactor.wakeScanner(); // idle-to-active: the bit's read-modify-write came first
@@ -155,13 +155,13 @@ final class Registrar {
         }
         if (enqueued) {
             stream.record().enqueuedProof(fb.proof);
-            counters.fallbacks.increment(); // only now: a refused callback is no fallback (it is an error)
+            counters.increment(Counter.FALLBACKS); // only now: a refused callback is no fallback (it is an error)
             ReactorEvents.fallback(stream, reason == NO_SLOTS_USED ? FallbackEvent.HOST_CALLBACK_STRATEGY
                     : reason == WRITE_REFUSED ? FallbackEvent.WRITE_REFUSED : FallbackEvent.POOL_EXHAUSTED);
         } else if (fb.cancel(completion)) {
             if (stream.queryState() == StreamState.FAULTED) {
                 if (countFault) {
-                    counters.faults.increment();
+                    counters.increment(Counter.FAULTS);
                 }
                 throw reactor.checks().faultOf(stream);
             }
