@@ -140,7 +140,7 @@ final class BlockingWait {
         FallbackRegistration fallback = null;
         if (!Registrar.armed(ticket)) {
             path(slow, SlowAwaitEvent.FALLBACK);
-            fallback = registrar.registerFallback(stream, waiter, ticket);
+            fallback = registrar.registerFallback(stream, waiter, FallbackReason.of(ticket));
             ticket = fallback.ticket;
         } else if (spin && spinOnOwnFlag(waiter, ticket, predicted, interruptible, timed, deadline)) {
             path(slow, SlowAwaitEvent.INLINE);

@@ -64,7 +64,7 @@ final class CallbackRegistrations {
         }
         FallbackRegistration fb;
         try {
-            fb = registrar.registerFallback(stream, completion, ticket);
+            fb = registrar.registerFallback(stream, completion, FallbackReason.of(ticket));
         } catch (GpuFaultException e) {
             // The stream faulted after the check above (the registrar counted it): report it the
             // way a fault seen by that check is reported, through onDone.

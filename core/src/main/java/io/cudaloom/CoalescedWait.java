@@ -145,7 +145,7 @@ final class CoalescedWait {
         try {
             long ticket = registrar.tryArm(stream, delivery, counted);
             if (!Registrar.armed(ticket)) {
-                registrar.registerFallback(stream, delivery, ticket, false); // members count a fault
+                registrar.registerFallback(stream, delivery, FallbackReason.of(ticket), false); // members count a fault
             }
             return ticket;
         } catch (RuntimeException e) {

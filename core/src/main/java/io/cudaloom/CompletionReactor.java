@@ -286,7 +286,7 @@ public final class CompletionReactor {
             record.enqueuedProof(proof);
             long ticket = registrar.tryArm(stream, tracker, false);
             if (!Registrar.armed(ticket)) {
-                registrar.registerFallback(stream, tracker, ticket, false); // no one's outcome
+                registrar.registerFallback(stream, tracker, FallbackReason.of(ticket), false); // no one's outcome
             }
             counters.increment(Counter.TRACKERS);
         } catch (RuntimeException dropped) {

@@ -62,12 +62,12 @@ final class ReactorEvents {
         return event;
     }
 
-    static void fallback(GpuStream stream, String reason) {
+    static void fallback(GpuStream stream, FallbackReason reason) {
         if (FlightRecorder.isInitialized() && Types.FALLBACK.isEnabled()) {
             FallbackEvent event = new FallbackEvent();
             event.device = stream.device().name();
             event.stream = stream.toString();
-            event.reason = reason;
+            event.reason = reason.eventReason;
             event.commit();
         }
     }
