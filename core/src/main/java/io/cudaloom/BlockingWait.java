@@ -279,9 +279,9 @@ final class BlockingWait {
      * blocker is the reactor.
      *
      * @param registration what to withdraw on timeout or interrupt: a fallback or a group
-     *     membership; null for the waiter's own slot
+     *     membership; null for the waiter's own slot (withdrawn from the table, no handle)
      */
-    boolean parkUntilDelivered(Waiter waiter, long ticket, @Nullable Withdrawable registration,
+    boolean parkUntilDelivered(Waiter waiter, long ticket, @Nullable Registration registration,
             boolean interruptible, boolean timed, long deadline) throws InterruptedException {
         boolean interrupted = false;
         while (!waiter.isDelivered(ticket)) {
@@ -321,8 +321,8 @@ final class BlockingWait {
         return true;
     }
 
-    private boolean withdraw(Waiter waiter, long ticket, @Nullable Withdrawable registration) {
-        return registration != null ? registration.withdraw(waiter) : table.cancel(ticket, waiter);
+    private boolean withdraw(Waiter waiter, long ticket, @Nullable Registration registration) {
+        return registration != null ? registration.cancel() : table.cancel(ticket, waiter);
     }
 
     private static void restoreInterrupt(boolean interrupted) {

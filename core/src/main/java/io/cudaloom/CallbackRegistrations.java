@@ -26,7 +26,7 @@ final class CallbackRegistrations {
      * returns, on this thread; else on the scanner, a host-callback or the closing thread), or this
      * throws and {@code onDone} never runs.
      *
-     * <p>Withdrawal ({@link Registration#withdraw}) races delivery on one cell, exactly as a timed-out
+     * <p>Withdrawal ({@link Registration#cancel}) races delivery on one cell, exactly as a timed-out
      * await does: the slot's payload (SlotTable ordering 6: compare-and-set against the consumer's
      * get-and-set) or the fallback's target (compare-and-set against get-and-set), so exactly one
      * side wins. The {@code Completion} below is a new object per registration, which is what makes
@@ -71,6 +71,6 @@ final class CallbackRegistrations {
             onDone.accept(e);
             return Registration.DELIVERED;
         }
-        return () -> counters.abandoned(fb.cancel(completion));
+        return () -> counters.abandoned(fb.cancel());
     }
 }

@@ -157,7 +157,7 @@ final class Registrar {
             stream.record().enqueuedProof(fb.proof);
             counters.increment(Counter.FALLBACKS); // only now: a refused callback is no fallback (it is an error)
             ReactorEvents.fallback(stream, reason);
-        } else if (fb.cancel(completion)) {
+        } else if (fb.cancel()) {
             if (stream.queryState() == StreamState.FAULTED) {
                 if (countFault) {
                     counters.increment(Counter.FAULTS);
@@ -172,7 +172,7 @@ final class Registrar {
             throw e;
         }
         // Dekker with close() (class comment): the set insertion above is a volatile write.
-        if (reactor.isClosed() && fb.cancel(completion)) {
+        if (reactor.isClosed() && fb.cancel()) {
             throw reactor.lifecycle().closedFailure();
         }
         return fb;
