@@ -72,8 +72,8 @@ final class BlockingWait {
         // then does an earlier proof answer for this event without asking the driver.
         reactor.checks().checkMayBlock(stream); // first: a kernel may run before its own launch is counted
         if (coalesced != null && stream.isKnownComplete(required) && !reactor.isClosed() && !stream.isClosed()) {
-            counters.immediate.increment();
-            counters.completions.increment();
+            counters.increment(Counter.IMMEDIATE);
+            counters.increment(Counter.COMPLETIONS);
             return true;
         }
         boolean poll = timed && nanos <= 0; // "is it done?": ask the driver, whatever the hint says
@@ -140,7 +140,7 @@ final class BlockingWait {
         FallbackRegistration fallback = null;
         if (!Registrar.armed(ticket)) {
             path(slow, SlowAwaitEvent.FALLBACK);
-            fallback = registrar.registerFallback(stream, waiter, ticket);
+            fallback = registrar.registerFallback(stream, waiter, FallbackReason.of(ticket));
             ticket = fallback.ticket;
         } else if (spin && spinOnOwnFlag(waiter, ticket, predicted, interruptible, timed, deadline)) {
             path(slow, SlowAwaitEvent.INLINE);
@@ -173,8 +173,8 @@ final class BlockingWait {
             if (table.flagSet(ticket)) {
                 if (table.cancel(ticket, waiter)) {
                     waiter.landed();
-                    counters.inlineCompletions.increment();
-                    counters.completions.increment();
+                    counters.increment(Counter.INLINE_COMPLETIONS);
+                    counters.increment(Counter.COMPLETIONS);
                     return true;
                 }
                 return false; // the scanner took the payload: its delivery and unpark follow
@@ -259,7 +259,7 @@ final class BlockingWait {
         while (!waiter.isDelivered(memberTicket)) {
             if (table.flagSet(slotTicket)) {
                 if (table.cancel(slotTicket, payload)) {
-                    counters.inlineCompletions.increment();
+                    counters.increment(Counter.INLINE_COMPLETIONS);
                     payload.complete(slotTicket, null); // the scanner retires the slot, and records its proof
                 }
                 return;
@@ -279,9 +279,9 @@ final class BlockingWait {
      * blocker is the reactor.
      *
      * @param registration what to withdraw on timeout or interrupt: a fallback or a group
-     *     membership; null for the waiter's own slot
+     *     membership; null for the waiter's own slot (withdrawn from the table, no handle)
      */
-    boolean parkUntilDelivered(Waiter waiter, long ticket, @Nullable Withdrawable registration,
+    boolean parkUntilDelivered(Waiter waiter, long ticket, @Nullable Registration registration,
             boolean interruptible, boolean timed, long deadline) throws InterruptedException {
         boolean interrupted = false;
         while (!waiter.isDelivered(ticket)) {
@@ -313,16 +313,16 @@ final class BlockingWait {
         RuntimeException failure = waiter.failure();
         if (failure != null) {
             if (failure instanceof GpuFaultException) {
-                counters.faults.increment();
+                counters.increment(Counter.FAULTS);
             }
             throw Failures.anew(failure); // thrown anew, so the stack trace is the waiter's
         }
-        counters.completions.increment();
+        counters.increment(Counter.COMPLETIONS);
         return true;
     }
 
-    private boolean withdraw(Waiter waiter, long ticket, @Nullable Withdrawable registration) {
-        return registration != null ? registration.withdraw(waiter) : table.cancel(ticket, waiter);
+    private boolean withdraw(Waiter waiter, long ticket, @Nullable Registration registration) {
+        return registration != null ? registration.cancel() : table.cancel(ticket, waiter);
     }
 
     private static void restoreInterrupt(boolean interrupted) {

@@ -26,7 +26,7 @@ final class CallbackRegistrations {
      * returns, on this thread; else on the scanner, a host-callback or the closing thread), or this
      * throws and {@code onDone} never runs.
      *
-     * <p>Withdrawal ({@link Registration#withdraw}) races delivery on one cell, exactly as a timed-out
+     * <p>Withdrawal ({@link Registration#cancel}) races delivery on one cell, exactly as a timed-out
      * await does: the slot's payload (SlotTable ordering 6: compare-and-set against the consumer's
      * get-and-set) or the fallback's target (compare-and-set against get-and-set), so exactly one
      * side wins. The {@code Completion} below is a new object per registration, which is what makes
@@ -52,9 +52,9 @@ final class CallbackRegistrations {
         }
         Completion completion = (ticket, failure) -> {
             if (failure == null) {
-                counters.completions.increment();
+                counters.increment(Counter.COMPLETIONS);
             } else if (failure instanceof GpuFaultException) {
-                counters.faults.increment();
+                counters.increment(Counter.FAULTS);
             }
             onDone.accept(failure);
         };
@@ -64,13 +64,13 @@ final class CallbackRegistrations {
         }
         FallbackRegistration fb;
         try {
-            fb = registrar.registerFallback(stream, completion, ticket);
+            fb = registrar.registerFallback(stream, completion, FallbackReason.of(ticket));
         } catch (GpuFaultException e) {
             // The stream faulted after the check above (the registrar counted it): report it the
             // way a fault seen by that check is reported, through onDone.
             onDone.accept(e);
             return Registration.DELIVERED;
         }
-        return () -> counters.abandoned(fb.cancel(completion));
+        return () -> counters.abandoned(fb.cancel());
     }
 }

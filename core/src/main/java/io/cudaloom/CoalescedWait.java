@@ -70,12 +70,12 @@ final class CoalescedWait {
             WaitGroup last = record.lastGroup;
             if (last != null && last.covers(required)) {
                 if (last.join(member)) {
-                    counters.coalesced.increment();
+                    counters.increment(Counter.COALESCED);
                     return blocking.parkUntilDelivered(waiter, member.ticket, member, interruptible, timed, deadline);
                 }
                 if (last.deliveredFailure() == null) { // delivered: the work it covers, ours too, is done
-                    counters.immediate.increment();
-                    counters.completions.increment();
+                    counters.increment(Counter.IMMEDIATE);
+                    counters.increment(Counter.COMPLETIONS);
                     return true;
                 }
                 // A failed group (fault, close) says nothing about later ones: check afresh.
@@ -86,13 +86,13 @@ final class CoalescedWait {
             WaitGroup open = record.commit.open();
             if (open != null && open.isOpen()) { // ordering 1: required was read before this
                 if (open.join(member)) {
-                    counters.coalesced.increment();
+                    counters.increment(Counter.COALESCED);
                     armOpenIfRoom(stream, record);
                     return blocking.parkUntilDelivered(waiter, member.ticket, member, interruptible, timed, deadline);
                 }
                 if (open.deliveredFailure() == null) { // armed and delivered since: it covered us
-                    counters.immediate.increment();
-                    counters.completions.increment();
+                    counters.increment(Counter.IMMEDIATE);
+                    counters.increment(Counter.COMPLETIONS);
                     return true;
                 }
                 continue;
@@ -112,7 +112,7 @@ final class CoalescedWait {
             WaitGroup gathering = WaitGroup.open(relay);
             gathering.join(member);
             if (record.commit.installOpen(open, gathering)) {
-                counters.coalesced.increment(); // it shares the next write with whoever gathers with it
+                counters.increment(Counter.COALESCED); // it shares the next write with whoever gathers with it
                 armOpenIfRoom(stream, record); // ordering 2: installed, now look for room
                 return blocking.parkUntilDelivered(waiter, member.ticket, member, interruptible, timed, deadline);
             }
@@ -145,7 +145,7 @@ final class CoalescedWait {
         try {
             long ticket = registrar.tryArm(stream, delivery, counted);
             if (!Registrar.armed(ticket)) {
-                registrar.registerFallback(stream, delivery, ticket, false); // members count a fault
+                registrar.registerFallback(stream, delivery, FallbackReason.of(ticket), false); // members count a fault
             }
             return ticket;
         } catch (RuntimeException e) {

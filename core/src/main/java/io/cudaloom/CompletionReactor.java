@@ -67,7 +67,8 @@ public final class CompletionReactor {
      * callbacks; Registrar: arming and fallback; Scanner: the loop, delivery, fault
      * probe and quarantine, and the consumer's half of shutdown; ReactorLifecycle: the one
      * lifecycle state, close and reclaim; ReactorThreads: the threads it starts;
-     * ReactorCounters: the counters and the stats snapshot; ReactorEvents: the JFR
+     * Counter: every counter, declared once (its names, who writes it, where it is shown);
+     * ReactorCounters: the multi-writer counters and the stats snapshot; ReactorEvents: the JFR
      * events, each allocation-free while disabled; ReactorObservability: the
      * ReactorMXBean and the periodic JFR hook, installed when the reactor opens and removed
      * when it closes. This class wires them together and is what the rest of the library calls.
@@ -196,7 +197,7 @@ public final class CompletionReactor {
     void awaited(long nanos, String outcome) {
         latency.record(nanos);
         if (outcome == SlowAwaitEvent.TIMED_OUT) { // a constant: loads no JFR class
-            counters.timeouts.increment();
+            counters.increment(Counter.TIMEOUTS);
         }
     }
 
@@ -221,7 +222,7 @@ public final class CompletionReactor {
 
     /** The scanner's wake-up, made by a registrant after the volatile write that armed work (SlotTable ordering 9). */
     void wakeScanner() {
-        counters.scannerUnparks.increment();
+        counters.increment(Counter.SCANNER_UNPARKS);
         LockSupport.unpark(scannerThread);
     }
 
@@ -255,8 +256,8 @@ public final class CompletionReactor {
     }
 
     void countAdmissionWait(long nanos) {
-        counters.admissionWaits.increment();
-        counters.admissionWaitNanos.add(nanos);
+        counters.increment(Counter.ADMISSION_WAITS);
+        counters.add(Counter.ADMISSION_WAIT_NANOS, nanos);
     }
 
     /**
@@ -285,9 +286,9 @@ public final class CompletionReactor {
             record.enqueuedProof(proof);
             long ticket = registrar.tryArm(stream, tracker, false);
             if (!Registrar.armed(ticket)) {
-                registrar.registerFallback(stream, tracker, ticket, false); // no one's outcome
+                registrar.registerFallback(stream, tracker, FallbackReason.of(ticket), false); // no one's outcome
             }
-            counters.trackers.increment();
+            counters.increment(Counter.TRACKERS);
         } catch (RuntimeException dropped) {
             record.trackerFailed();
             // closed or faulted: StreamRecord.openGate lets the parked submitters through

@@ -19,16 +19,13 @@ import jdk.jfr.Name;
 final class FallbackEvent extends jdk.jfr.Event {
     static final String NAME = "io.cudaloom.Fallback";
 
-    static final String POOL_EXHAUSTED = "pool exhausted";
-    static final String WRITE_REFUSED = "write refused";
-    static final String HOST_CALLBACK_STRATEGY = "HOST_CALLBACK strategy";
-
     @Label("Device")
     String device = "";
 
     @Label("Stream")
     String stream = "";
 
+    /** {@link FallbackReason#eventReason}: one value per {@link FallbackReason}, each named in the description. */
     @Label("Reason")
     @Description("pool exhausted: no completion slot was free; write refused: the stream refused the "
             + "flag write; HOST_CALLBACK strategy: the reactor uses no slots")

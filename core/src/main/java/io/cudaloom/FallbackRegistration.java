@@ -8,9 +8,9 @@ import org.jspecify.annotations.Nullable;
  * A registration served by a host callback on the stream instead of a slot (pool exhausted, flag
  * write refused, or the HOST_CALLBACK strategy). Its target is taken exactly once, with an atomic
  * get-and-set, by whichever comes first: the host callback ({@link #run}), the scanner's fault
- * probe, the closing thread, or the waiter withdrawing it ({@link #cancel}, a compare-and-set).
+ * probe, the closing thread, or the registrant withdrawing it ({@link #cancel}, a compare-and-set).
  */
-final class FallbackRegistration implements Runnable, Withdrawable {
+final class FallbackRegistration implements Runnable, Registration {
     private static final VarHandle TARGET;
 
     static {
@@ -75,14 +75,16 @@ final class FallbackRegistration implements Runnable, Withdrawable {
         return true;
     }
 
+    /**
+     * Withdraw the target; true if it will never be delivered. The target is the one it was made
+     * with until it is taken (set to null, never to another), so the compare-and-set against the
+     * value just read is the compare-and-set against that target: it fails exactly when
+     * {@link #complete} (or an earlier cancel) took it first.
+     */
     @Override
-    public boolean withdraw(Waiter waiter) {
-        return cancel(waiter);
-    }
-
-    /** Withdraw the target; true if it will never be delivered. */
-    boolean cancel(Completion expected) {
-        if (TARGET.compareAndSet(this, expected, null)) {
+    public boolean cancel() {
+        Completion expected = (Completion) TARGET.getVolatile(this);
+        if (expected != null && TARGET.compareAndSet(this, expected, null)) {
             registrar.fallbackFinished(this);
             return true;
         }

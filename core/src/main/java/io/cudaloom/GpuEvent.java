@@ -45,9 +45,6 @@ import org.jspecify.annotations.Nullable;
  * counts only the close's registration (a timeout or a cancel there is not counted as abandoned).
  */
 public final class GpuEvent {
-    /** What {@link #subscribe} returns when the outcome was handed to the executor at once. */
-    private static final Subscription DELIVERED = () -> false;
-
     private final CompletionReactor reactor;
     private final GpuStream stream;
     /** The stream's submission count when the event was taken: the work this event stands for. */
@@ -162,7 +159,7 @@ public final class GpuEvent {
             future.complete(null);
             return future;
         }
-        Subscription registration;
+        Registration registration;
         try {
             registration = register(delivery(executor, failure -> {
                 if (failure == null) {
@@ -175,7 +172,7 @@ public final class GpuEvent {
             future.completeExceptionally(closed); // register threw: its callback will never run
             return future;
         }
-        if (registration != DELIVERED) {
+        if (registration != Registration.DELIVERED) {
             // Runs once the future completes, whoever completes it. After our own delivery the
             // payload is already taken, so the withdrawal fails and counts nothing; after a cancel
             // (or any other completion by the caller) it succeeds unless delivery won the race.
@@ -285,13 +282,13 @@ public final class GpuEvent {
         Objects.requireNonNull(onDone, "onDone");
         if (done) {
             executor.execute(() -> onDone.accept(null));
-            return DELIVERED;
+            return Registration.DELIVERED;
         }
         try {
             return register(delivery(executor, onDone));
         } catch (ReactorClosedException closed) {
             executor.execute(() -> onDone.accept(closed)); // register threw: its callback never runs
-            return DELIVERED;
+            return Registration.DELIVERED;
         }
     }
 
@@ -362,10 +359,10 @@ public final class GpuEvent {
      * @throws ReactorClosedException if the reactor is closed ({@code deliver} will never run)
      * @throws IllegalStateException if the reactor refuses, or the drain does not cover this event
      */
-    private Subscription register(Consumer<@Nullable RuntimeException> deliver) {
+    private Registration register(Consumer<@Nullable RuntimeException> deliver) {
         // A wait in progress (LiveResources.Kind.WAIT) until delivered, withdrawn or refused.
         ResourceLedger.Lease pending = stream.device().ledger.callbackRegistered();
-        Subscription s;
+        Registration s;
         try {
             s = registerCounted(failure -> {
                 pending.run();
@@ -375,7 +372,7 @@ public final class GpuEvent {
             pending.run();
             throw e;
         }
-        if (s == DELIVERED) {
+        if (s == Registration.DELIVERED) {
             return s;
         }
         return () -> {
@@ -387,12 +384,11 @@ public final class GpuEvent {
         };
     }
 
-    private Subscription registerCounted(Consumer<@Nullable RuntimeException> deliver) {
+    private Registration registerCounted(Consumer<@Nullable RuntimeException> deliver) {
         StreamDrain drain = stream.drainAfterClose();
         if (drain == null) {
             try {
-                Registration registration = reactor.register(stream, deliver);
-                return registration == Registration.DELIVERED ? DELIVERED : registration::withdraw;
+                return reactor.register(stream, deliver);
             } catch (IllegalStateException refused) {
                 if (refused instanceof ReactorClosedException || (drain = stream.drainAfterClose()) == null) {
                     throw refused;
@@ -404,11 +400,10 @@ public final class GpuEvent {
         }
         if (knownComplete()) {
             deliver.accept(null);
-            return DELIVERED;
+            return Registration.DELIVERED;
         }
         checkCovered(drain);
-        Subscription subscription = drain.subscribe(deliver);
-        return subscription == StreamDrain.DELIVERED ? DELIVERED : subscription;
+        return drain.subscribe(deliver);
     }
 
     /**

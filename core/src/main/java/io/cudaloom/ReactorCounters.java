@@ -4,62 +4,59 @@ import io.cudaloom.protocol.SlotTable;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
- * The reactor's multi-writer counters (registrants on any thread add to them); the scanner's own,
- * single-writer counters live in {@link Scanner}. {@link #snapshot} reads both.
+ * The reactor's multi-writer counters (registrants on any thread add to them): one
+ * {@link LongAdder} per {@link Counter.Source#ADDER} counter, indexed by its ordinal. The
+ * scanner's own, single-writer counters live in {@link Scanner}; {@link #snapshot} reads both, and
+ * samples the rest.
  */
 final class ReactorCounters {
-    final LongAdder registrations = new LongAdder();
-    final LongAdder completions = new LongAdder();
-    final LongAdder inlineCompletions = new LongAdder();
-    final LongAdder immediate = new LongAdder();
-    final LongAdder fallbacks = new LongAdder();
-    final LongAdder abandoned = new LongAdder();
-    final LongAdder faults = new LongAdder();
-    final LongAdder scannerUnparks = new LongAdder();
-    final LongAdder coalesced = new LongAdder();
-    final LongAdder flagWrites = new LongAdder();
-    final LongAdder admissionWaits = new LongAdder();
-    final LongAdder admissionWaitNanos = new LongAdder();
-    final LongAdder trackers = new LongAdder();
-    final LongAdder timeouts = new LongAdder();
+    /** By {@link Counter#ordinal()}; null for a counter that is not an adder. */
+    private final LongAdder[] adders = new LongAdder[Counter.COUNT];
+
+    ReactorCounters() {
+        for (Counter c : Counter.ALL) {
+            if (c.source == Counter.Source.ADDER) {
+                adders[c.ordinal()] = new LongAdder();
+            }
+        }
+    }
+
+    /** Counts one; {@code c} must be an {@link Counter.Source#ADDER} counter. Allocation-free. */
+    void increment(Counter c) {
+        adders[c.ordinal()].increment();
+    }
+
+    /** Adds {@code n}; {@code c} must be an {@link Counter.Source#ADDER} counter. Allocation-free. */
+    void add(Counter c, long n) {
+        adders[c.ordinal()].add(n);
+    }
 
     /** Counts a withdrawal that succeeded; returns {@code withdrawn}. */
     boolean abandoned(boolean withdrawn) {
         if (withdrawn) {
-            abandoned.increment();
+            increment(Counter.ABANDONED);
         }
         return withdrawn;
     }
 
     /** {@link CompletionReactor#stats()}: these counters, the scanner's and the table's, now. */
     ReactorStats snapshot(SlotTable<?> table, Scanner scanner, Thread scannerThread, int waitersNow, long workInFlight) {
-        return ReactorStats.builder()
-                .capacity(table.capacity())
-                .armedNow(table.armedCount())
-                .freeSlots(table.freeCount())
-                .registrations(registrations.sum())
-                .completions(completions.sum())
-                .inlineCompletions(inlineCompletions.sum())
-                .immediate(immediate.sum())
-                .fallbacks(fallbacks.sum())
-                .abandoned(abandoned.sum())
-                .faults(faults.sum())
-                .scannerParks(scanner.count(Scanner.PARKS))
-                .scannerTimedParks(scanner.count(Scanner.TIMED_PARKS))
-                .scannerUnparks(scannerUnparks.sum())
-                .scanPasses(scanner.count(Scanner.PASSES))
-                .faultProbes(scanner.count(Scanner.PROBES))
-                .quarantined((int) scanner.count(Scanner.QUARANTINED))
-                .coalesced(coalesced.sum())
-                .scannerErrors(scanner.count(Scanner.ERRORS))
-                .scannerCpuNanos(scanner.cpuNanos(scannerThread))
-                .flagWrites(flagWrites.sum())
-                .admissionWaits(admissionWaits.sum())
-                .admissionWaitNanos(admissionWaitNanos.sum())
-                .trackers(trackers.sum())
-                .timeouts(timeouts.sum())
-                .waitersNow(waitersNow)
-                .workInFlight(workInFlight)
-                .build();
+        long[] values = new long[Counter.COUNT];
+        for (Counter c : Counter.ALL) {
+            values[c.ordinal()] = switch (c.source) {
+                case ADDER -> adders[c.ordinal()].sum();
+                case SCANNER -> scanner.count(c);
+                case SAMPLED -> switch (c) {
+                    case CAPACITY -> table.capacity();
+                    case ARMED_NOW -> table.armedCount();
+                    case FREE_SLOTS -> table.freeCount();
+                    case SCANNER_CPU_NANOS -> scanner.cpuNanos(scannerThread);
+                    case WAITERS_NOW -> waitersNow;
+                    case WORK_IN_FLIGHT -> workInFlight;
+                    default -> throw new AssertionError(c + " is sampled, but the snapshot does not say how");
+                };
+            };
+        }
+        return new ReactorStats(values);
     }
 }

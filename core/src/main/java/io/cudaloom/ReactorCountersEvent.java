@@ -15,6 +15,12 @@ import jdk.jfr.Timespan;
  * (or, if Flight Recorder is not initialized yet, when it is) and removes when it closes
  * ({@link ReactorObservability}). The fields are {@link ReactorStats}'s accessors, by the same
  * names; counters are cumulative since the device opened.
+ *
+ * <p>JFR reads an event's fields from its class, so each {@link Counter} has its field declared
+ * here, named {@link Counter#statName} and of its {@link Counter#type}: {@link ReactorEvents#counters}
+ * sets every one of them from the snapshot by that name, and CounterSurfacesTest fails for a counter
+ * whose field is missing (or of another type). The labels and descriptions are JFR metadata, and
+ * stay here.
  */
 @Name(ReactorCountersEvent.NAME)
 @Label("Reactor Counters")

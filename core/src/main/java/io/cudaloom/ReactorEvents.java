@@ -1,5 +1,7 @@
 package io.cudaloom;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import jdk.jfr.EventType;
 import jdk.jfr.FlightRecorder;
 import org.jspecify.annotations.Nullable;
@@ -60,12 +62,12 @@ final class ReactorEvents {
         return event;
     }
 
-    static void fallback(GpuStream stream, String reason) {
+    static void fallback(GpuStream stream, FallbackReason reason) {
         if (FlightRecorder.isInitialized() && Types.FALLBACK.isEnabled()) {
             FallbackEvent event = new FallbackEvent();
             event.device = stream.device().name();
             event.stream = stream.toString();
-            event.reason = reason;
+            event.reason = reason.eventReason;
             event.commit();
         }
     }
@@ -81,7 +83,32 @@ final class ReactorEvents {
         }
     }
 
-    /** The periodic hook's body: one {@link ReactorCountersEvent} with the reactor's counters now. */
+    /**
+     * The {@link ReactorCountersEvent} field of each counter, by {@link Counter#ordinal()}: the field
+     * named {@link Counter#statName}, of the counter's type. Looked up once, when the first counters
+     * event is emitted (Flight Recorder is initialized by then). A counter without its field is left
+     * out of the event (monitoring never fails the reactor); CounterSurfacesTest fails for it.
+     */
+    private static final class CounterFields {
+        static final @Nullable VarHandle[] FIELDS = new VarHandle[Counter.COUNT];
+
+        static {
+            MethodHandles.Lookup lookup = MethodHandles.lookup();
+            for (Counter c : Counter.ALL) {
+                try {
+                    FIELDS[c.ordinal()] = lookup.findVarHandle(ReactorCountersEvent.class, c.statName, c.type.javaType);
+                } catch (ReflectiveOperationException e) {
+                    FIELDS[c.ordinal()] = null; // a declaration missing from the event: left out
+                }
+            }
+        }
+    }
+
+    /**
+     * The periodic hook's body: one {@link ReactorCountersEvent} with the reactor's counters now,
+     * each in its field by name; a negative nanosecond counter (scannerCpuNanos where the JVM cannot
+     * tell) as {@code Long.MIN_VALUE}, JFR's "N/A".
+     */
     static void counters(CompletionReactor reactor) {
         ReactorCountersEvent event = new ReactorCountersEvent();
         if (!event.isEnabled()) {
@@ -89,33 +116,18 @@ final class ReactorEvents {
         }
         ReactorStats s = reactor.stats();
         event.device = reactor.device().name();
-        event.capacity = s.capacity();
-        event.armedNow = s.armedNow();
-        event.freeSlots = s.freeSlots();
-        event.quarantined = s.quarantined();
-        event.registrations = s.registrations();
-        event.completions = s.completions();
-        event.inlineCompletions = s.inlineCompletions();
-        event.immediate = s.immediate();
-        event.fallbacks = s.fallbacks();
-        event.abandoned = s.abandoned();
-        event.faults = s.faults();
-        event.coalesced = s.coalesced();
-        event.flagWrites = s.flagWrites();
-        event.admissionWaits = s.admissionWaits();
-        event.admissionWaitNanos = s.admissionWaitNanos();
-        event.trackers = s.trackers();
-        event.scannerParks = s.scannerParks();
-        event.scannerTimedParks = s.scannerTimedParks();
-        event.scannerUnparks = s.scannerUnparks();
-        event.scanPasses = s.scanPasses();
-        event.faultProbes = s.faultProbes();
-        event.scannerErrors = s.scannerErrors();
-        long cpu = s.scannerCpuNanos();
-        event.scannerCpuNanos = cpu < 0 ? Long.MIN_VALUE : cpu; // JFR's "N/A" for a timespan
-        event.timeouts = s.timeouts();
-        event.waitersNow = s.waitersNow();
-        event.workInFlight = s.workInFlight();
+        for (Counter c : Counter.ALL) {
+            long value = s.get(c);
+            VarHandle field = CounterFields.FIELDS[c.ordinal()];
+            if (field == null) {
+                continue;
+            }
+            if (c.type == Counter.Type.INT) {
+                field.set(event, (int) value);
+            } else {
+                field.set(event, c.unit == Counter.Unit.NANOSECONDS && value < 0 ? Long.MIN_VALUE : value);
+            }
+        }
         AwaitLatency latency = reactor.awaitLatency();
         event.awaitP99Nanos = latency.p99Nanos();
         event.awaitMaxNanos = latency.maxNanos();

@@ -2,10 +2,17 @@ package io.cudaloom;
 
 import java.lang.management.ManagementFactory;
 import java.lang.ref.WeakReference;
+import java.lang.reflect.InvocationHandler;
+import java.lang.reflect.Method;
+import java.lang.reflect.Proxy;
+import java.util.HashMap;
+import java.util.Map;
 import java.util.Objects;
+import java.util.function.Function;
 import java.util.function.Supplier;
 import javax.management.InstanceAlreadyExistsException;
 import javax.management.JMException;
+import javax.management.MBeanAttributeInfo;
 import javax.management.MBeanServer;
 import javax.management.ObjectName;
 import javax.management.StandardMBean;
@@ -151,7 +158,7 @@ final class ReactorObservability {
         String device = deviceName;
         try {
             MBeanServer server = mbeanServer.get();
-            StandardMBean bean = new StandardMBean(new Bean(reactor, device), ReactorMXBean.class, true);
+            StandardMBean bean = mbean(ReactorMXBean.class, Counter.Group.OPERATOR, reactor, device);
             try {
                 return server.registerMBean(bean, objectName(device)).getObjectName();
             } catch (InstanceAlreadyExistsException taken) { // another open device of that name
@@ -166,7 +173,7 @@ final class ReactorObservability {
 
     private @Nullable ObjectName registerInternals(ObjectName operator) {
         try {
-            StandardMBean bean = new StandardMBean(new Internals(reactor, deviceName), ReactorInternalsMXBean.class, true);
+            StandardMBean bean = mbean(ReactorInternalsMXBean.class, Counter.Group.INTERNAL, reactor, deviceName);
             return mbeanServer.get().registerMBean(bean, internalsName(operator)).getObjectName();
         } catch (JMException | RuntimeException e) {
             LOG.log(System.Logger.Level.WARNING, () -> "cuda-loom: the internals MXBean of " + deviceName
@@ -245,94 +252,97 @@ final class ReactorObservability {
         return countersHook;
     }
 
-    /** The MXBean: every attribute from a fresh snapshot. */
-    private static final class Bean implements ReactorMXBean {
-        private final WeakReference<CompletionReactor> ref;
-        private final String deviceName;
-
-        Bean(WeakReference<CompletionReactor> ref, String deviceName) {
-            this.ref = Objects.requireNonNull(ref);
-            this.deviceName = deviceName;
-        }
-
-        /** The stats of a live reactor; a collected one (never closed) was unregistered by its cleaning, or is about to be. */
-        private ReactorStats stats() {
-            CompletionReactor r = ref.get();
-            if (r == null) {
-                throw new IllegalStateException(deviceName + " was garbage-collected without being closed");
+    /**
+     * The MXBean of {@code type} ({@link ReactorMXBean} for the {@link Counter.Group#OPERATOR}
+     * counters, {@link ReactorInternalsMXBean} for the {@link Counter.Group#INTERNAL} ones), each
+     * attribute from a fresh snapshot, with the counter's {@link Counter#description} as the
+     * attribute's description.
+     */
+    private static <T> StandardMBean mbean(Class<T> type, Counter.Group group, WeakReference<CompletionReactor> ref,
+            String deviceName) {
+        T attributes = type.cast(Proxy.newProxyInstance(type.getClassLoader(), new Class<?>[] {type},
+                new Attributes(type, group, ref, deviceName)));
+        return new StandardMBean(attributes, type, true) {
+            @Override
+            protected String getDescription(MBeanAttributeInfo info) {
+                Counter c = Counter.ofAttribute(info.getName());
+                return c != null ? c.description : super.getDescription(info);
             }
-            return r.stats();
-        }
-
-        @Override public String getDeviceName() { return deviceName; }
-        @Override public String getStrategy() {
-            CompletionReactor r = ref.get();
-            return r == null ? "collected" : r.config().strategy().name();
-        }
-        @Override public int getCapacity() { return stats().capacity(); }
-        @Override public long getArmedNow() { return stats().armedNow(); }
-        @Override public int getFreeSlots() { return stats().freeSlots(); }
-        @Override public int getQuarantined() { return stats().quarantined(); }
-        @Override public long getRegistrations() { return stats().registrations(); }
-        @Override public long getCompletions() { return stats().completions(); }
-
-        private AwaitLatency latency() {
-            CompletionReactor r = ref.get();
-            if (r == null) {
-                throw new IllegalStateException(deviceName + " was garbage-collected without being closed");
-            }
-            return r.awaitLatency();
-        }
-
-        @Override public long getImmediate() { return stats().immediate(); }
-        @Override public long getFallbacks() { return stats().fallbacks(); }
-        @Override public long getAbandoned() { return stats().abandoned(); }
-        @Override public long getFaults() { return stats().faults(); }
-        @Override public long getTimeouts() { return stats().timeouts(); }
-        @Override public int getWaitersNow() { return stats().waitersNow(); }
-        @Override public long getWorkInFlight() { return stats().workInFlight(); }
-        @Override public long getAdmissionWaits() { return stats().admissionWaits(); }
-        @Override public long getAdmissionWaitNanos() { return stats().admissionWaitNanos(); }
-        @Override public long getScannerErrors() { return stats().scannerErrors(); }
-        @Override public long getAwaitCount() { return latency().count(); }
-        @Override public long getAwaitP50Nanos() { return latency().p50Nanos(); }
-        @Override public long getAwaitP90Nanos() { return latency().p90Nanos(); }
-        @Override public long getAwaitP99Nanos() { return latency().p99Nanos(); }
-        @Override public long getAwaitP999Nanos() { return latency().p999Nanos(); }
-        @Override public long getAwaitMaxNanos() { return latency().maxNanos(); }
-        @Override public double getAwaitMeanNanos() { return latency().meanNanos(); }
-        @Override public long getAwaitRecentP99Nanos() { return latency().recentP99Nanos(); }
-        @Override public long getSlowAwaitThresholdNanos() { return latency().slowAwaitThresholdNanos(); }
+        };
     }
 
-    /** The internals MXBean: every attribute from a fresh snapshot. */
-    private static final class Internals implements ReactorInternalsMXBean {
+    /**
+     * What the MXBeans' getters answer. A getter named after a counter of the bean's group
+     * ({@code get} + {@link Counter#attribute()}) answers that counter of {@link CompletionReactor#stats()};
+     * {@code getDeviceName}, {@code getStrategy} and the {@code Await*} attributes
+     * ({@link CompletionReactor#awaitLatency()}) are answered here by name. Each getter of the
+     * interface is resolved once, when the bean is made: one that is neither fails the
+     * registration (and CounterSurfacesTest), so a counter's getter needs no code here.
+     */
+    private static final class Attributes implements InvocationHandler {
+        /** The attributes that are no counter, by getter name. */
+        private static final Map<String, Function<CompletionReactor, Object>> OTHERS = Map.ofEntries(
+                Map.entry("getStrategy", r -> r.config().strategy().name()),
+                Map.entry("getAwaitCount", r -> r.awaitLatency().count()),
+                Map.entry("getAwaitP50Nanos", r -> r.awaitLatency().p50Nanos()),
+                Map.entry("getAwaitP90Nanos", r -> r.awaitLatency().p90Nanos()),
+                Map.entry("getAwaitP99Nanos", r -> r.awaitLatency().p99Nanos()),
+                Map.entry("getAwaitP999Nanos", r -> r.awaitLatency().p999Nanos()),
+                Map.entry("getAwaitMaxNanos", r -> r.awaitLatency().maxNanos()),
+                Map.entry("getAwaitMeanNanos", r -> r.awaitLatency().meanNanos()),
+                Map.entry("getAwaitRecentP99Nanos", r -> r.awaitLatency().recentP99Nanos()),
+                Map.entry("getSlowAwaitThresholdNanos", r -> r.awaitLatency().slowAwaitThresholdNanos()));
+
         private final WeakReference<CompletionReactor> ref;
         private final String deviceName;
+        /** Every getter of the interface but getDeviceName, and how it is answered. */
+        private final Map<Method, Function<CompletionReactor, Object>> getters = new HashMap<>();
 
-        Internals(WeakReference<CompletionReactor> ref, String deviceName) {
+        Attributes(Class<?> type, Counter.Group group, WeakReference<CompletionReactor> ref, String deviceName) {
             this.ref = Objects.requireNonNull(ref);
             this.deviceName = deviceName;
+            for (Method m : type.getMethods()) {
+                String name = m.getName();
+                if (name.equals("getDeviceName")) {
+                    continue;
+                }
+                Counter c = name.startsWith("get") ? Counter.ofAttribute(name.substring(3)) : null;
+                Function<CompletionReactor, Object> answer;
+                if (c != null && c.group == group) {
+                    answer = c.type == Counter.Type.INT ? r -> (int) r.stats().get(c) : r -> r.stats().get(c);
+                } else {
+                    answer = OTHERS.get(name);
+                }
+                if (answer == null) {
+                    throw new IllegalStateException(type.getSimpleName() + "." + name
+                            + " is neither a counter of the " + group + " group nor an attribute ReactorObservability knows");
+                }
+                getters.put(m, answer);
+            }
         }
 
-        private ReactorStats.Internals internals() {
+        @Override
+        public Object invoke(Object proxy, Method method, Object @Nullable [] args) {
+            String name = method.getName();
+            if (method.getDeclaringClass() == Object.class) {
+                return switch (name) {
+                    case "equals" -> args != null && proxy == args[0];
+                    case "hashCode" -> System.identityHashCode(proxy);
+                    default -> "MXBean of " + deviceName;
+                };
+            }
+            if (name.equals("getDeviceName")) {
+                return deviceName;
+            }
             CompletionReactor r = ref.get();
             if (r == null) {
+                // a collected reactor (never closed) was unregistered by its cleaning, or is about to be
+                if (name.equals("getStrategy")) {
+                    return "collected";
+                }
                 throw new IllegalStateException(deviceName + " was garbage-collected without being closed");
             }
-            return r.stats().internals();
+            return Objects.requireNonNull(getters.get(method), name).apply(r);
         }
-
-        @Override public String getDeviceName() { return deviceName; }
-        @Override public long getInlineCompletions() { return internals().inlineCompletions(); }
-        @Override public long getCoalesced() { return internals().coalesced(); }
-        @Override public long getFlagWrites() { return internals().flagWrites(); }
-        @Override public long getTrackers() { return internals().trackers(); }
-        @Override public long getScannerParks() { return internals().scannerParks(); }
-        @Override public long getScannerTimedParks() { return internals().scannerTimedParks(); }
-        @Override public long getScannerUnparks() { return internals().scannerUnparks(); }
-        @Override public long getScanPasses() { return internals().scanPasses(); }
-        @Override public long getFaultProbes() { return internals().faultProbes(); }
-        @Override public long getScannerCpuNanos() { return internals().scannerCpuNanos(); }
     }
 }

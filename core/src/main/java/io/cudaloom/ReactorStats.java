@@ -24,62 +24,30 @@ import org.jspecify.annotations.Nullable;
  * {@link #builder()} (for test doubles and tools). Two snapshots are equal when every counter is.
  * The same counters are published as JMX attributes ({@link ReactorMXBean}) and as the periodic
  * JDK Flight Recorder event {@code io.cudaloom.ReactorCounters}.
+ *
+ * <p>(Maintainers: each counter is declared once, by a constant of the package-private enum
+ * {@code Counter}, which also says how it is counted and where it is published; a snapshot is one
+ * array of values indexed by it, which the accessors here read.)
  */
 public final class ReactorStats {
-    private final int capacity;
-    private final long armedNow;
-    private final int freeSlots;
-    private final long registrations;
-    private final long completions;
-    private final long inlineCompletions;
-    private final long immediate;
-    private final long fallbacks;
-    private final long abandoned;
-    private final long faults;
-    private final long scannerParks;
-    private final long scannerTimedParks;
-    private final long scannerUnparks;
-    private final long scanPasses;
-    private final long faultProbes;
-    private final int quarantined;
-    private final long coalesced;
-    private final long scannerErrors;
-    private final long scannerCpuNanos;
-    private final long flagWrites;
-    private final long admissionWaits;
-    private final long admissionWaitNanos;
-    private final long trackers;
-    private final long timeouts;
-    private final int waitersNow;
-    private final long workInFlight;
+    /** Every counter's value, by {@link Counter#ordinal()}: {@link Counter} says what each one is. */
+    private final long[] values;
 
-    private ReactorStats(Builder b) {
-        this.capacity = b.capacity;
-        this.armedNow = b.armedNow;
-        this.freeSlots = b.freeSlots;
-        this.registrations = b.registrations;
-        this.completions = b.completions;
-        this.inlineCompletions = b.inlineCompletions;
-        this.immediate = b.immediate;
-        this.fallbacks = b.fallbacks;
-        this.abandoned = b.abandoned;
-        this.faults = b.faults;
-        this.scannerParks = b.scannerParks;
-        this.scannerTimedParks = b.scannerTimedParks;
-        this.scannerUnparks = b.scannerUnparks;
-        this.scanPasses = b.scanPasses;
-        this.faultProbes = b.faultProbes;
-        this.quarantined = b.quarantined;
-        this.coalesced = b.coalesced;
-        this.scannerErrors = b.scannerErrors;
-        this.scannerCpuNanos = b.scannerCpuNanos;
-        this.flagWrites = b.flagWrites;
-        this.admissionWaits = b.admissionWaits;
-        this.admissionWaitNanos = b.admissionWaitNanos;
-        this.trackers = b.trackers;
-        this.timeouts = b.timeouts;
-        this.waitersNow = b.waitersNow;
-        this.workInFlight = b.workInFlight;
+    /** A snapshot of {@code values} (by ordinal), which it keeps: the caller must not change them. */
+    ReactorStats(long[] values) {
+        if (values.length != Counter.COUNT) {
+            throw new IllegalArgumentException(values.length + " values for " + Counter.COUNT + " counters");
+        }
+        this.values = values;
+    }
+
+    /** The value of {@code c} (an int counter's is in int range). */
+    long get(Counter c) {
+        return values[c.ordinal()];
+    }
+
+    private int getInt(Counter c) {
+        return (int) values[c.ordinal()];
     }
 
     /** A builder whose counters all start at 0. */
@@ -88,103 +56,103 @@ public final class ReactorStats {
     }
 
     /** Completion slots. */
-    public int capacity() { return capacity; }
+    public int capacity() { return getInt(Counter.CAPACITY); }
 
     /** Slots armed and not yet retired. */
-    public long armedNow() { return armedNow; }
+    public long armedNow() { return get(Counter.ARMED_NOW); }
 
     /** Slots on the free list (exact only while quiescent). */
-    public int freeSlots() { return freeSlots; }
+    public int freeSlots() { return getInt(Counter.FREE_SLOTS); }
 
     /** Awaits and callbacks that armed a slot. */
-    public long registrations() { return registrations; }
+    public long registrations() { return get(Counter.REGISTRATIONS); }
 
     /** Awaits that returned normally (any path), and callbacks completed without failure. */
-    public long completions() { return completions; }
+    public long completions() { return get(Counter.COMPLETIONS); }
 
     /** Of the completions, those completed by the waiter's own spin, without a wake-up. */
-    public long inlineCompletions() { return inlineCompletions; }
+    public long inlineCompletions() { return get(Counter.INLINE_COMPLETIONS); }
 
     /** Awaits that found their stream already idle and registered nothing. */
-    public long immediate() { return immediate; }
+    public long immediate() { return get(Counter.IMMEDIATE); }
 
     /**
      * Registrations served by a host callback: the pool was exhausted, the flag write was refused,
      * or the strategy is {@link CompletionStrategy#HOST_CALLBACK}.
      */
-    public long fallbacks() { return fallbacks; }
+    public long fallbacks() { return get(Counter.FALLBACKS); }
 
     /**
      * Awaits that gave up (timeout, interrupt) while registered, and non-blocking registrations
      * withdrawn before delivery (a cancelled future or coroutine, {@link GpuEvent.Subscription#cancel()}
      * returning true).
      */
-    public long abandoned() { return abandoned; }
+    public long abandoned() { return get(Counter.ABANDONED); }
 
     /** Awaits and callbacks that ended with a device fault. */
-    public long faults() { return faults; }
+    public long faults() { return get(Counter.FAULTS); }
 
     /** Times the scanner parked with nothing armed. */
-    public long scannerParks() { return scannerParks; }
+    public long scannerParks() { return get(Counter.SCANNER_PARKS); }
 
     /** Timed parks of the scanner's back-off while slots stayed armed. */
-    public long scannerTimedParks() { return scannerTimedParks; }
+    public long scannerTimedParks() { return get(Counter.SCANNER_TIMED_PARKS); }
 
     /** Unparks of the scanner by registrants (idle-to-active transitions). */
-    public long scannerUnparks() { return scannerUnparks; }
+    public long scannerUnparks() { return get(Counter.SCANNER_UNPARKS); }
 
     /** Scan passes. */
-    public long scanPasses() { return scanPasses; }
+    public long scanPasses() { return get(Counter.SCAN_PASSES); }
 
     /** Fault-probe rounds (stream queries made by the scanner). */
-    public long faultProbes() { return faultProbes; }
+    public long faultProbes() { return get(Counter.FAULT_PROBES); }
 
     /** Slots held back because a device write into them might still land. */
-    public int quarantined() { return quarantined; }
+    public int quarantined() { return getInt(Counter.QUARANTINED); }
 
     /** Awaits that joined another waiter's slot instead of arming their own. */
-    public long coalesced() { return coalesced; }
+    public long coalesced() { return get(Counter.COALESCED); }
 
     /**
      * Exceptions and errors the scanner caught in its loop (a backend hook that threw, for
      * example); each was reported to the scanner thread's uncaught-exception handler.
      */
-    public long scannerErrors() { return scannerErrors; }
+    public long scannerErrors() { return get(Counter.SCANNER_ERRORS); }
 
     /** CPU time the scanner thread has used (its total once it has stopped; -1 where the JVM cannot tell). */
-    public long scannerCpuNanos() { return scannerCpuNanos; }
+    public long scannerCpuNanos() { return get(Counter.SCANNER_CPU_NANOS); }
 
     /**
      * Device flag writes enqueued ({@code cuStreamWriteValue32} on CUDA): one per registration
      * that armed a slot. With shared flag writes (the default, {@link ReactorConfig.Builder#coalesce})
      * many waiters share one, so under load this stays far below the awaits.
      */
-    public long flagWrites() { return flagWrites; }
+    public long flagWrites() { return get(Counter.FLAG_WRITES); }
 
     /** Submissions that found their stream's admission bound reached and waited (parked) for room. */
-    public long admissionWaits() { return admissionWaits; }
+    public long admissionWaits() { return get(Counter.ADMISSION_WAITS); }
 
     /** Total time submissions spent waiting for admission, in nanoseconds. */
-    public long admissionWaitNanos() { return admissionWaitNanos; }
+    public long admissionWaitNanos() { return get(Counter.ADMISSION_WAIT_NANOS); }
 
     /**
      * Flag writes (or host callbacks) the reactor enqueued on its own, with no waiter, to prove a
      * full stream's work complete and so return its admission permits when nobody awaits it.
      * Included in {@link #flagWrites()} when a slot served it.
      */
-    public long trackers() { return trackers; }
+    public long trackers() { return get(Counter.TRACKERS); }
 
     /** Blocking awaits that timed out while registered (a part of {@link #abandoned()}). */
-    public long timeouts() { return timeouts; }
+    public long timeouts() { return get(Counter.TIMEOUTS); }
 
     /** Threads inside a blocking await now (registered or about to; a gauge, not a count). */
-    public int waitersNow() { return waitersNow; }
+    public int waitersNow() { return getInt(Counter.WAITERS_NOW); }
 
     /**
      * Work entries submitted to the device's open streams and not yet proven complete (a gauge):
      * the sum of {@link GpuStream#workInFlight()}.
      */
-    public long workInFlight() { return workInFlight; }
+    public long workInFlight() { return get(Counter.WORK_IN_FLIGHT); }
 
     /** The reactor's internals: the scanner's and the protocol's counters, apart from the operator metrics. */
     public Internals internals() { return new Internals(); }
@@ -198,136 +166,106 @@ public final class ReactorStats {
         private Internals() {}
 
         /** {@link ReactorStats#inlineCompletions()}. */
-        public long inlineCompletions() { return inlineCompletions; }
+        public long inlineCompletions() { return get(Counter.INLINE_COMPLETIONS); }
         /** {@link ReactorStats#coalesced()}. */
-        public long coalesced() { return coalesced; }
+        public long coalesced() { return get(Counter.COALESCED); }
         /** {@link ReactorStats#flagWrites()}. */
-        public long flagWrites() { return flagWrites; }
+        public long flagWrites() { return get(Counter.FLAG_WRITES); }
         /** {@link ReactorStats#trackers()}. */
-        public long trackers() { return trackers; }
+        public long trackers() { return get(Counter.TRACKERS); }
         /** {@link ReactorStats#scannerParks()}. */
-        public long scannerParks() { return scannerParks; }
+        public long scannerParks() { return get(Counter.SCANNER_PARKS); }
         /** {@link ReactorStats#scannerTimedParks()}. */
-        public long scannerTimedParks() { return scannerTimedParks; }
+        public long scannerTimedParks() { return get(Counter.SCANNER_TIMED_PARKS); }
         /** {@link ReactorStats#scannerUnparks()}. */
-        public long scannerUnparks() { return scannerUnparks; }
+        public long scannerUnparks() { return get(Counter.SCANNER_UNPARKS); }
         /** {@link ReactorStats#scanPasses()}. */
-        public long scanPasses() { return scanPasses; }
+        public long scanPasses() { return get(Counter.SCAN_PASSES); }
         /** {@link ReactorStats#faultProbes()}. */
-        public long faultProbes() { return faultProbes; }
+        public long faultProbes() { return get(Counter.FAULT_PROBES); }
         /** {@link ReactorStats#scannerCpuNanos()}. */
-        public long scannerCpuNanos() { return scannerCpuNanos; }
+        public long scannerCpuNanos() { return get(Counter.SCANNER_CPU_NANOS); }
 
+        /** {@code ReactorStats.Internals[inlineCompletions=..., ...]}, every internal counter by name. */
         @Override
         public String toString() {
-            return "ReactorStats.Internals[inlineCompletions=" + inlineCompletions + ", coalesced=" + coalesced
-                    + ", flagWrites=" + flagWrites + ", trackers=" + trackers + ", scannerParks=" + scannerParks
-                    + ", scannerTimedParks=" + scannerTimedParks + ", scannerUnparks=" + scannerUnparks
-                    + ", scanPasses=" + scanPasses + ", faultProbes=" + faultProbes
-                    + ", scannerCpuNanos=" + scannerCpuNanos + "]";
+            return print("ReactorStats.Internals[", Counter.Group.INTERNAL);
         }
     }
 
-    /** The names of the internal counters ({@link Internals}); every other counter is an operator metric. */
-    static final java.util.Set<String> INTERNAL = java.util.Set.of("inlineCompletions", "coalesced", "flagWrites",
-            "trackers", "scannerParks", "scannerTimedParks", "scannerUnparks", "scanPasses", "faultProbes",
-            "scannerCpuNanos");
-
-    /** Every counter in declaration order: what equals, hashCode and toString compare and print. */
-    private long[] values() {
-        return new long[] {capacity, armedNow, freeSlots, registrations, completions, inlineCompletions, immediate,
-            fallbacks, abandoned, faults, scannerParks, scannerTimedParks, scannerUnparks, scanPasses, faultProbes,
-            quarantined, coalesced, scannerErrors, scannerCpuNanos, flagWrites, admissionWaits, admissionWaitNanos, trackers,
-            timeouts, waitersNow, workInFlight};
+    /**
+     * {@code prefix}, then {@code name=value} of every counter (of {@code group}; null: all) in
+     * declaration order, then {@code ]}.
+     */
+    private String print(String prefix, Counter.@Nullable Group group) {
+        StringBuilder sb = new StringBuilder(prefix);
+        String separator = "";
+        for (Counter c : Counter.ALL) {
+            if (group == null || c.group == group) {
+                sb.append(separator).append(c.statName).append('=').append(values[c.ordinal()]);
+                separator = ", ";
+            }
+        }
+        return sb.append(']').toString();
     }
-
-    private static final String[] NAMES = {"capacity", "armedNow", "freeSlots", "registrations", "completions",
-        "inlineCompletions", "immediate", "fallbacks", "abandoned", "faults", "scannerParks", "scannerTimedParks",
-        "scannerUnparks", "scanPasses", "faultProbes", "quarantined", "coalesced", "scannerErrors",
-        "scannerCpuNanos", "flagWrites", "admissionWaits", "admissionWaitNanos", "trackers", "timeouts", "waitersNow",
-        "workInFlight"};
 
     @Override
     public boolean equals(@Nullable Object o) {
-        return o instanceof ReactorStats other && Arrays.equals(values(), other.values());
+        return o instanceof ReactorStats other && Arrays.equals(values, other.values);
     }
 
     @Override
     public int hashCode() {
-        return Arrays.hashCode(values());
+        return Arrays.hashCode(values);
     }
 
     /** {@code ReactorStats[capacity=4096, armedNow=0, ...]}, every counter by name. */
     @Override
     public String toString() {
-        long[] values = values();
-        StringBuilder sb = new StringBuilder("ReactorStats[");
-        for (int i = 0; i < values.length; i++) {
-            sb.append(i == 0 ? "" : ", ").append(NAMES[i]).append('=').append(values[i]);
-        }
-        return sb.append(']').toString();
+        return print("ReactorStats[", null);
     }
 
     /** Builds a {@link ReactorStats}; unset counters are 0. Not thread-safe. */
     public static final class Builder {
-        private int capacity;
-        private long armedNow;
-        private int freeSlots;
-        private long registrations;
-        private long completions;
-        private long inlineCompletions;
-        private long immediate;
-        private long fallbacks;
-        private long abandoned;
-        private long faults;
-        private long scannerParks;
-        private long scannerTimedParks;
-        private long scannerUnparks;
-        private long scanPasses;
-        private long faultProbes;
-        private int quarantined;
-        private long coalesced;
-        private long scannerErrors;
-        private long scannerCpuNanos;
-        private long flagWrites;
-        private long admissionWaits;
-        private long admissionWaitNanos;
-        private long trackers;
-        private long timeouts;
-        private int waitersNow;
-        private long workInFlight;
+        /** By {@link Counter#ordinal()}, as {@link ReactorStats#values}. */
+        private final long[] values = new long[Counter.COUNT];
 
         private Builder() {}
 
-        public Builder capacity(int v) { capacity = v; return this; }
-        public Builder armedNow(long v) { armedNow = v; return this; }
-        public Builder freeSlots(int v) { freeSlots = v; return this; }
-        public Builder registrations(long v) { registrations = v; return this; }
-        public Builder completions(long v) { completions = v; return this; }
-        public Builder inlineCompletions(long v) { inlineCompletions = v; return this; }
-        public Builder immediate(long v) { immediate = v; return this; }
-        public Builder fallbacks(long v) { fallbacks = v; return this; }
-        public Builder abandoned(long v) { abandoned = v; return this; }
-        public Builder faults(long v) { faults = v; return this; }
-        public Builder scannerParks(long v) { scannerParks = v; return this; }
-        public Builder scannerTimedParks(long v) { scannerTimedParks = v; return this; }
-        public Builder scannerUnparks(long v) { scannerUnparks = v; return this; }
-        public Builder scanPasses(long v) { scanPasses = v; return this; }
-        public Builder faultProbes(long v) { faultProbes = v; return this; }
-        public Builder quarantined(int v) { quarantined = v; return this; }
-        public Builder coalesced(long v) { coalesced = v; return this; }
-        public Builder scannerErrors(long v) { scannerErrors = v; return this; }
-        public Builder scannerCpuNanos(long v) { scannerCpuNanos = v; return this; }
-        public Builder flagWrites(long v) { flagWrites = v; return this; }
-        public Builder admissionWaits(long v) { admissionWaits = v; return this; }
-        public Builder admissionWaitNanos(long v) { admissionWaitNanos = v; return this; }
-        public Builder trackers(long v) { trackers = v; return this; }
-        public Builder timeouts(long v) { timeouts = v; return this; }
-        public Builder waitersNow(int v) { waitersNow = v; return this; }
-        public Builder workInFlight(long v) { workInFlight = v; return this; }
+        private Builder set(Counter c, long v) {
+            values[c.ordinal()] = v;
+            return this;
+        }
+
+        public Builder capacity(int v) { return set(Counter.CAPACITY, v); }
+        public Builder armedNow(long v) { return set(Counter.ARMED_NOW, v); }
+        public Builder freeSlots(int v) { return set(Counter.FREE_SLOTS, v); }
+        public Builder registrations(long v) { return set(Counter.REGISTRATIONS, v); }
+        public Builder completions(long v) { return set(Counter.COMPLETIONS, v); }
+        public Builder inlineCompletions(long v) { return set(Counter.INLINE_COMPLETIONS, v); }
+        public Builder immediate(long v) { return set(Counter.IMMEDIATE, v); }
+        public Builder fallbacks(long v) { return set(Counter.FALLBACKS, v); }
+        public Builder abandoned(long v) { return set(Counter.ABANDONED, v); }
+        public Builder faults(long v) { return set(Counter.FAULTS, v); }
+        public Builder scannerParks(long v) { return set(Counter.SCANNER_PARKS, v); }
+        public Builder scannerTimedParks(long v) { return set(Counter.SCANNER_TIMED_PARKS, v); }
+        public Builder scannerUnparks(long v) { return set(Counter.SCANNER_UNPARKS, v); }
+        public Builder scanPasses(long v) { return set(Counter.SCAN_PASSES, v); }
+        public Builder faultProbes(long v) { return set(Counter.FAULT_PROBES, v); }
+        public Builder quarantined(int v) { return set(Counter.QUARANTINED, v); }
+        public Builder coalesced(long v) { return set(Counter.COALESCED, v); }
+        public Builder scannerErrors(long v) { return set(Counter.SCANNER_ERRORS, v); }
+        public Builder scannerCpuNanos(long v) { return set(Counter.SCANNER_CPU_NANOS, v); }
+        public Builder flagWrites(long v) { return set(Counter.FLAG_WRITES, v); }
+        public Builder admissionWaits(long v) { return set(Counter.ADMISSION_WAITS, v); }
+        public Builder admissionWaitNanos(long v) { return set(Counter.ADMISSION_WAIT_NANOS, v); }
+        public Builder trackers(long v) { return set(Counter.TRACKERS, v); }
+        public Builder timeouts(long v) { return set(Counter.TIMEOUTS, v); }
+        public Builder waitersNow(int v) { return set(Counter.WAITERS_NOW, v); }
+        public Builder workInFlight(long v) { return set(Counter.WORK_IN_FLIGHT, v); }
 
         public ReactorStats build() {
-            return new ReactorStats(this);
+            return new ReactorStats(values.clone());
         }
     }
 }

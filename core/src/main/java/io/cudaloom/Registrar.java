@@ -54,20 +54,17 @@ final class Registrar {
 
     /*
      * Registering takes two calls, so that the common case allocates nothing: tryArm, and when it
-     * returns no ticket, registerFallback with its answer (the reason for the fallback). Both throw
+     * returns no ticket, registerFallback with the reason its answer encodes
+     * (FallbackReason.of(answer); the encoding is FallbackReason's). Both throw
      * ReactorClosedException if the reactor closed while registering; registerFallback throws
      * GpuFaultException (the stream faulted) or IllegalStateException (refused for another reason)
      * when the stream refuses the callback too.
      */
 
-    /** {@link #tryArm}'s answer when no slot was free (tickets are never negative). */
-    static final long NO_FREE_SLOT = SlotTable.NO_SLOT;
-    /** {@link #tryArm}'s answer when the stream refused the flag write. */
-    static final long WRITE_REFUSED = -2L;
-    /** {@link #tryArm}'s answer under the HOST_CALLBACK strategy, which uses no slots. */
-    static final long NO_SLOTS_USED = -3L;
-
-    /** Whether {@link #tryArm}'s answer is a ticket; if not, it is the reason to fall back. */
+    /**
+     * Whether {@link #tryArm}'s answer is a ticket (never negative); if not, it is a
+     * {@link FallbackReason#answer()}, the reason to fall back ({@link FallbackReason#of}).
+     */
     static boolean armed(long answer) {
         return answer >= 0;
     }
@@ -78,8 +75,9 @@ final class Registrar {
 
     /**
      * Claim, reset, enqueue the device write, publish. Returns the ticket, or, when the caller must
-     * fall back, why: {@link #NO_SLOTS_USED} (the strategy), {@link #NO_FREE_SLOT} or
-     * {@link #WRITE_REFUSED} (the device refused the write).
+     * fall back, why, as {@link FallbackReason#answer()}: {@link FallbackReason#HOST_CALLBACK_STRATEGY},
+     * {@link FallbackReason#POOL_EXHAUSTED} or {@link FallbackReason#WRITE_REFUSED} (the device
+     * refused the write). {@link #armed} tells which.
      */
     long tryArm(GpuStream stream, Completion completion) {
         return tryArm(stream, completion, true);
@@ -88,11 +86,11 @@ final class Registrar {
     /** {@link #tryArm(GpuStream, Completion)}; {@code counted} is false for a tracker, which is no registration. */
     long tryArm(GpuStream stream, Completion completion, boolean counted) {
         if (!useSlots) {
-            return NO_SLOTS_USED;
+            return FallbackReason.HOST_CALLBACK_STRATEGY.answer();
         }
         long ticket = table.claim();
         if (ticket == SlotTable.NO_SLOT) {
-            return NO_FREE_SLOT;
+            return FallbackReason.POOL_EXHAUSTED.answer();
         }
         int slot = SlotTable.slotOf(ticket);
         table.resetFlag(ticket); // before the device write: a stale 0 must not land after its 1
@@ -106,13 +104,13 @@ final class Registrar {
         }
         if (!enqueued) {
             table.release(ticket);
-            return WRITE_REFUSED;
+            return FallbackReason.WRITE_REFUSED.answer();
         }
         slotStream[slot] = stream; // published to the consumer by publish's bit update
         stream.record().enqueuedProof(proof);
-        counters.flagWrites.increment();
+        counters.increment(Counter.FLAG_WRITES);
         if (counted) {
-            counters.registrations.increment();
+            counters.increment(Counter.REGISTRATIONS);
         }
         if (table.publish(ticket, completion)) {
             reactor.wakeScanner(); // idle-to-active: the bit's read-modify-write came first
@@ -125,20 +123,22 @@ final class Registrar {
     }
 
     /**
-     * Serves {@code completion} by a host callback on the stream; {@code reason} is what
-     * {@link #tryArm} answered instead of a ticket. A fault found here is thrown, and counted as a
-     * faulted await or callback (ReactorStats.faults) for the caller whose outcome it is.
+     * Serves {@code completion} by a host callback on the stream; {@code reason} is why
+     * ({@link FallbackReason#of} of what {@link #tryArm} answered instead of a ticket). A fault
+     * found here is thrown, and counted as a faulted await or callback (ReactorStats.faults) for the
+     * caller whose outcome it is.
      */
-    FallbackRegistration registerFallback(GpuStream stream, Completion completion, long reason) {
+    FallbackRegistration registerFallback(GpuStream stream, Completion completion, FallbackReason reason) {
         return registerFallback(stream, completion, reason, true);
     }
 
     /**
-     * As {@link #registerFallback(GpuStream, Completion, long)}; {@code countFault} false where the
-     * fault thrown is not an outcome of its own: a shared write's (each member counts the fault it
-     * is delivered) or a tracker's (no one waits for it).
+     * As {@link #registerFallback(GpuStream, Completion, FallbackReason)}; {@code countFault} false
+     * where the fault thrown is not an outcome of its own: a shared write's (each member counts the
+     * fault it is delivered) or a tracker's (no one waits for it).
      */
-    FallbackRegistration registerFallback(GpuStream stream, Completion completion, long reason, boolean countFault) {
+    FallbackRegistration registerFallback(GpuStream stream, Completion completion, FallbackReason reason,
+            boolean countFault) {
         FallbackRegistration fb = new FallbackRegistration(this, stream, syntheticTicket(), completion,
                 stream.submissionCount()); // before the enqueue: the callback's proof
         fallbacks.add(fb);
@@ -155,13 +155,12 @@ final class Registrar {
         }
         if (enqueued) {
             stream.record().enqueuedProof(fb.proof);
-            counters.fallbacks.increment(); // only now: a refused callback is no fallback (it is an error)
-            ReactorEvents.fallback(stream, reason == NO_SLOTS_USED ? FallbackEvent.HOST_CALLBACK_STRATEGY
-                    : reason == WRITE_REFUSED ? FallbackEvent.WRITE_REFUSED : FallbackEvent.POOL_EXHAUSTED);
-        } else if (fb.cancel(completion)) {
+            counters.increment(Counter.FALLBACKS); // only now: a refused callback is no fallback (it is an error)
+            ReactorEvents.fallback(stream, reason);
+        } else if (fb.cancel()) {
             if (stream.queryState() == StreamState.FAULTED) {
                 if (countFault) {
-                    counters.faults.increment();
+                    counters.increment(Counter.FAULTS);
                 }
                 throw reactor.checks().faultOf(stream);
             }
@@ -173,7 +172,7 @@ final class Registrar {
             throw e;
         }
         // Dekker with close() (class comment): the set insertion above is a volatile write.
-        if (reactor.isClosed() && fb.cancel(completion)) {
+        if (reactor.isClosed() && fb.cancel()) {
             throw reactor.lifecycle().closedFailure();
         }
         return fb;

@@ -1,18 +1,32 @@
 package io.cudaloom;
 
 /**
- * A non-blocking registration, as {@link CallbackRegistrations#register} returns it:
- * {@link #withdraw} takes it back (a cancelled future) unless its delivery has already begun.
+ * A registration that can be withdrawn: the one handle type of the reactor's registrations that
+ * are not a blocking waiter's own slot. {@link #cancel()} withdraws it unless its delivery has
+ * begun: true if this call withdrew it (its delivery will now never run), false if the delivery
+ * won or an earlier {@code cancel()} already withdrew it. Non-blocking, idempotent, callable from
+ * any thread. Each implementation decides with one atomic operation on one cell, racing the
+ * deliverer's on the same cell (see each one for its cell).
+ *
+ * <p>What implements it:
+ * <ul>
+ *   <li>the non-blocking registrations handed out by {@link CallbackRegistrations#register} (a
+ *       slot's payload, or a {@link FallbackRegistration}), which count a successful withdrawal in
+ *       {@link ReactorStats#abandoned()};
+ *   <li>a subscription to a closed stream's {@link StreamDrain} (not counted);
+ *   <li>what a blocking waiter withdraws on timeout or interrupt ({@link BlockingWait#parkUntilDelivered}):
+ *       a {@link FallbackRegistration} or a {@link WaitGroup.Member}; the waiter counts it. A waiter
+ *       on its own slot has no handle: it withdraws with the slot table's compare-and-set, so that
+ *       the common await allocates nothing.
+ * </ul>
+ * It is a {@link GpuEvent.Subscription}, so {@link GpuEvent#subscribe} returns it as it is.
  */
 @FunctionalInterface
-interface Registration {
-    /** Nothing to withdraw: the outcome was delivered during {@link CallbackRegistrations#register} itself. */
-    Registration DELIVERED = () -> false;
-
+interface Registration extends GpuEvent.Subscription {
     /**
-     * Withdraws the registration: true if {@code onDone} will now never run (counted in
-     * {@link ReactorStats#abandoned()}); false if it has run or is running. Non-blocking,
-     * idempotent, callable from any thread.
+     * The one "already delivered" handle: nothing to withdraw, since the outcome was delivered (or
+     * handed to the executor) while registering; {@link #cancel()} is always false. Compared by
+     * identity, to skip the work a withdrawable registration needs.
      */
-    boolean withdraw();
+    Registration DELIVERED = () -> false;
 }

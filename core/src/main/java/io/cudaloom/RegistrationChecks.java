@@ -39,10 +39,10 @@ final class RegistrationChecks {
         StreamState state = stream.queryState();
         if (state == StreamState.IDLE) {
             stream.completedThrough(counted);
-            counters.immediate.increment();
-            counters.completions.increment();
+            counters.increment(Counter.IMMEDIATE);
+            counters.increment(Counter.COMPLETIONS);
         } else if (state == StreamState.FAULTED) {
-            counters.faults.increment();
+            counters.increment(Counter.FAULTS);
             throw faultOf(stream);
         }
         return state;

@@ -45,12 +45,6 @@ final class Scanner {
     /** Pause after a failed cycle, so a hook that keeps throwing costs little CPU. */
     private static final long ERROR_PAUSE_NANOS = 1_000_000L;
     private static final VarHandle COUNT = MethodHandles.arrayElementVarHandle(long[].class);
-    static final int PASSES = 0;
-    static final int PARKS = 1;
-    static final int TIMED_PARKS = 2;
-    static final int PROBES = 3;
-    static final int ERRORS = 4;
-    static final int QUARANTINED = 5;
 
     /** Timed parks park here; the untimed park is left to {@link Task}, which holds no strong reference. */
     private static final BackoffIdleStrategy.Parker DEFERRED_UNTIMED_PARK = new BackoffIdleStrategy.Parker() {
@@ -71,7 +65,11 @@ final class Scanner {
     private final SlotTable<Completion> table;
     private final ReactorConfig config;
     private final BackoffIdleStrategy idle;
-    private final long[] counts = new long[6];
+    /**
+     * The {@link Counter.Source#SCANNER} counters, by {@link Counter#ordinal()} (the other
+     * counters' elements stay 0): single writer, opaque stores and loads (class comment).
+     */
+    private final long[] counts = new long[Counter.COUNT];
 
     private final RetiredBatch<Completion> batch;
     private final RetiredBatch<Completion> failBatch;
@@ -109,16 +107,19 @@ final class Scanner {
         this.quarantineCheckNanos = firstQuarantineCheckNanos();
     }
 
-    long count(int which) {
-        return (long) COUNT.getOpaque(counts, which);
+    /** The scanner's counter {@code c} now (an opaque load; any thread). */
+    long count(Counter c) {
+        return (long) COUNT.getOpaque(counts, c.ordinal());
     }
 
-    private void increment(int which) {
-        COUNT.setOpaque(counts, which, counts[which] + 1);
+    /** Counts one of the scanner's counter {@code c} (the scanner thread only). */
+    private void increment(Counter c) {
+        int i = c.ordinal();
+        COUNT.setOpaque(counts, i, counts[i] + 1);
     }
 
     private void setQuarantined() {
-        COUNT.setOpaque(counts, QUARANTINED, (long) quarantine.size());
+        COUNT.setOpaque(counts, Counter.QUARANTINED.ordinal(), (long) quarantine.size());
     }
 
     // ---- the loop -----------------------------------------------------------------------------
@@ -212,7 +213,7 @@ final class Scanner {
     /** One cycle; returns how many registrations it retired. */
     int doWork() {
         table.scanOnce(batch);
-        increment(PASSES);
+        increment(Counter.SCAN_PASSES);
         int retired = batch.size();
         if (retired > 0) {
             deliver(batch, null);
@@ -244,17 +245,17 @@ final class Scanner {
         long deadline = quarantine.isEmpty() ? BackoffIdleStrategy.NO_DEADLINE : nextQuarantineCheckAt;
         switch (idle.idle(armed, System.nanoTime(), deadline)) {
             case PARK -> {
-                increment(PARKS);
+                increment(Counter.SCANNER_PARKS);
                 return true; // the strategy's park is deferred to the task (see task())
             }
-            case TIMED_PARK -> increment(TIMED_PARKS);
+            case TIMED_PARK -> increment(Counter.SCANNER_TIMED_PARKS);
             case SPUN -> { }
         }
         return false;
     }
 
     private void failed(Throwable t) {
-        increment(ERRORS);
+        increment(Counter.SCANNER_ERRORS);
         try {
             Thread self = Thread.currentThread();
             self.getUncaughtExceptionHandler().uncaughtException(self, t);
@@ -304,7 +305,7 @@ final class Scanner {
 
     /** Query the streams of pending slots and fallbacks; fail the waiters of faulted streams. */
     private void probeForFaults() {
-        increment(PROBES);
+        increment(Counter.FAULT_PROBES);
         probeStreams.clear();
         table.forEachArmed(true, collectProbeStream);
         registrar.forEachFallbackStream(probeStreams::add);

@@ -85,8 +85,6 @@ import org.jspecify.annotations.Nullable;
  * then reports what the backend does), and what its shutdown or release hook throws is logged.
  */
 final class StreamDrain {
-    /** What {@link #subscribe} returns when the outcome was handed over at once. */
-    static final GpuEvent.Subscription DELIVERED = () -> false;
     private static final System.Logger LOG = System.getLogger(GpuStream.class.getName());
     /** {@link #steps}: the close published this drain (after the backend's shutdown). */
     private static final int PUBLISHED = 1;
@@ -248,12 +246,14 @@ final class StreamDrain {
      * Hands {@code deliver} the outcome (null on success) once it is known: at once, on this
      * thread, if it is known now (then whatever {@code deliver} throws reaches the caller), else on
      * the delivering thread, which reports what {@code deliver} throws to its uncaught-exception
-     * handler (as {@code Scanner.completeGuarded} does). The returned subscription withdraws it.
+     * handler (as {@code Scanner.completeGuarded} does). The returned registration withdraws it
+     * (not counted in ReactorStats); {@link Registration#DELIVERED} if the outcome was handed over
+     * at once.
      */
-    GpuEvent.Subscription subscribe(Consumer<@Nullable RuntimeException> deliver) {
+    Registration subscribe(Consumer<@Nullable RuntimeException> deliver) {
         if (outcome.isDone()) {
             deliver.accept(failureOf(outcome));
-            return DELIVERED;
+            return Registration.DELIVERED;
         }
         AtomicReference<@Nullable Consumer<@Nullable RuntimeException>> cell = new AtomicReference<>(deliver);
         outcome.whenComplete((ignored, thrown) -> {

@@ -17,7 +17,7 @@ import org.jspecify.annotations.Nullable;
  * counted when the group read the count was already in the stream ahead of the group's write.
  *
  * <p>Hand-off: members are pushed on a lock-free stack ({@link #join}); delivery
- * ({@link #complete}) stores the failure, then swaps the stack for the {@link #DELIVERED}
+ * ({@link #complete}) stores the failure, then swaps the stack for the {@link #SEALED}
  * sentinel with a volatile get-and-set, so a join either lands before the swap (and is delivered)
  * or sees the sentinel (and reads the failure, written before the swap). Each member is
  * delivered or withdrawn exactly once by a compare-and-set on its own state.
@@ -49,7 +49,12 @@ import org.jspecify.annotations.Nullable;
  */
 final class WaitGroup implements Completion {
     private static final VarHandle HEAD;
-    private static final Member DELIVERED = new Member(null, 0L);
+    /**
+     * The head of a delivered group's stack: joins fail from then on. A marker of this lock-free
+     * stack only, compared by identity; never a member anyone waits on (no target, never delivered
+     * or withdrawn), and not to be confused with {@link Registration#DELIVERED}.
+     */
+    private static final Member SEALED = new Member(null, 0L);
 
     static {
         try {
@@ -124,7 +129,7 @@ final class WaitGroup implements Completion {
     boolean join(Member m) {
         for (;;) {
             Member h = (Member) HEAD.getVolatile(this);
-            if (h == DELIVERED) {
+            if (h == SEALED) {
                 return false;
             }
             m.next = h;
@@ -145,8 +150,8 @@ final class WaitGroup implements Completion {
      */
     @Override
     public void complete(long ticket, @Nullable RuntimeException failure) {
-        this.failure = failure; // before the swap: a join that sees DELIVERED reads it
-        Member list = (Member) HEAD.getAndSet(this, DELIVERED);
+        this.failure = failure; // before the swap: a join that sees SEALED reads it
+        Member list = (Member) HEAD.getAndSet(this, SEALED);
         if (relay) {
             deliverPart(list, null, failure);
         } else {
@@ -202,7 +207,7 @@ final class WaitGroup implements Completion {
      * Called by a member's own thread once its delivery was seen (after the volatile ticket read):
      * wakes the part of its group it was handed, if any.
      */
-    static void relayOf(Withdrawable registration) {
+    static void relayOf(Registration registration) {
         if (registration instanceof Member m && m.relayFrom != null) {
             Member from = m.relayFrom;
             m.relayFrom = null; // a membership is delivered once; clear for the collector's sake
@@ -210,8 +215,11 @@ final class WaitGroup implements Completion {
         }
     }
 
-    /** One waiter's membership: its own ticket, delivered or withdrawn once. */
-    static final class Member implements Withdrawable {
+    /**
+     * One waiter's membership: its own ticket, delivered or withdrawn once (the waiter's
+     * {@link Registration}: {@link #cancel} withdraws it).
+     */
+    static final class Member implements Registration {
         private static final VarHandle STATE;
 
         static {
@@ -248,8 +256,9 @@ final class WaitGroup implements Completion {
             return false;
         }
 
+        /** Withdraws the membership: true if it was still waiting (it will never be delivered now). */
         @Override
-        public boolean withdraw(Waiter waiter) {
+        public boolean cancel() {
             return STATE.compareAndSet(this, 0, 2);
         }
     }

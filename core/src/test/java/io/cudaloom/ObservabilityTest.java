@@ -743,50 +743,7 @@ class ObservabilityTest {
         assertFalse(name.isPattern());
     }
 
-    // ---- one set of counters everywhere -----------------------------------------------------------
-
-    @Test
-    void everyStatsCounterIsAnAttributeOfTheOperatorOrTheInternalsMXBeanAndAFieldOfThePeriodicEvent() throws Exception {
-        List<String> missing = new ArrayList<>();
-        EventType counters = EventType.getEventType(ReactorCountersEvent.class);
-        int checked = 0;
-        for (Method m : ReactorStats.class.getDeclaredMethods()) {
-            if (!Modifier.isPublic(m.getModifiers()) || Modifier.isStatic(m.getModifiers())
-                    || m.getParameterCount() != 0 || !(m.getReturnType() == int.class || m.getReturnType() == long.class)
-                    || m.getName().equals("hashCode")) {
-                continue;
-            }
-            checked++;
-            String getter = "get" + m.getName().substring(0, 1).toUpperCase(Locale.ROOT) + m.getName().substring(1);
-            boolean internal = ReactorStats.INTERNAL.contains(m.getName());
-            Class<?> bean = internal ? ReactorInternalsMXBean.class : ReactorMXBean.class;
-            Class<?> other = internal ? ReactorMXBean.class : ReactorInternalsMXBean.class;
-            try {
-                Method attribute = bean.getMethod(getter);
-                if (attribute.getReturnType() != m.getReturnType()) {
-                    missing.add(bean.getSimpleName() + "." + getter + " returns " + attribute.getReturnType());
-                }
-            } catch (NoSuchMethodException e) {
-                missing.add(bean.getSimpleName() + "." + getter);
-            }
-            if (Arrays.stream(other.getMethods()).anyMatch(o -> o.getName().equals(getter))) {
-                missing.add(getter + " is on " + other.getSimpleName() + " too: one group each");
-            }
-            if (internal) {
-                try {
-                    ReactorStats.Internals.class.getMethod(m.getName());
-                } catch (NoSuchMethodException e) {
-                    missing.add("ReactorStats.Internals." + m.getName());
-                }
-            }
-            if (counters.getField(m.getName()) == null) {
-                missing.add(ReactorCountersEvent.NAME + "." + m.getName());
-            }
-        }
-        assertEquals(26, checked, "ReactorStats' counters");
-        assertEquals(10, ReactorStats.INTERNAL.size(), "of them internals");
-        assertEquals(List.of(), missing);
-    }
+    // ---- one set of counters everywhere: CounterSurfacesTest ----------------------------------------
 
     @Test
     void theStatsValueClassComparesAndPrintsEveryCounter() {

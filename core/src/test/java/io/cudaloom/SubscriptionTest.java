@@ -103,6 +103,41 @@ class SubscriptionTest {
         assertEquals(0, device.reactor().stats().abandoned());
     }
 
+    /**
+     * Wherever the outcome is known while subscribing (a done event, an idle stream, a fault, a
+     * closed device, a closed stream whose drain has settled), the handle is the one
+     * {@link Registration#DELIVERED}: one sentinel for "nothing to withdraw", not one per layer.
+     */
+    @Test
+    void everyOutcomeKnownAtOnceGetsTheOneDeliveredHandle() throws Exception {
+        SimulatedDevice device = devices.track(SimulatedDevice.create());
+        SimulatedStream stream = device.newStream();
+        GpuEvent idle = stream.event();
+        assertSame(Registration.DELIVERED, new Recorder().subscribe(idle), "an idle stream (CallbackRegistrations)");
+        assertSame(Registration.DELIVERED, new Recorder().subscribe(idle), "a done event (GpuEvent)");
+
+        SimulatedStream faulty = device.newStream();
+        faulty.injectFault("illegal address (injected)");
+        Recorder fault = new Recorder();
+        await().atMost(LONG).until(() -> {
+            GpuEvent.Subscription s = fault.subscribe(faulty.event());
+            return s == Registration.DELIVERED && fault.failure.get() instanceof GpuFaultException;
+        });
+
+        // Without coalescing no proof is trusted, so the drain itself answers (StreamDrain.subscribe).
+        SimulatedDevice uncoalesced = devices.track(SimulatedDevice.create(ReactorConfig.builder().coalesce(false).build()));
+        SimulatedStream closing = uncoalesced.newStream();
+        GpuEvent beforeClose = closing.event();
+        closing.close(); // idle: the drain settles at once
+        assertSame(Registration.DELIVERED, new Recorder().subscribe(beforeClose), "a settled drain (StreamDrain)");
+
+        GpuEvent busy = device.newStream().event();
+        device.close();
+        Recorder closed = new Recorder();
+        assertSame(Registration.DELIVERED, closed.subscribe(busy), "a closed device");
+        assertInstanceOf(ReactorClosedException.class, closed.failure.get());
+    }
+
     @Test
     void aFaultIsDeliveredAsGpuFaultException() throws Exception {
         SimulatedDevice device = devices.track(SimulatedDevice.create());

@@ -85,7 +85,7 @@ class WaitGroupRelayTest {
         Random random = new Random(seed);
         boolean[] withdrawn = new boolean[n];
         for (int i = 0; i < n; i++) {
-            withdrawn[i] = random.nextInt(3) == 0 && f.members.get(i).withdraw(null);
+            withdrawn[i] = random.nextInt(3) == 0 && f.members.get(i).cancel();
         }
         RuntimeException failure = new IllegalStateException("closed");
         f.group.complete(0L, failure);

@@ -61,7 +61,7 @@ public class WaitGroupRelayTest {
 
     @Actor
     public void timeout() {
-        withdrew = members[WITHDRAWN].withdraw(null) ? 1 : 0;
+        withdrew = members[WITHDRAWN].cancel() ? 1 : 0;
     }
 
     @Arbiter

@@ -65,7 +65,7 @@ public class BrokenWaitGroupRelayTest {
 
     @Actor
     public void timeout() {
-        withdrew = members[WITHDRAWN].withdraw(null) ? 1 : 0;
+        withdrew = members[WITHDRAWN].cancel() ? 1 : 0;
     }
 
     @Arbiter
