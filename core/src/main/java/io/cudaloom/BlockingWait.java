@@ -163,7 +163,8 @@ final class BlockingWait {
      * were owed is waited for as usual. See SlotTable ordering 8.
      *
      * <p>A failed withdrawal means the scanner has taken our payload and is delivering it now; the
-     * waiter then parks, and the scanner's unpark (made after its volatile store of the ticket,
+     * waiter spins on that delivery for a while ({@link #awaitImminentDelivery}), then parks if it
+     * has not come, and the scanner's unpark (made after its volatile store of the ticket,
      * SlotTable ordering 9) wakes it.
      */
     private boolean spinOnOwnFlag(Waiter waiter, long ticket, long predicted, boolean interruptible, boolean timed,
@@ -177,7 +178,8 @@ final class BlockingWait {
                     counters.increment(Counter.COMPLETIONS);
                     return true;
                 }
-                return false; // the scanner took the payload: its delivery and unpark follow
+                awaitImminentDelivery(waiter, ticket, end, interruptible); // the scanner took the payload
+                return false;
             }
             if (System.nanoTime() - end >= 0 || interrupted(interruptible)) {
                 return false;
@@ -185,6 +187,25 @@ final class BlockingWait {
             Thread.onSpinWait();
         }
         return false; // delivered: parkUntilDelivered returns at once
+    }
+
+    /**
+     * After losing the race for a flag to the scanner (its get-and-set took the payload first),
+     * the delivery is being made now, a few hundred nanoseconds away: the waiter keeps spinning on
+     * it, a volatile read of the ticket that the scanner stores before its unpark (SlotTable
+     * ordering 9), through what is left of its spin window (at most {@code waiterSpinNanos} more),
+     * instead of parking at once. A park there costs a carrier's wake-up after the unpark: on the
+     * H200 (docs/issue20/s5-run3), 20 us kernels with 1,343-1,857 of 2,000 awaits losing that race
+     * took 31.6-35.2 us at p50 against 29.3-29.8 us for cuStreamSynchronize. The unpark then
+     * leaves a permit, which a later park of this thread consumes as a spurious return (every park
+     * loop here re-checks its condition).
+     */
+    private void awaitImminentDelivery(Waiter waiter, long ticket, long end, boolean interruptible) {
+        long now = System.nanoTime();
+        long until = end - now < config.waiterSpinNanos() ? end : now + config.waiterSpinNanos();
+        while (!waiter.isDelivered(ticket) && System.nanoTime() - until < 0 && !interrupted(interruptible)) {
+            Thread.onSpinWait();
+        }
     }
 
     /** Predictions longer than this are not slept through and spun at the end: the waiter just parks. */
@@ -261,6 +282,8 @@ final class BlockingWait {
                 if (table.cancel(slotTicket, payload)) {
                     counters.increment(Counter.INLINE_COMPLETIONS);
                     payload.complete(slotTicket, null); // the scanner retires the slot, and records its proof
+                } else {
+                    awaitImminentDelivery(waiter, memberTicket, end, interruptible); // the scanner took it
                 }
                 return;
             }
