@@ -314,9 +314,7 @@ final class Scanner {
                 state = stream.queryState();
             } catch (RuntimeException e) {
                 failed(e);
-                failStream(stream, "the stream could not be queried: " + e, new GpuFaultException("the backend "
-                        + "could not query " + stream + " of " + reactor.device().name()
-                        + ", so its work is taken as failed: " + e, e));
+                failStream(stream, "the stream could not be queried: " + e, DeviceFaults.queryFailed(stream, e));
                 continue;
             }
             if (state == StreamState.FAULTED) {
