@@ -68,12 +68,8 @@ final class RegistrationChecks {
         }
     }
 
+    /** The exception for a wait or registration on {@code stream}, which has faulted (kept here for Registrar). */
     GpuFaultException faultOf(GpuStream stream) {
-        return faultOf(stream, stream.faultDescription());
-    }
-
-    GpuFaultException faultOf(GpuStream stream, String description) {
-        stream.record().openGate(); // a faulted stream releases no permit again (StreamRecord's gate)
-        return DeviceFaults.neverCompletes(stream, description, stream.kernelFaultCause());
+        return stream.faults().neverCompletes();
     }
 }

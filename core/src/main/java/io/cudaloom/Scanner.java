@@ -318,20 +318,11 @@ final class Scanner {
                 continue;
             }
             if (state == StreamState.FAULTED) {
-                String description = describeFault(stream);
-                failStream(stream, description, reactor.checks().faultOf(stream, description));
+                DeviceFaults.Sink faults = stream.faults();
+                failStream(stream, java.util.Objects.requireNonNull(faults.fault()).error(), faults.neverCompletes());
             }
         }
         probeStreams.clear();
-    }
-
-    private String describeFault(GpuStream stream) {
-        try {
-            return stream.faultDescription();
-        } catch (RuntimeException e) {
-            failed(e);
-            return "(the backend failed to describe the fault: " + e + ")";
-        }
     }
 
     /** Fails every registration on {@code stream}; {@code error} describes the fault for JFR. */

@@ -109,11 +109,13 @@ public final class Cuda {
             return;
         }
         if (isStickyFault(result)) {
-            throw new GpuFaultException(call + " failed: " + errorName(result)
-                    + " (a sticky error: the context is unusable until the device is closed)");
+            throw new GpuFaultException(call + " failed: " + errorName(result) + " (" + STICKY + ")");
         }
         throw new CudaDriverException(call, result);
     }
+
+    /** What a sticky error means, in a {@code GpuFaultException}'s message. */
+    static final String STICKY = "a sticky error: the context is unusable until the device is closed";
 
     /** Errors after which the context is corrupt and must be torn down. */
     static boolean isStickyFault(int result) {
