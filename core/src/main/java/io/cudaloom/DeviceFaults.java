@@ -1,10 +1,12 @@
 package io.cudaloom;
 
 import io.cudaloom.spi.FaultSink;
+import io.cudaloom.spi.StreamState;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -16,6 +18,10 @@ import org.jspecify.annotations.Nullable;
  *       device resets its context on close;
  *   <li>each <b>stream's fault</b> ({@link Sink}, one per {@link GpuStream}: the backend's
  *       {@link FaultSink}), which the backends report and ask about instead of keeping copies;
+ *   <li>the scanner's two <b>fault decisions</b>: which probed stream's registrations fail, and
+ *       with what ({@link #probe}); and when a slot quarantined on a stream may be reused
+ *       ({@link #mayRecycle}; see "Quarantine" below). The scanner, the single consumer of the
+ *       slot table, carries them out: it fails the slots, keeps the quarantine list and recycles;
  *   <li>the <b>one factory of {@link GpuFaultException}</b>, with one message shape
  *       ({@link FaultSink#message}: {@code "<stream> of <device>: <what happened> (<error>)"}) and
  *       the fault's cause attached. No other class of the library constructs one
@@ -47,6 +53,18 @@ import org.jspecify.annotations.Nullable;
  *       reported: a faulted stream releases no permit again, so submitters parked for room are let
  *       through, and find the fault.
  * </ol>
+ *
+ * <h2>Quarantine</h2>
+ * A registration failed because its stream faulted (or its query threw, or the device closed)
+ * leaves a flag write enqueued on the stream that nobody waits for any more. On a sticky CUDA error
+ * the write never runs while the dead context lives, but it is not gone: reusing its slot would let
+ * it land, if ever, in the next registration of the slot, and wake the wrong waiter (the ABA the
+ * slot generations exist for, from the device's side). So the scanner quarantines every slot it
+ * fails instead of recycling it, and recycles it only once {@link #mayRecycle} says no write of its
+ * stream can land any more ({@code StreamBackend.flagWritesSettled()}: for CUDA once the faulted
+ * context has been reset by the device's close; for the simulated device once the discarded
+ * commands have drained). A backend whose check throws keeps the slot quarantined: nobody can vouch
+ * for it. The close's reclaim holds its slots by the same rule before it frees the flag memory.
  */
 final class DeviceFaults {
     /** The device's first fault: set once, by a compare-and-set from null (invariant 1). */
@@ -159,6 +177,55 @@ final class DeviceFaults {
             if (fault() == null) {
                 streamFaulted(UNREPORTED, null);
             }
+        }
+    }
+
+    // ---- the scanner's decisions (scanner thread only) -------------------------------------------
+
+    /**
+     * The fault probe's verdict on one stream the scanner holds registrations for.
+     *
+     * @param error what happened, for the {@code DeviceFault} JFR event
+     * @param failure what every registration on the stream is failed with
+     */
+    record Verdict(String error, GpuFaultException failure) {}
+
+    /**
+     * The fault probe's decision for {@code stream}: null while it has not faulted (its
+     * registrations stay); else the failure for every registration on it. A stream that faulted
+     * fails with its recorded fault. A stream whose query throws (reported to {@code errors}, which
+     * counts it) is not recorded as faulted, since the query may work again, but its registrations
+     * are failed, since the scanner cannot tell when they complete, and its admission gate opens,
+     * since their flag writes were its proofs on the way. Either way the failed slots are
+     * quarantined (class comment).
+     */
+    @Nullable Verdict probe(GpuStream stream, Consumer<? super RuntimeException> errors) {
+        StreamState state;
+        try {
+            state = stream.queryState();
+        } catch (RuntimeException e) {
+            errors.accept(e);
+            stream.record().openGate();
+            return new Verdict("the stream could not be queried: " + e, queryFailed(stream, e));
+        }
+        if (state != StreamState.FAULTED) {
+            return null;
+        }
+        Sink faults = stream.faults(); // recorded by now: GpuStream.queryState
+        return new Verdict(Objects.requireNonNull(faults.fault(), "recorded").error(), faults.neverCompletes());
+    }
+
+    /**
+     * The quarantine rule (class comment): whether a slot quarantined on {@code stream} may be reused,
+     * because no flag write of the stream can land any more. A backend whose check throws (reported
+     * to {@code errors}) says "not yet".
+     */
+    boolean mayRecycle(GpuStream stream, Consumer<? super RuntimeException> errors) {
+        try {
+            return stream.flagWritesSettled();
+        } catch (RuntimeException e) {
+            errors.accept(e);
+            return false;
         }
     }
 
