@@ -51,7 +51,9 @@ import org.jspecify.annotations.Nullable;
  * done, faulted, may this thread block); {@link BlockingWait} and {@link CoalescedWait}: the
  * blocking wait; {@link CallbackRegistrations}: the non-blocking registration of futures and
  * callbacks; {@link Registrar}: arming and fallback; {@link Scanner}: the loop, delivery, fault
- * probe and quarantine, and the consumer's half of shutdown; {@link ReactorLifecycle}: the one
+ * probe and quarantine, and the consumer's half of shutdown; {@link DeviceFaults} (the device's, not
+ * the reactor's): everything about faults, the first fault, each stream's, the probe's verdict, the
+ * quarantine rule and the one factory of {@link GpuFaultException}; {@link ReactorLifecycle}: the one
  * lifecycle state, close and reclaim; {@link ReactorThreads}: the threads it starts;
  * {@link ReactorCounters}: the counters and the stats snapshot; {@link ReactorEvents}: the JFR
  * events, each allocation-free while disabled; {@link ReactorObservability}: the

@@ -45,7 +45,9 @@ import org.jspecify.annotations.Nullable;
  * and host functions never run. The reactor's fault probe sees the error through
  * {@code cuStreamQuery} and wakes the waiters with a {@link io.cudaloom.GpuFaultException}; the
  * quarantined flag slots are only reused after {@link #close()} has reset the dead context.
- * Open a new CudaDevice to continue.
+ * Open a new CudaDevice to continue. Whichever call sees a sticky error reports it to the device's
+ * fault owner (through its stream's {@code FaultSink}), which keeps the stream's fault and the
+ * device's first ({@link #fault()}); this class and {@link CudaStream} keep no copy.
  *
  * <h2>Lifetimes</h2>
  * No driver call runs on a destroyed stream or on a released context, not even one that raced the
