@@ -58,10 +58,10 @@ import org.jspecify.annotations.Nullable;
  * A registration failed because its stream faulted (or its query threw, or the device closed)
  * leaves a flag write enqueued on the stream that nobody waits for any more. On a sticky CUDA error
  * the write never runs while the dead context lives, but it is not gone: reusing its slot would let
- * it land, if ever, in the next registration of the slot, and wake the wrong waiter (the ABA the
- * slot generations exist for, from the device's side). So the scanner quarantines every slot it
- * fails instead of recycling it, and recycles it only once {@link #mayRecycle} says no write of its
- * stream can land any more ({@code StreamBackend.flagWritesSettled()}: for CUDA once the faulted
+ * it land, if ever, in the next registration of the slot, and complete that one before its own work
+ * is done (a slot's generation cannot tell: the device writes a bare 1). So the scanner quarantines
+ * every slot it fails instead of recycling it, and recycles it only once {@link #mayRecycle} says no
+ * write of its stream can land any more ({@code StreamBackend.flagWritesSettled()}: for CUDA once the faulted
  * context has been reset by the device's close; for the simulated device once the discarded
  * commands have drained). A backend whose check throws keeps the slot quarantined: nobody can vouch
  * for it. The close's reclaim holds its slots by the same rule before it frees the flag memory.
