@@ -65,7 +65,9 @@ public final class CompletionReactor {
      * done, faulted, may this thread block); BlockingWait and CoalescedWait: the
      * blocking wait; CallbackRegistrations: the non-blocking registration of futures and
      * callbacks; Registrar: arming and fallback; Scanner: the loop, delivery, fault
-     * probe and quarantine, and the consumer's half of shutdown; ReactorLifecycle: the one
+     * probe and quarantine, and the consumer's half of shutdown; DeviceFaults (the device's, not
+     * the reactor's): everything about faults, the first fault, each stream's, the probe's verdict,
+     * the quarantine rule and the one factory of GpuFaultException; ReactorLifecycle: the one
      * lifecycle state, close and reclaim; ReactorThreads: the threads it starts;
      * Counter: every counter, declared once (its names, who writes it, where it is shown);
      * ReactorCounters: the multi-writer counters and the stats snapshot; ReactorEvents: the JFR

@@ -15,11 +15,10 @@ final class Failures {
     private Failures() {}
 
     static RuntimeException anew(RuntimeException delivered) {
-        String message = Objects.requireNonNullElse(delivered.getMessage(), delivered.toString());
-        if (delivered instanceof GpuFaultException) {
-            Throwable cause = delivered.getCause();
-            return cause != null ? new GpuFaultException(message, cause) : new GpuFaultException(message);
+        if (delivered instanceof GpuFaultException fault) {
+            return DeviceFaults.anew(fault); // the fault's one factory
         }
+        String message = Objects.requireNonNullElse(delivered.getMessage(), delivered.toString());
         if (delivered instanceof ReactorClosedException) {
             return new ReactorClosedException(message, delivered);
         }

@@ -32,6 +32,8 @@ public abstract class GpuDevice implements AutoCloseable {
     private volatile UnclosedDeviceReport.@Nullable Registration unclosed;
     /** What this device has handed out and not had back (see {@link #liveResources()}). */
     final ResourceLedger ledger = new ResourceLedger();
+    /** This device's fault owner: its first fault, each stream's, the one exception factory (DeviceFaults). */
+    final DeviceFaults faults = new DeviceFaults();
     /** Its entry in {@link LiveResources#openDevices()}; 0 until the reactor starts. */
     private volatile long openSequence;
 
@@ -199,6 +201,16 @@ public abstract class GpuDevice implements AutoCloseable {
             throw new IllegalArgumentException("backends count only memory, not " + kind);
         }
         return ledger.open(kind);
+    }
+
+    /**
+     * For backends: the first fault of any of this device's streams, {@code "<error> on <stream>"}
+     * (e.g. {@code "CUDA_ERROR_ILLEGAL_ADDRESS (700) on cuda-stream@1b6d3586"}), or null while none
+     * has faulted. Backends report their streams' faults through {@link GpuStream#faultSink()}; the
+     * first one reported is kept, once.
+     */
+    protected final @Nullable String firstFault() {
+        return faults.firstDescription();
     }
 
     /**

@@ -1,5 +1,6 @@
 package io.cudaloom;
 
+import io.cudaloom.spi.FaultSink;
 import io.cudaloom.spi.FlagMemory;
 import io.cudaloom.spi.StreamBackend;
 import io.cudaloom.spi.StreamState;
@@ -18,6 +19,8 @@ public abstract class GpuStream implements AutoCloseable {
     private final GpuDevice device;
     /** The reactor's state of this stream: counts, proof, admission, shared flag writes (see StreamRecord). */
     private final StreamRecord record;
+    /** This stream's fault, kept by the device's fault owner (DeviceFaults); the backend's {@link #faultSink()}. */
+    private final DeviceFaults.Sink faults;
     private static final java.lang.invoke.VarHandle DRAIN;
 
     static {
@@ -51,6 +54,7 @@ public abstract class GpuStream implements AutoCloseable {
         this.device = Objects.requireNonNull(device, "device");
         CompletionReactor reactor = device.reactor();
         this.record = new StreamRecord(reactor.config());
+        this.faults = device.faults.sink(this, record);
         this.backend = Objects.requireNonNull(backendOf.apply(this), "backend");
         reactor.streamOpened(record);
         this.lease = device.ledger.open(LiveResources.Kind.STREAM);
@@ -162,6 +166,16 @@ public abstract class GpuStream implements AutoCloseable {
      */
     protected final void noteCompletedThrough(long count) {
         record.completedThrough(count);
+    }
+
+    /**
+     * For backends: where to report that this stream faulted, and ask whether it has: the device's
+     * fault owner keeps the fault (the first report wins), so the backend keeps no copy. Report a
+     * fault before {@code queryState()} answers {@code FAULTED}; throw
+     * {@link FaultSink#failure}{@code ("work refused, ...")} for a call refused after it.
+     */
+    protected final FaultSink faultSink() {
+        return faults;
     }
 
     /** Whether the calling thread may park for admission: not one the stream's completions depend on. */
@@ -316,36 +330,46 @@ public abstract class GpuStream implements AutoCloseable {
     }
 
     // ---- the reactor's view of the backend ----------------------------------------------------
+    // Final: a stream of this package (a test double) must not override them by accident.
 
-    StreamState queryState() {
-        return backend.queryState();
+    /**
+     * The stream's state: FAULTED at once, with no driver call, once a fault is recorded; else the
+     * backend's answer. A FAULTED answer is always recorded by the time it is returned (a backend
+     * reports first; one that did not gets {@link DeviceFaults#UNREPORTED}), so that whoever sees
+     * it can build the exception ({@link DeviceFaults.Sink#neverCompletes}).
+     */
+    final StreamState queryState() {
+        if (faults.hasFaulted()) {
+            return StreamState.FAULTED;
+        }
+        StreamState state = backend.queryState();
+        if (state == StreamState.FAULTED) {
+            faults.answeredFaulted();
+        }
+        return state;
     }
 
-    String faultDescription() {
-        return backend.faultDescription();
+    final DeviceFaults.Sink faults() {
+        return faults;
     }
 
-    boolean enqueueFlagWrite(FlagMemory memory, int slot) {
+    final boolean enqueueFlagWrite(FlagMemory memory, int slot) {
         return backend.enqueueFlagWrite(memory, slot);
     }
 
-    boolean enqueueHostCallback(Runnable callback) {
+    final boolean enqueueHostCallback(Runnable callback) {
         return backend.enqueueHostCallback(callback);
     }
 
-    boolean flagWritesSettled() {
+    final boolean flagWritesSettled() {
         return backend.flagWritesSettled();
     }
 
-    void drained() {
+    final void drained() {
         backend.drained();
     }
 
-    @org.jspecify.annotations.Nullable Throwable kernelFaultCause() {
-        return backend.faultCause();
-    }
-
-    boolean isOwnWorkerThread() {
+    final boolean isOwnWorkerThread() {
         return backend.runsOnCurrentThread();
     }
 }

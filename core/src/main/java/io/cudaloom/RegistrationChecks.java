@@ -5,8 +5,8 @@ import io.cudaloom.spi.StreamState;
 /**
  * The one step every wait and registration takes before registering (in the manner of AQS's
  * {@code tryAcquire} before it queues): the reactor is open, the stream is open, and the stream is
- * not already done or faulted; and, for a blocking wait, that the calling thread may block. Also
- * the one place a fault becomes an exception.
+ * not already done or faulted; and, for a blocking wait, that the calling thread may block. A
+ * fault found here becomes an exception through {@link DeviceFaults}, its one factory.
  */
 final class RegistrationChecks {
     private final CompletionReactor reactor;
@@ -68,14 +68,8 @@ final class RegistrationChecks {
         }
     }
 
+    /** The exception for a wait or registration on {@code stream}, which has faulted (kept here for Registrar). */
     GpuFaultException faultOf(GpuStream stream) {
-        return faultOf(stream, stream.faultDescription());
-    }
-
-    GpuFaultException faultOf(GpuStream stream, String description) {
-        stream.record().openGate(); // a faulted stream releases no permit again (StreamRecord's gate)
-        String message = "GPU work on " + stream + " of " + reactor.device().name() + " can never complete: " + description;
-        Throwable cause = stream.kernelFaultCause();
-        return cause != null ? new GpuFaultException(message, cause) : new GpuFaultException(message);
+        return stream.faults().neverCompletes();
     }
 }

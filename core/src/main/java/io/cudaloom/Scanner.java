@@ -3,7 +3,6 @@ package io.cudaloom;
 import io.cudaloom.protocol.BackoffIdleStrategy;
 import io.cudaloom.protocol.RetiredBatch;
 import io.cudaloom.protocol.SlotTable;
-import io.cudaloom.spi.StreamState;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.lang.management.ManagementFactory;
@@ -35,6 +34,10 @@ import org.jspecify.annotations.Nullable;
  *       fail the same way, and the scanner stops.
  * </ul>
  *
+ * <p>What a fault means is not decided here: the device's fault owner ({@link DeviceFaults}) says
+ * which probed streams' registrations fail and with what, and when a quarantined slot may be
+ * reused; the scanner carries it out (fails the slots, keeps the quarantine list, recycles).
+ *
  * <p>All state here is consumer-owned: read and written by the scanner thread only, or, after it
  * has stopped (joined, or on its own thread), by whoever finishes the shutdown. Counters are single
  * writer: written with opaque stores, read by {@link ReactorCounters#snapshot} with opaque loads.
@@ -64,6 +67,10 @@ final class Scanner {
     private final Registrar registrar;
     private final SlotTable<Completion> table;
     private final ReactorConfig config;
+    /** The device's fault owner: it decides which probed streams fail and when quarantined slots come back. */
+    private final DeviceFaults faults;
+    /** {@link #failed}, made once: what the fault owner's decisions report a throwing backend hook to. */
+    private final java.util.function.Consumer<RuntimeException> hookFailed = this::failed;
     private final BackoffIdleStrategy idle;
     /**
      * The {@link Counter.Source#SCANNER} counters, by {@link Counter#ordinal()} (the other
@@ -98,6 +105,7 @@ final class Scanner {
         this.registrar = registrar;
         this.table = table;
         this.config = config;
+        this.faults = reactor.device().faults;
         this.idle = new BackoffIdleStrategy(config.scannerSpinNanos(), config.scannerLingerNanos(),
                 config.scannerMinParkNanos(),
                 config.scannerMaxParkNanos(), DEFERRED_UNTIMED_PARK, reactor);
@@ -303,43 +311,29 @@ final class Scanner {
 
     // ---- fault probe and quarantine -----------------------------------------------------------
 
-    /** Query the streams of pending slots and fallbacks; fail the waiters of faulted streams. */
+    /**
+     * Query the streams of pending slots and fallbacks; fail the registrations of those the fault
+     * owner says must fail ({@link DeviceFaults#probe}).
+     */
     private void probeForFaults() {
         increment(Counter.FAULT_PROBES);
         probeStreams.clear();
         table.forEachArmed(true, collectProbeStream);
         registrar.forEachFallbackStream(probeStreams::add);
         for (GpuStream stream : probeStreams) {
-            StreamState state;
-            try {
-                state = stream.queryState();
-            } catch (RuntimeException e) {
-                failed(e);
-                failStream(stream, "the stream could not be queried: " + e, new GpuFaultException("the backend "
-                        + "could not query " + stream + " of " + reactor.device().name()
-                        + ", so its work is taken as failed: " + e, e));
-                continue;
-            }
-            if (state == StreamState.FAULTED) {
-                String description = describeFault(stream);
-                failStream(stream, description, reactor.checks().faultOf(stream, description));
+            DeviceFaults.Verdict verdict = faults.probe(stream, hookFailed);
+            if (verdict != null) {
+                failStream(stream, verdict.error(), verdict.failure());
             }
         }
         probeStreams.clear();
     }
 
-    private String describeFault(GpuStream stream) {
-        try {
-            return stream.faultDescription();
-        } catch (RuntimeException e) {
-            failed(e);
-            return "(the backend failed to describe the fault: " + e + ")";
-        }
-    }
-
-    /** Fails every registration on {@code stream}; {@code error} describes the fault for JFR. */
+    /**
+     * Fails every registration on {@code stream} and quarantines its slots (DeviceFaults,
+     * "Quarantine"); {@code error} describes the fault for JFR.
+     */
     private void failStream(GpuStream stream, String error, GpuFaultException failure) {
-        stream.record().openGate(); // its flags will never land: let submitters parked for room find the fault
         table.forEachArmed(true, slot -> {
             if (registrar.slotStream(slot) == stream && table.failArmed(slot, failBatch)) {
                 quarantine.add(slot); // the dead stream's write must not land in a reused slot
@@ -356,7 +350,7 @@ final class Scanner {
 
     private void recycleSettledQuarantine() {
         quarantine.removeIf(slot -> {
-            if (settled(registrar.streamOf(slot))) {
+            if (faults.mayRecycle(registrar.streamOf(slot), hookFailed)) {
                 table.recycle(slot);
                 return true;
             }
@@ -366,16 +360,6 @@ final class Scanner {
         if (quarantine.isEmpty()) {
             quarantineCheckNanos = firstQuarantineCheckNanos();
             nextQuarantineCheckAt = 0L;
-        }
-    }
-
-    /** Whether no write into the stream's slots can land any more; a throwing backend says "not yet". */
-    private boolean settled(GpuStream stream) {
-        try {
-            return stream.flagWritesSettled();
-        } catch (RuntimeException e) {
-            failed(e);
-            return false;
         }
     }
 
@@ -412,7 +396,7 @@ final class Scanner {
             return false;
         }
         for (int slot : quarantine) {
-            if (!settled(registrar.streamOf(slot))) {
+            if (!faults.mayRecycle(registrar.streamOf(slot), hookFailed)) {
                 return false;
             }
         }

@@ -88,7 +88,6 @@ final class InstantDevice extends GpuDevice {
         memory.flags().setRelease(slot, 1);
     }
 
-    /** A stream that is its own backend (a test double; real backends keep that side private). */
     @Override
     public DeviceMemory allocate(long bytes) {
         throw new UnsupportedOperationException("the instant test device runs no work: it has no memory");
@@ -99,16 +98,23 @@ final class InstantDevice extends GpuDevice {
         throw new UnsupportedOperationException("the instant test device runs no work: it has no memory");
     }
 
-    static final class InstantStream extends GpuStream implements StreamBackend {
+    static final class InstantStream extends GpuStream {
+        /** The error a fault of an instant stream names. */
+        static final String FAULT = "INJECTED_TEST_FAULT";
         private final boolean refuseFlagWrites;
         private final boolean holdFlagWrites;
-        /** Reported by queryState: the stream has faulted. */
+        /**
+         * The stream has faulted (the "driver's" sticky state): queryState reports it to the
+         * stream's fault sink, as the CUDA backend reports what cuStreamQuery returned, then
+         * answers FAULTED.
+         */
         volatile boolean faulted;
+        /** False: queryState answers FAULTED without reporting the fault (a backend breaking the SPI's contract). */
+        volatile boolean reportsFaults = true;
         /** Reported by flagWritesSettled: no write enqueued on this stream can land any more. */
         volatile boolean settled = true;
         /** Thrown by the hook named, when called on the reactor's scanner thread (null: none). */
         volatile @Nullable Throwable queryFailure;
-        volatile @Nullable Throwable describeFailure;
         volatile @Nullable Throwable settleFailure;
         /** Thrown by queryState on every thread (a backend whose query fails outright), when set. */
         volatile @Nullable RuntimeException queryFailureEverywhere;
@@ -127,22 +133,20 @@ final class InstantDevice extends GpuDevice {
         private boolean draining;
 
         InstantStream(InstantDevice device, boolean refuseFlagWrites, boolean holdFlagWrites) {
-            super(device, s -> (InstantStream) s);
+            super(device, s -> new Backend((InstantStream) s));
             this.refuseFlagWrites = refuseFlagWrites;
             this.holdFlagWrites = holdFlagWrites;
         }
 
         /** Nothing to release: once closed (isClosed()), flag writes and host callbacks are refused. */
-        @Override
-        public void shutdown() {
+        private void shutdown() {
             RuntimeException e = shutdownFailure;
             if (e != null) {
                 throw e;
             }
         }
 
-        @Override
-        public void drained() {
+        private void onDrained() {
             drainedCalls.incrementAndGet();
         }
 
@@ -171,20 +175,19 @@ final class InstantDevice extends GpuDevice {
             throw new UnsupportedOperationException("the instant test device runs no work");
         }
 
-        @Override
-        public StreamState queryState() {
+        private StreamState query() {
             RuntimeException everywhere = queryFailureEverywhere;
             if (everywhere != null) {
                 throw everywhere;
             }
             throwOnScanner(queryFailure);
-            return faulted ? StreamState.FAULTED : StreamState.BUSY;
-        }
-
-        @Override
-        public String faultDescription() {
-            throwOnScanner(describeFailure);
-            return faulted ? "INJECTED_TEST_FAULT" : "no fault";
+            if (!faulted) {
+                return StreamState.BUSY;
+            }
+            if (reportsFaults) {
+                faultSink().streamFaulted(FAULT, null);
+            }
+            return StreamState.FAULTED;
         }
 
         private void throwOnScanner(@Nullable Throwable t) {
@@ -196,8 +199,7 @@ final class InstantDevice extends GpuDevice {
             }
         }
 
-        @Override
-        public boolean enqueueFlagWrite(FlagMemory memory, int slot) {
+        private boolean flagWrite(FlagMemory memory, int slot) {
             // A faulted stream takes no more work, as CUDA's sticky errors and the simulated stream.
             if (refuseFlagWrites || refuseFlagWritesNow || faulted || isClosed()) {
                 return false;
@@ -215,8 +217,7 @@ final class InstantDevice extends GpuDevice {
             return true;
         }
 
-        @Override
-        public boolean enqueueHostCallback(Runnable callback) {
+        private boolean hostCallback(Runnable callback) {
             if (!((InstantDevice) device()).acceptHostCallbacks || faulted || isClosed()) {
                 return false;
             }
@@ -230,8 +231,7 @@ final class InstantDevice extends GpuDevice {
             return true;
         }
 
-        @Override
-        public boolean flagWritesSettled() {
+        private boolean writesSettled() {
             throwOnScanner(settleFailure);
             if (!settled) {
                 return false;
@@ -292,6 +292,43 @@ final class InstantDevice extends GpuDevice {
                     }
                 }
                 next.run();
+            }
+        }
+
+        /**
+         * The reactor's side of the stream (the SPI), delegating to the private methods above: a
+         * separate object, as the real backends have, so that none of those methods overrides a
+         * package-private method of GpuStream of the same name (this class is in its package).
+         */
+        private record Backend(InstantStream stream) implements StreamBackend {
+            @Override
+            public StreamState queryState() {
+                return stream.query();
+            }
+
+            @Override
+            public boolean enqueueFlagWrite(FlagMemory memory, int slot) {
+                return stream.flagWrite(memory, slot);
+            }
+
+            @Override
+            public boolean enqueueHostCallback(Runnable callback) {
+                return stream.hostCallback(callback);
+            }
+
+            @Override
+            public boolean flagWritesSettled() {
+                return stream.writesSettled();
+            }
+
+            @Override
+            public void shutdown() {
+                stream.shutdown();
+            }
+
+            @Override
+            public void drained() {
+                stream.onDrained();
             }
         }
 

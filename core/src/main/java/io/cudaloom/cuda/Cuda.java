@@ -3,6 +3,7 @@ package io.cudaloom.cuda;
 import static jcuda.driver.CUresult.*;
 
 import io.cudaloom.GpuFaultException;
+import io.cudaloom.spi.FaultSink;
 import jcuda.driver.CUresult;
 import jcuda.driver.JCudaDriver;
 import org.jspecify.annotations.Nullable;
@@ -103,17 +104,29 @@ public final class Cuda {
         return library == null || head.contains(library) ? head : head + " (" + library + ")";
     }
 
-    /** Throws unless {@code result} is CUDA_SUCCESS; sticky device faults become GpuFaultException. */
+    /**
+     * Throws unless {@code result} is CUDA_SUCCESS; sticky device faults become GpuFaultException.
+     *
+     * <p>The one {@code GpuFaultException} the library builds outside the fault owner
+     * ({@code io.cudaloom.DeviceFaults}): a driver call not on a stream (the device's allocations,
+     * module loads, {@code cuCtxSynchronize}, {@code cuStreamCreate}; calls made before the reactor
+     * starts) has no stream to record the fault on. It has the owner's message shape
+     * ({@link FaultSink#message}): {@code "<call>: failed with a sticky error: ... (<error>)"}. A
+     * call on a stream goes through the owner instead ({@code CudaStream.check}), which records
+     * the fault.
+     */
     static void check(int result, String call) {
         if (result == CUDA_SUCCESS) {
             return;
         }
         if (isStickyFault(result)) {
-            throw new GpuFaultException(call + " failed: " + errorName(result)
-                    + " (a sticky error: the context is unusable until the device is closed)");
+            throw new GpuFaultException(FaultSink.message(call, "failed with " + STICKY, errorName(result)));
         }
         throw new CudaDriverException(call, result);
     }
+
+    /** What a sticky error means, in a {@code GpuFaultException}'s message. */
+    static final String STICKY = "a sticky error: the context is unusable until the device is closed";
 
     /** Errors after which the context is corrupt and must be torn down. */
     static boolean isStickyFault(int result) {

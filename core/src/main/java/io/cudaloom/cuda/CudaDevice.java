@@ -45,7 +45,9 @@ import org.jspecify.annotations.Nullable;
  * and host functions never run. The reactor's fault probe sees the error through
  * {@code cuStreamQuery} and wakes the waiters with a {@link io.cudaloom.GpuFaultException}; the
  * quarantined flag slots are only reused after {@link #close()} has reset the dead context.
- * Open a new CudaDevice to continue.
+ * Open a new CudaDevice to continue. Whichever call sees a sticky error reports it to the device's
+ * fault owner (through its stream's {@code FaultSink}), which keeps the stream's fault and the
+ * device's first ({@link #fault()}); this class and {@link CudaStream} keep no copy.
  *
  * <h2>Lifetimes</h2>
  * No driver call runs on a destroyed stream or on a released context, not even one that raced the
@@ -75,10 +77,6 @@ public final class CudaDevice extends GpuDevice {
     private final int computeMajor;
     private final int computeMinor;
     private volatile boolean closed;
-    /** Set once a stream saw a sticky error: the primary context must be reset on close. */
-    private volatile boolean faulted;
-    /** The first sticky error seen, and on which stream (for {@link #fault()}); written before {@link #faulted}. */
-    private volatile @Nullable String firstFault;
     /** Set once the context has been released or reset: nothing of it can run any more. */
     private volatile boolean contextGone;
     private volatile CUdeviceptr[] flagPointers = new CUdeviceptr[0];
@@ -353,17 +351,21 @@ public final class CudaDevice extends GpuDevice {
         check(r, "cuCtxSynchronize");
     }
 
-    /** Whether a sticky fault was observed on this device's context. */
+    /**
+     * Whether a sticky fault was observed on this device's context (by a call on one of its
+     * streams): then {@link #close()} resets the context.
+     */
     public boolean isFaulted() {
-        return faulted;
+        return fault() != null;
     }
 
     /**
      * The first sticky fault observed on this device's context, e.g.
-     * {@code "CUDA_ERROR_ILLEGAL_ADDRESS on cuda-stream@1b6d3586"}, or null while {@link #isFaulted()} is false.
+     * {@code "CUDA_ERROR_ILLEGAL_ADDRESS (700) on cuda-stream@1b6d3586"}, or null while {@link #isFaulted()}
+     * is false. Kept by the device's fault owner, to which the streams report their faults.
      */
     public @Nullable String fault() {
-        return faulted ? firstFault : null;
+        return firstFault();
     }
 
     /**
@@ -420,7 +422,7 @@ public final class CudaDevice extends GpuDevice {
         for (CudaStream s : streams) {
             s.close(); // their drains are refused (the reactor is closed): the release destroys them
         }
-        if (faulted) {
+        if (isFaulted()) {
             // The dead context's work will never run: tear it down (once the calls inside have
             // left) so nothing of it can land; then the reclaimer sees the quarantined slots settled.
             startRelease();
@@ -460,13 +462,6 @@ public final class CudaDevice extends GpuDevice {
 
     void callAdmittedAfterRelease() {
         callsAfterRelease.incrementAndGet();
-    }
-
-    void markFaulted(String what) {
-        if (firstFault == null) {
-            firstFault = what; // racy by design: any one of simultaneous first faults will do
-        }
-        faulted = true;
     }
 
     void ensureOpen() {
@@ -547,7 +542,7 @@ public final class CudaDevice extends GpuDevice {
             return;
         }
         contextGone = true; // before the calls that end it; every reader that may touch it checks it
-        if (faulted) {
+        if (isFaulted()) {
             int r = cuDevicePrimaryCtxReset(device);
             if (r != jcuda.driver.CUresult.CUDA_SUCCESS) {
                 System.err.println("cuda-loom: resetting the faulted context of " + name + " failed: " + Cuda.errorName(r));

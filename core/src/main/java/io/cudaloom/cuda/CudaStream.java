@@ -17,7 +17,6 @@ import jcuda.Pointer;
 import jcuda.driver.CUdeviceptr;
 import jcuda.driver.CUresult;
 import jcuda.driver.CUstream;
-import org.jspecify.annotations.Nullable;
 
 /**
  * A CUDA stream ({@code cuStreamCreate(NON_BLOCKING)}) with the operations callers need around
@@ -30,13 +29,15 @@ import org.jspecify.annotations.Nullable;
  * close: every call on it is admitted by its {@link StreamHandle}'s guard, and one refused gets
  * the same exception as a call made after the close ({@link IllegalStateException}, or
  * {@link io.cudaloom.ReactorClosedException} once the device is closed).
+ *
+ * <p>A sticky error seen by any call on the stream (a work call, a flag write or host function, a
+ * query) is reported to the device's fault owner ({@link #faultSink()}), which keeps it (this class
+ * keeps no copy); from then on every call is refused with the owner's {@link GpuFaultException}.
  */
 public final class CudaStream extends GpuStream {
     private final CudaDevice device;
     /** The driver's stream; every call on it is admitted by its guard ({@link StreamHandle}). */
     private final StreamHandle stream;
-    /** The first sticky error seen on this stream, named. */
-    private volatile @Nullable String fault;
 
     CudaStream(CudaDevice device) {
         super(device, s -> new Backend((CudaStream) s));
@@ -208,7 +209,7 @@ public final class CudaStream extends GpuStream {
     // ---- backend side -------------------------------------------------------------------------
 
     private StreamState queryState() {
-        if (fault != null) {
+        if (faultSink().hasFaulted()) {
             return StreamState.FAULTED;
         }
         LifetimeGuard admitted = stream.enterQuery();
@@ -238,18 +239,19 @@ public final class CudaStream extends GpuStream {
      * device's release) busy, or faulted once the device is.
      */
     private StreamState stateAfterDestroy() {
-        if (fault != null) {
+        if (faultSink().hasFaulted()) {
             return StreamState.FAULTED;
         }
         if (stream.isDestroyed() && stream.wasIdleAtDestroy()) {
             return StreamState.IDLE;
         }
-        return device.isFaulted() ? StreamState.FAULTED : StreamState.BUSY;
-    }
-
-    private String faultDescription() {
-        String f = fault;
-        return f != null ? f : "no fault";
+        String deviceFault = device.fault();
+        if (deviceFault == null) {
+            return StreamState.BUSY;
+        }
+        // Its work died with the context: reported as this stream's fault (FaultSink: before FAULTED).
+        faultSink().streamFaulted("the context faulted: " + deviceFault, null);
+        return StreamState.FAULTED;
     }
 
     private boolean enqueueFlagWrite(FlagMemory memory, int slot) {
@@ -259,7 +261,7 @@ public final class CudaStream extends GpuStream {
         }
         int r;
         try {
-            if (isClosed() || fault != null) {
+            if (isClosed() || faultSink().hasFaulted()) {
                 return false;
             }
             cuCtxSetCurrent(device.contextHandle());
@@ -284,7 +286,7 @@ public final class CudaStream extends GpuStream {
         }
         int r;
         try {
-            if (isClosed() || fault != null) {
+            if (isClosed() || faultSink().hasFaulted()) {
                 return false;
             }
             cuCtxSetCurrent(device.contextHandle());
@@ -333,7 +335,7 @@ public final class CudaStream extends GpuStream {
         if (device.isContextGone()) {
             return true; // nothing of the context can run any more
         }
-        if (fault != null) {
+        if (faultSink().hasFaulted()) {
             return false; // dead context still allocated: wait for CudaDevice.close() to reset it
         }
         LifetimeGuard admitted = stream.enterQuery();
@@ -364,7 +366,7 @@ public final class CudaStream extends GpuStream {
      * and enter() then refuses them as it refuses a call made after it.
      */
     private boolean admitWork() {
-        if (device.isClosed() || isClosed() || fault != null) {
+        if (device.isClosed() || isClosed() || faultSink().hasFaulted()) {
             throw refusal(); // no room taken for a call that cannot run
         }
         boolean admitted = admit();
@@ -388,7 +390,7 @@ public final class CudaStream extends GpuStream {
         if (!stream.enter()) {
             throw refusal();
         }
-        RuntimeException refused = device.isClosed() || isClosed() || fault != null ? refusal() : null;
+        RuntimeException refused = device.isClosed() || isClosed() || faultSink().hasFaulted() ? refusal() : null;
         int r = refused == null ? cuCtxSetCurrent(device.contextHandle()) : CUresult.CUDA_SUCCESS;
         if (refused != null || r != CUresult.CUDA_SUCCESS) {
             stream.exit();
@@ -404,11 +406,10 @@ public final class CudaStream extends GpuStream {
         if (device.isClosed()) {
             return new io.cudaloom.ReactorClosedException(device.name() + " is closed: no more work on " + this);
         }
-        String f = fault;
-        if (isClosed() || f == null) {
+        if (isClosed() || !faultSink().hasFaulted()) {
             return new IllegalStateException("stream " + this + " is closed");
         }
-        return new GpuFaultException("stream " + this + " faulted earlier: " + f);
+        return faultSink().failure("work refused, the stream faulted earlier");
     }
 
     /** Checks a submission's result, then counts it (after the driver call: see GpuStream.submissionCount). */
@@ -426,8 +427,9 @@ public final class CudaStream extends GpuStream {
         }
         if (Cuda.isStickyFault(result)) {
             noteFault(result);
+            throw faultSink().failure(call + " failed with " + Cuda.STICKY); // names the stream's (first) fault
         }
-        Cuda.check(result, call + " on " + this);
+        Cuda.check(result, call + " on " + this); // a CudaDriverException
     }
 
     /** A driver result seen outside a call that reports it: a sticky fault is noted, anything else ignored. */
@@ -437,11 +439,9 @@ public final class CudaStream extends GpuStream {
         }
     }
 
+    /** Reports a sticky error to the device's fault owner: the stream's fault, and the device's first if none came before. */
     private void noteFault(int result) {
-        if (fault == null) {
-            fault = Cuda.errorName(result);
-        }
-        device.markFaulted(Cuda.errorName(result) + " on " + this);
+        faultSink().streamFaulted(Cuda.errorName(result), null);
     }
 
     /** The reactor's side of this stream (the SPI), delegating to the private methods above. */
@@ -449,11 +449,6 @@ public final class CudaStream extends GpuStream {
         @Override
         public StreamState queryState() {
             return stream.queryState();
-        }
-
-        @Override
-        public String faultDescription() {
-            return stream.faultDescription();
         }
 
         @Override

@@ -16,7 +16,6 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.AtomicReference;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -40,8 +39,6 @@ public final class SimulatedDevice extends GpuDevice {
     private final AtomicLong writesAfterRelease = new AtomicLong();
     private final AtomicInteger liveFlagMemories = new AtomicInteger();
     private volatile boolean closed;
-    /** The first fault of any of its streams, and on which stream (for {@link #fault()}). */
-    private final AtomicReference<@Nullable String> firstFault = new AtomicReference<>();
 
     /** Commands a stream's queue holds, as the CUDA driver's per-stream queue (about 1,000 entries). */
     public static final int DEFAULT_QUEUE_ENTRIES = 1024;
@@ -200,7 +197,7 @@ public final class SimulatedDevice extends GpuDevice {
      * working; tests treat it like {@code CudaDevice.isFaulted()}, so they mean the same on both.
      */
     public boolean isFaulted() {
-        return firstFault.get() != null;
+        return firstFault() != null;
     }
 
     /**
@@ -208,7 +205,7 @@ public final class SimulatedDevice extends GpuDevice {
      * or null while {@link #isFaulted()} is false.
      */
     public @Nullable String fault() {
-        return firstFault.get();
+        return firstFault(); // kept by the device's fault owner, as its streams reported them
     }
 
     /** Flag memories allocated and not yet freed. */
@@ -251,10 +248,6 @@ public final class SimulatedDevice extends GpuDevice {
             return;
         }
         memory.flags().setRelease(slot, 1);
-    }
-
-    void streamFaulted(SimulatedStream s, String description) {
-        firstFault.compareAndSet(null, description + " on " + s);
     }
 
     void streamFinished(SimulatedStream s) {

@@ -18,13 +18,14 @@ import java.util.Objects;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
-import org.jspecify.annotations.Nullable;
 
 /**
  * A stream of the {@link SimulatedDevice}: commands run in submission order on one platform
  * thread of its own. A kernel is a duration to spend or a Java task to run; a fault injected with
  * {@link #injectFault} behaves like a sticky CUDA error: every later command, flag writes and host
- * callbacks included, is discarded and the stream reports {@link StreamState#FAULTED}.
+ * callbacks included, is discarded and the stream reports {@link StreamState#FAULTED}. The fault is
+ * reported, by the stream's thread as the command fails, to the device's fault owner
+ * ({@link #faultSink()}), which keeps it: this class keeps no copy.
  */
 public final class SimulatedStream extends GpuStream {
     /** Below this a simulated kernel busy-waits (a timed park would oversleep); above, it parks. */
@@ -37,9 +38,6 @@ public final class SimulatedStream extends GpuStream {
     private final AtomicLong finished = new AtomicLong();
     private final Thread worker;
     private final Runnable workerStop;
-    private volatile @Nullable String fault;
-    /** The exception of the kernel that failed, if one did; written before {@link #fault}. */
-    private volatile @Nullable Throwable faultCause;
     /**
      * Set by {@link #shutdown()} as it queues {@link Command#SHUTDOWN}, read by {@link #enqueue};
      * guarded by {@link #queue}'s monitor, so that nothing is ever queued behind SHUTDOWN (it would
@@ -158,26 +156,24 @@ public final class SimulatedStream extends GpuStream {
     // ---- backend side -------------------------------------------------------------------------
 
     private StreamState queryState() {
-        if (fault != null) {
+        // The count first: the worker reports a fault before it counts the failed command as
+        // finished, so a query that sees every command finished also sees the fault.
+        boolean idle = finished.get() == submitted.get();
+        if (faultSink().hasFaulted()) {
             return StreamState.FAULTED;
         }
-        return finished.get() == submitted.get() ? StreamState.IDLE : StreamState.BUSY;
-    }
-
-    private String faultDescription() {
-        String f = fault;
-        return f != null ? f : "no fault";
+        return idle ? StreamState.IDLE : StreamState.BUSY;
     }
 
     private boolean enqueueFlagWrite(FlagMemory memory, int slot) {
-        if (fault != null || isClosed()) {
+        if (faultSink().hasFaulted() || isClosed()) {
             return false;
         }
         return enqueue(() -> device.writeFlag(memory, slot));
     }
 
     private boolean enqueueHostCallback(Runnable callback) {
-        if (fault != null || isClosed()) {
+        if (faultSink().hasFaulted() || isClosed()) {
             return false;
         }
         return enqueue(callback::run);
@@ -209,9 +205,8 @@ public final class SimulatedStream extends GpuStream {
         if (isClosed() || device.isClosed()) {
             throw closed();
         }
-        String f = fault;
-        if (f != null) {
-            throw new GpuFaultException("launch on " + name + " refused: the stream faulted earlier: " + f);
+        if (faultSink().hasFaulted()) {
+            throw faultSink().failure("work refused, the stream faulted earlier");
         }
     }
 
@@ -305,20 +300,16 @@ public final class SimulatedStream extends GpuStream {
     }
 
     private void execute(Command c) {
-        if (fault == null) {
+        if (!faultSink().hasFaulted()) {
             try {
                 c.run();
             } catch (InjectedFault e) {
-                // The device first: whoever sees this stream faulted then sees the device faulted.
-                device.streamFaulted(this, e.getMessage());
-                fault = e.getMessage();
+                faultSink().streamFaulted(String.valueOf(e.getMessage()), null);
             } catch (RuntimeException | Error e) {
-                device.streamFaulted(this, "kernel failed: " + e);
-                faultCause = e;
-                fault = "kernel failed: " + e;
+                faultSink().streamFaulted("kernel failed: " + e, e); // the kernel's exception: every fault's cause
             }
         }
-        finished.incrementAndGet(); // executed or discarded after a fault
+        finished.incrementAndGet(); // executed or discarded after a fault; after the report (queryState)
     }
 
     private static void spend(long nanos) {
@@ -360,11 +351,6 @@ public final class SimulatedStream extends GpuStream {
         }
 
         @Override
-        public String faultDescription() {
-            return stream.faultDescription();
-        }
-
-        @Override
         public boolean enqueueFlagWrite(FlagMemory memory, int slot) {
             return stream.enqueueFlagWrite(memory, slot);
         }
@@ -377,11 +363,6 @@ public final class SimulatedStream extends GpuStream {
         @Override
         public boolean flagWritesSettled() {
             return stream.flagWritesSettled();
-        }
-
-        @Override
-        public @Nullable Throwable faultCause() {
-            return stream.faultCause;
         }
 
         @Override

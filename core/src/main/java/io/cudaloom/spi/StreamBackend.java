@@ -1,18 +1,19 @@
 package io.cudaloom.spi;
 
-import org.jspecify.annotations.Nullable;
-
 /**
  * A backend's side of a stream: what the reactor asks of it. A backend passes one to its
  * stream's constructor ({@code GpuStream(device, backendOf)}); callers never see it. Methods may be
- * called from any thread (registrants, the scanner, the closing thread) and must not block.
+ * called from any thread (registrants, the scanner, the closing thread) and must not block. Its
+ * faults a backend reports to the stream's {@link FaultSink}, which keeps them.
  */
 public interface StreamBackend {
-    /** The stream's state, without blocking (for CUDA: {@code cuStreamQuery}). */
+    /**
+     * The stream's state, without blocking (for CUDA: {@code cuStreamQuery}). {@link StreamState#FAULTED}
+     * only once the fault was reported to the stream's {@link FaultSink} (what happened, and its
+     * cause): the reactor asks the backend nothing more about a fault, and once one is reported it
+     * answers FAULTED itself, without calling this.
+     */
     StreamState queryState();
-
-    /** What went wrong, once {@link #queryState()} reported {@link StreamState#FAULTED}. */
-    String faultDescription();
 
     /**
      * Enqueue, behind the work already submitted, a device write of 1 into flag {@code slot} of
@@ -57,11 +58,6 @@ public interface StreamBackend {
      * thread); must not throw and must not block.
      */
     default void drained() {
-    }
-
-    /** What caused the fault, when there is a Java exception behind it (a simulated kernel's). */
-    default @Nullable Throwable faultCause() {
-        return null;
     }
 
     /**

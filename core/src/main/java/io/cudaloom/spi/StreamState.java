@@ -6,6 +6,9 @@ public enum StreamState {
     IDLE,
     /** Some submitted command has not completed yet. */
     BUSY,
-    /** The stream hit a device fault; its pending commands will never complete. */
+    /**
+     * The stream hit a device fault; its pending commands will never complete. A backend answers it
+     * only after reporting the fault to the stream's {@link FaultSink}.
+     */
     FAULTED
 }
