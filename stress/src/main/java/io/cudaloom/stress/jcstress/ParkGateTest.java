@@ -19,7 +19,7 @@ import org.openjdk.jcstress.infra.results.III_Result;
 /**
  * Park gate / no lost wake-up. Slot A is armed and has landed; a registrant arms slot B, whose
  * work is long (its flag stays 0), and wakes the scanner only if {@code publish} reported
- * idle-to-active (as {@code CompletionReactor.arm} does). The scanner runs the reactor's loop, as
+ * idle-to-active (as {@code Registrar.tryArm} does). The scanner runs the reactor's loop, as
  * core's {@code Scanner} does: scan; if it retired something, {@code idle.reset(now)} and scan
  * again; else {@code idle.idle(!table.isIdle(), now, NO_DEADLINE)} with the real
  * {@link BackoffIdleStrategy}, which parks untimed if nothing is armed and otherwise keeps
