@@ -70,16 +70,14 @@ public final class GpuKernel {
     private final String entry;
     private final Ptx ptx;
     private final Body body;
+    /** Immutable and random-access (List.copyOf): the launch checks index it, allocating nothing. */
     private final List<Param> paramList;
-    /** {@link #paramList} as an array: the launch checks loop over it (no allocation). */
-    private final Param[] params;
 
     private GpuKernel(String entry, Ptx ptx, List<Param> params, Body body) {
         this.entry = entry;
         this.ptx = ptx;
         this.body = body;
-        this.paramList = params;
-        this.params = params.toArray(Param[]::new);
+        this.paramList = List.copyOf(params);
     }
 
     /**
@@ -213,11 +211,6 @@ public final class GpuKernel {
     /** The kernel's parameters, in order: what each launch's arguments are checked against. */
     public List<Param> params() {
         return paramList;
-    }
-
-    /** {@link #params()} as this kernel's own array, for the launch checks: not to be modified. */
-    Param[] paramArray() {
-        return params;
     }
 
     /**

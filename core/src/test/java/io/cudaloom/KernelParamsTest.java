@@ -12,6 +12,7 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.cudaloom.internal.WorkChecks;
 import io.cudaloom.cuda.CudaDevice;
 import io.cudaloom.cuda.CudaStream;
 import io.cudaloom.cuda.DeviceBuffer;

@@ -19,7 +19,8 @@ import org.junit.jupiter.api.Test;
  * needs kotlin-stdlib, an optional dependency), the Kotlin support only on the API, and the backends
  * on each other not at all. The JUnit extension ({@code junit}) sits on top: nothing else names it,
  * it names only the public API and the backends, and no other package names JUnit (an optional
- * dependency, there for it alone). The Micrometer binder ({@code micrometer}) likewise: nothing else
+ * dependency, there for it alone). What the backends share ({@code internal}, not exported) names
+ * the API package and no backend. The Micrometer binder ({@code micrometer}) likewise: nothing else
  * names it or Micrometer (an optional dependency), so its classes load only when an application
  * calls it; it names only the public API. Checked
  * on the compiled classes' constant pools, which name every class a class refers to.
@@ -38,6 +39,8 @@ class PackageDependencyTest {
                 "io/cudaloom/junit/", "io/cudaloom/micrometer/", JUNIT, MICROMETER), List.of(), offences);
         check(root.resolve("io/cudaloom/protocol"), List.of("io/cudaloom/", JUNIT, MICROMETER), List.of("protocol/"), offences);
         check(root.resolve("io/cudaloom/spi"), List.of("io/cudaloom/", JUNIT, MICROMETER), List.of("spi/", "protocol/"), offences);
+        check(root.resolve("io/cudaloom/internal"), List.of("io/cudaloom/cuda/", "io/cudaloom/sim/", "io/cudaloom/kotlin/",
+                "io/cudaloom/junit/", "io/cudaloom/micrometer/", JUNIT, MICROMETER), List.of(), offences);
         check(root.resolve("io/cudaloom/sim"), List.of("io/cudaloom/cuda/", "io/cudaloom/junit/", "io/cudaloom/kotlin/",
                 "io/cudaloom/micrometer/", JUNIT, MICROMETER), List.of(), offences);
         check(root.resolve("io/cudaloom/cuda"), List.of("io/cudaloom/sim/", "io/cudaloom/junit/", "io/cudaloom/kotlin/",

@@ -11,7 +11,7 @@ import io.cudaloom.ReactorConfig;
 import io.cudaloom.protocol.LifetimeGuard;
 import io.cudaloom.protocol.OffHeapFlagArray;
 import io.cudaloom.spi.FlagMemory;
-import io.cudaloom.WorkChecks;
+import io.cudaloom.internal.WorkChecks;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.Objects;

@@ -10,7 +10,7 @@ import io.cudaloom.GpuStream;
 import io.cudaloom.spi.FlagMemory;
 import io.cudaloom.spi.StreamBackend;
 import io.cudaloom.spi.StreamState;
-import io.cudaloom.WorkChecks;
+import io.cudaloom.internal.WorkChecks;
 import io.cudaloom.protocol.LifetimeGuard;
 import java.util.Objects;
 import jcuda.Pointer;

@@ -3,7 +3,7 @@ package io.cudaloom.sim;
 import io.cudaloom.DeviceMemory;
 import io.cudaloom.HostMemory;
 import io.cudaloom.LiveResources;
-import io.cudaloom.WorkChecks;
+import io.cudaloom.internal.WorkChecks;
 
 import io.cudaloom.GpuDevice;
 import io.cudaloom.ReactorClosedException;

@@ -10,7 +10,7 @@ import io.cudaloom.ReactorClosedException;
 import io.cudaloom.spi.FlagMemory;
 import io.cudaloom.spi.StreamBackend;
 import io.cudaloom.spi.StreamState;
-import io.cudaloom.WorkChecks;
+import io.cudaloom.internal.WorkChecks;
 import java.lang.ref.WeakReference;
 import java.nio.ByteBuffer;
 import java.time.Duration;

@@ -1,4 +1,9 @@
-package io.cudaloom;
+package io.cudaloom.internal;
+
+import io.cudaloom.DeviceMemory;
+import io.cudaloom.GpuDevice;
+import io.cudaloom.GpuKernel;
+import io.cudaloom.HostMemory;
 
 import java.time.Duration;
 import java.util.List;
@@ -23,12 +28,12 @@ public final class WorkChecks {
             throw new IllegalArgumentException("grid and block sizes must be >= 1, were " + gridX + " and " + blockX
                     + " (launching " + kernel.entry() + ")");
         }
-        GpuKernel.Param[] params = kernel.paramArray();
-        if (args.length != params.length) {
-            throw wrongCount(kernel.entry(), kernel.params(), args);
+        List<GpuKernel.Param> params = kernel.params(); // immutable and random-access: get(i) allocates nothing
+        if (args.length != params.size()) {
+            throw wrongCount(kernel.entry(), params, args);
         }
-        for (int i = 0; i < params.length; i++) {
-            argument(device, kernel.entry(), i, params[i], args[i]);
+        for (int i = 0; i < args.length; i++) {
+            argument(device, kernel.entry(), i, params.get(i), args[i]);
         }
     }
 
