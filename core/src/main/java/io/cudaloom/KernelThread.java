@@ -20,8 +20,12 @@ public final class KernelThread {
     private final Object[] views;
     private int index;
 
-    /** For backends: the view of one launch; {@code memory} maps a memory argument to its bytes. */
-    public KernelThread(int gridX, int blockX, Object[] args, java.util.function.Function<DeviceMemory, ByteBuffer> memory) {
+    /**
+     * The view of one launch; {@code memory} maps a memory argument to its bytes. Private: the
+     * simulated device reaches it through {@code io.cudaloom.internal.KernelRuns} (a private
+     * lookup inside this module), so that the API has no constructor users could call.
+     */
+    private KernelThread(int gridX, int blockX, Object[] args, java.util.function.Function<DeviceMemory, ByteBuffer> memory) {
         this.gridX = gridX;
         this.blockX = blockX;
         this.args = args.clone();
@@ -33,8 +37,8 @@ public final class KernelThread {
         }
     }
 
-    /** For backends: runs {@code body} once for every thread of the grid, in index order. */
-    public void runAll(GpuKernel.Body body) {
+    /** Runs {@code body} once for every thread of the grid, in index order. */
+    private void runAll(GpuKernel.Body body) {
         long threads = (long) gridX * blockX;
         for (long i = 0; i < threads; i++) {
             index = (int) i;

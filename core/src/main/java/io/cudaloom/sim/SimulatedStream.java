@@ -4,12 +4,12 @@ import io.cudaloom.DeviceMemory;
 import io.cudaloom.GpuFaultException;
 import io.cudaloom.GpuKernel;
 import io.cudaloom.HostMemory;
-import io.cudaloom.KernelThread;
 import io.cudaloom.GpuStream;
 import io.cudaloom.ReactorClosedException;
 import io.cudaloom.spi.FlagMemory;
 import io.cudaloom.spi.StreamBackend;
 import io.cudaloom.spi.StreamState;
+import io.cudaloom.internal.KernelRuns;
 import io.cudaloom.internal.WorkChecks;
 import java.lang.ref.WeakReference;
 import java.nio.ByteBuffer;
@@ -68,9 +68,8 @@ public final class SimulatedStream extends GpuStream {
     @Override
     public void launch(GpuKernel kernel, int gridX, int blockX, Object... args) {
         WorkChecks.launch(device, kernel, gridX, blockX, args);
-        KernelThread threads = new KernelThread(gridX, blockX, args, m -> device.memory(m, false).byteBuffer());
-        GpuKernel.Body body = kernel.body();
-        submit(() -> threads.runAll(body));
+        Runnable threads = KernelRuns.prepare(gridX, blockX, args, m -> device.memory(m, false).byteBuffer(), kernel.body());
+        submit(threads::run);
     }
 
     @Override

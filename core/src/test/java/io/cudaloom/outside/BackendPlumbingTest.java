@@ -1,0 +1,32 @@
+package io.cudaloom.outside;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.cudaloom.KernelThread;
+import java.lang.reflect.Modifier;
+import java.util.Arrays;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Backend plumbing is not in the API package: a user can neither make nor run a
+ * {@link KernelThread} (a kernel body only reads the one it is given), and the backends' argument
+ * checks live in the unexported {@code io.cudaloom.internal}.
+ */
+class BackendPlumbingTest {
+    @Test
+    void kernelThreadHasNoPublicConstructorAndNoPublicRun() {
+        assertEquals(0, KernelThread.class.getConstructors().length, "public constructors of KernelThread");
+        assertTrue(Arrays.stream(KernelThread.class.getMethods()).noneMatch(m -> m.getName().equals("runAll")),
+                "KernelThread.runAll is public");
+        assertTrue(Arrays.stream(KernelThread.class.getMethods()).anyMatch(m -> m.getName().equals("index")
+                && Modifier.isPublic(m.getModifiers())), "premise: what a body reads stays public");
+    }
+
+    @Test
+    void theArgumentChecksAreNotInTheApiPackage() throws Exception {
+        assertThrows(ClassNotFoundException.class, () -> Class.forName("io.cudaloom.WorkChecks"));
+        assertEquals("io.cudaloom.internal", Class.forName("io.cudaloom.internal.WorkChecks").getPackageName());
+    }
+}
