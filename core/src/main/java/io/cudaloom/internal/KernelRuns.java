@@ -48,19 +48,26 @@ public final class KernelRuns {
         KernelThread threads;
         try {
             threads = (KernelThread) NEW.invokeExact(gridX, blockX, args, memory);
-        } catch (RuntimeException | Error e) {
-            throw e;
         } catch (Throwable e) {
-            throw new IllegalStateException(e);
+            throw unchecked(e);
         }
         return () -> {
             try {
                 RUN_ALL.invokeExact(threads, body);
-            } catch (RuntimeException | Error e) {
-                throw e; // a body's own exception, as if the kernel faulted: the stream handles it as before
             } catch (Throwable e) {
-                throw new IllegalStateException(e);
+                throw unchecked(e); // a body's own exception passes as it is: the stream handles it as before
             }
         };
+    }
+
+    /** Neither handle throws a checked exception: anything else is rethrown as it is. */
+    private static RuntimeException unchecked(Throwable e) {
+        if (e instanceof RuntimeException r) {
+            return r;
+        }
+        if (e instanceof Error err) {
+            throw err;
+        }
+        return new IllegalStateException(e);
     }
 }

@@ -77,11 +77,7 @@ final class SimulatedWorkload implements DemoWorkload {
             return;
         }
         SimulatedStream stream = streams[Math.floorMod(next.getAndIncrement(), streams.length)];
-        stream.launch(() -> {                      // runs on the device's thread, in stream order
-            for (int i = 0; i < data.length; i++) {
-                data[i] *= factor;
-            }
-        });
+        stream.launch(() -> DemoWorkload.scaleOnHost(data, factor)); // on the device's thread, in stream order
         if (!kernelTime.isZero()) {
             stream.launchKernel(kernelTime);
         }
