@@ -32,7 +32,7 @@ import org.jspecify.annotations.Nullable;
  * (every submission counted, raw-stream work included), an event whose work an earlier wait or
  * query proved complete ({@link GpuStream#isKnownComplete}) returns with no driver call at all.
  */
-final class BlockingWait {
+final class BlockingWait implements CoalescedWait.Parking {
     private final CompletionReactor reactor;
     private final SlotTable<Completion> table;
     private final Registrar registrar;
@@ -134,7 +134,7 @@ final class BlockingWait {
         boolean spin = few && (recent <= spinNanos || predicted > 0);
         if (coalesced != null) {
             path(slow, SlowAwaitEvent.COALESCED);
-            return coalesced.await(stream, required, waiter, spin ? predicted : NO_SPIN, interruptible, timed, deadline);
+            return coalesced.await(stream, required, waiter, spin ? predicted : CoalescedWait.NO_SPIN, interruptible, timed, deadline);
         }
         long ticket = registrar.tryArm(stream, waiter);
         FallbackRegistration fallback = null;
@@ -213,9 +213,6 @@ final class BlockingWait {
     /** How late a waiter's timed park returns, on average (timer slack, the carrier's wake-up); racy by design. */
     private volatile long parkOvershootNanos;
 
-    /** {@link CoalescedWait#await}'s spin argument for "do not spin". */
-    static final long NO_SPIN = -1L;
-
     /**
      * How a waiter spins ({@link #spinOnOwnFlag}, {@link #spinOnGroupFlag}): for
      * {@link ReactorConfig#waiterSpinNanos()}, or, when {@code predicted > 0} (the stream's
@@ -274,7 +271,8 @@ final class BlockingWait {
      * succeeds (the scanner has not taken it), delivers the group on this thread, its own
      * membership included; either way the membership is then delivered or about to be.
      */
-    void spinOnGroupFlag(Waiter waiter, long memberTicket, long slotTicket, Completion payload, long predicted,
+    @Override
+    public void spinOnGroupFlag(Waiter waiter, long memberTicket, long slotTicket, Completion payload, long predicted,
             boolean interruptible, boolean timed, long deadline) {
         long end = sleepThroughPrediction(waiter, memberTicket, predicted, interruptible, timed, deadline);
         while (!waiter.isDelivered(memberTicket)) {
@@ -304,7 +302,8 @@ final class BlockingWait {
      * @param registration what to withdraw on timeout or interrupt: a fallback or a group
      *     membership; null for the waiter's own slot (withdrawn from the table, no handle)
      */
-    boolean parkUntilDelivered(Waiter waiter, long ticket, @Nullable Registration registration,
+    @Override
+    public boolean parkUntilDelivered(Waiter waiter, long ticket, @Nullable Registration registration,
             boolean interruptible, boolean timed, long deadline) throws InterruptedException {
         boolean interrupted = false;
         while (!waiter.isDelivered(ticket)) {

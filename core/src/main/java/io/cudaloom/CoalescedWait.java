@@ -42,14 +42,31 @@ import org.jspecify.annotations.Nullable;
  * open group before it decrements the pending count leaves members waiting forever).
  */
 final class CoalescedWait {
+    /** {@link #await}'s spin argument for "do not spin". */
+    static final long NO_SPIN = -1L;
+
+    /**
+     * How a member waits once it holds its membership: the one-slot wait's park and spin
+     * ({@link BlockingWait} implements it), so that the shared write names nothing above it.
+     */
+    interface Parking {
+        /** Parks until {@code ticket} is delivered, or withdraws {@code registration} on timeout or interrupt. */
+        boolean parkUntilDelivered(Waiter waiter, long ticket, @Nullable Registration registration,
+                boolean interruptible, boolean timed, long deadline) throws InterruptedException;
+
+        /** Spins on the group's flag; delivers the group on this thread if it withdraws the payload first. */
+        void spinOnGroupFlag(Waiter waiter, long memberTicket, long slotTicket, Completion payload, long predicted,
+                boolean interruptible, boolean timed, long deadline);
+    }
+
     private final CompletionReactor reactor;
     private final Registrar registrar;
     private final ReactorCounters counters;
-    private final BlockingWait blocking;
+    private final Parking blocking;
     /** Whether woken members relay the wake-ups of their group ({@link WaitGroup}'s wake tree). */
     private final boolean relay;
 
-    CoalescedWait(CompletionReactor reactor, Registrar registrar, ReactorCounters counters, BlockingWait blocking,
+    CoalescedWait(CompletionReactor reactor, Registrar registrar, ReactorCounters counters, Parking blocking,
             boolean relay) {
         this.reactor = reactor;
         this.relay = relay;
@@ -60,7 +77,7 @@ final class CoalescedWait {
 
     /**
      * @param spin how a waiter that arms a group itself spins on its flag: its predicted wait (0 for
-     *     none), or {@link BlockingWait#NO_SPIN} (BlockingWait's policy)
+     *     none), or {@link #NO_SPIN} (BlockingWait's policy)
      */
     boolean await(GpuStream stream, long required, Waiter waiter, long spin, boolean interruptible, boolean timed,
             long deadline) throws InterruptedException {
@@ -103,7 +120,7 @@ final class CoalescedWait {
                 fresh.join(member);
                 Delivery delivery = new Delivery(this, stream, fresh);
                 long ticket = arm(stream, record, fresh, delivery, true);
-                if (spin != BlockingWait.NO_SPIN && Registrar.armed(ticket)) {
+                if (spin != NO_SPIN && Registrar.armed(ticket)) {
                     // A short kernel then completes with no wake-up, as a lone waiter's own slot does.
                     blocking.spinOnGroupFlag(waiter, member.ticket, ticket, delivery, spin, interruptible, timed, deadline);
                 }

@@ -81,6 +81,7 @@ public final class CompletionReactor {
     private final ReactorConfig config;
     private final SlotTable<Completion> table;
     private final ReactorCounters counters = new ReactorCounters();
+    private final ReactorState state;
     private final ReactorLifecycle lifecycle;
     private final RegistrationChecks checks;
     private final Registrar registrar;
@@ -108,16 +109,19 @@ public final class CompletionReactor {
         }
         this.table = new SlotTable<>(capacity, flagMemory.flags());
         this.latency = new LatencyRecorder(config.slowAwaitFactor());
-        this.lifecycle = new ReactorLifecycle(this, flagMemory);
-        this.checks = new RegistrationChecks(this, counters);
-        this.registrar = new Registrar(this, table, flagMemory, counters, config.strategy());
+        this.state = new ReactorState(device.name());
+        this.lifecycle = new ReactorLifecycle(state, flagMemory);
+        this.checks = new RegistrationChecks(state, counters, device.name(), this::scannerThread);
+        this.registrar = new Registrar(state, this::wakeScanner, table, flagMemory, counters, config.strategy());
         this.blockingWait = new BlockingWait(this, table, registrar, config, counters);
         this.callbacks = new CallbackRegistrations(this, table, registrar, counters);
-        this.scanner = new Scanner(this, registrar, table, config);
+        this.scanner = new Scanner(lifecycle, registrar, table, config, device.faults, this);
         int id = IDS.incrementAndGet();
         this.callbackExecutor = ReactorThreads.callbackExecutor(id);
         this.scannerThread = ReactorThreads.system("cuda-loom-scanner-" + id + " (" + device.name() + ")", scanner.task());
         this.observability = new ReactorObservability(this, id);
+        ReactorObservability o = observability;
+        lifecycle.attach(scanner, scannerThread, o::closing, o::close);
         scannerThread.start();
         // Last: the MBean server and JFR's hook list publish this reactor to other threads.
         observability.open();
@@ -132,12 +136,12 @@ public final class CompletionReactor {
     }
 
     public boolean isClosed() {
-        return lifecycle.isClosed();
+        return state.isClosed();
     }
 
     /** True once the flag memory has been freed (after {@link #close()}, when nothing can land). */
     public boolean isMemoryReleased() {
-        return lifecycle.isMemoryReleased();
+        return state.isMemoryReleased();
     }
 
     /**
@@ -149,7 +153,7 @@ public final class CompletionReactor {
      */
     public GpuEvent event(GpuStream stream) {
         Objects.requireNonNull(stream, "stream");
-        lifecycle.checkOpen();
+        state.checkOpen();
         if (stream.device() != device) {
             throw new IllegalArgumentException("stream " + stream + " belongs to device "
                     + stream.device().name() + ", not to this reactor's device " + device.name());
@@ -314,6 +318,10 @@ public final class CompletionReactor {
     }
 
     // ---- the parts, for each other and for tests (not API) ---------------------------------------
+
+    ReactorState state() {
+        return state;
+    }
 
     ReactorLifecycle lifecycle() {
         return lifecycle;

@@ -21,7 +21,15 @@ final class FallbackRegistration implements Runnable, Registration {
         }
     }
 
-    private final Registrar registrar;
+    /**
+     * Who keeps the live fallbacks ({@link Registrar}): told once, by whichever takes the target,
+     * after the take. An interface of this class's own, so that the fallback names nothing above it.
+     */
+    interface Owner {
+        void fallbackFinished(FallbackRegistration fb);
+    }
+
+    private final Owner owner;
     final GpuStream stream;
     /** Negative, unique per reactor, never {@link Waiter#NONE}: distinct from every slot ticket. */
     final long ticket;
@@ -31,8 +39,8 @@ final class FallbackRegistration implements Runnable, Registration {
     /** The stream's submission count read before the callback was enqueued: proven when it runs. */
     final long proof;
 
-    FallbackRegistration(Registrar registrar, GpuStream stream, long ticket, Completion target, long proof) {
-        this.registrar = registrar;
+    FallbackRegistration(Owner owner, GpuStream stream, long ticket, Completion target, long proof) {
+        this.owner = owner;
         this.proof = proof;
         this.stream = stream;
         this.ticket = ticket;
@@ -62,7 +70,7 @@ final class FallbackRegistration implements Runnable, Registration {
     /**
      * Deliver to the target unless someone else already took it; true if this call delivered.
      * Never throws: a failing target is reported to this thread's uncaught-exception handler (see
-     * {@link Scanner#completeGuarded}), since this runs on the scanner, the closing thread or the
+     * {@link Completion#deliverGuarded}), since this runs on the scanner, the closing thread or the
      * stream's host-callback thread.
      */
     boolean complete(@Nullable RuntimeException failure) {
@@ -70,8 +78,8 @@ final class FallbackRegistration implements Runnable, Registration {
         if (c == null) {
             return false;
         }
-        registrar.fallbackFinished(this);
-        Scanner.completeGuarded(c, ticket, failure);
+        owner.fallbackFinished(this);
+        Completion.deliverGuarded(c, ticket, failure);
         return true;
     }
 
@@ -85,7 +93,7 @@ final class FallbackRegistration implements Runnable, Registration {
     public boolean cancel() {
         Completion expected = (Completion) TARGET.getVolatile(this);
         if (expected != null && TARGET.compareAndSet(this, expected, null)) {
-            registrar.fallbackFinished(this);
+            owner.fallbackFinished(this);
             return true;
         }
         return false;

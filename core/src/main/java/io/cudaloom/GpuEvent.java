@@ -342,7 +342,7 @@ public final class GpuEvent {
             }
         }
         if (reactor.isClosed()) {
-            throw reactor.lifecycle().closedFailure();
+            throw reactor.state().closedFailure();
         }
         if (knownComplete()) {
             return true;
@@ -396,7 +396,7 @@ public final class GpuEvent {
             }
         }
         if (reactor.isClosed()) {
-            throw reactor.lifecycle().closedFailure();
+            throw reactor.state().closedFailure();
         }
         if (knownComplete()) {
             deliver.accept(null);

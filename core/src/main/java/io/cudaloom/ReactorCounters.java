@@ -6,10 +6,19 @@ import java.util.concurrent.atomic.LongAdder;
 /**
  * The reactor's multi-writer counters (registrants on any thread add to them): one
  * {@link LongAdder} per {@link Counter.Source#ADDER} counter, indexed by its ordinal. The
- * scanner's own, single-writer counters live in {@link Scanner}; {@link #snapshot} reads both, and
- * samples the rest.
+ * scanner's own, single-writer counters live in the scanner, read through {@link ScannerCounts};
+ * {@link #snapshot} reads both, and samples the rest.
  */
 final class ReactorCounters {
+    /** The scanner's single-writer counters and its CPU time ({@link Scanner} implements it). */
+    interface ScannerCounts {
+        /** A {@link Counter.Source#SCANNER} counter's value now (an opaque load of a single writer's count; any thread). */
+        long count(Counter c);
+
+        /** The scanner thread's CPU time in nanoseconds, or what it had used when it exited; -1 if unknown. */
+        long cpuNanos(Thread scannerThread);
+    }
+
     /** By {@link Counter#ordinal()}; null for a counter that is not an adder. */
     private final LongAdder[] adders = new LongAdder[Counter.COUNT];
 
@@ -40,7 +49,7 @@ final class ReactorCounters {
     }
 
     /** {@link CompletionReactor#stats()}: these counters, the scanner's and the table's, now. */
-    ReactorStats snapshot(SlotTable<?> table, Scanner scanner, Thread scannerThread, int waitersNow, long workInFlight) {
+    ReactorStats snapshot(SlotTable<?> table, ScannerCounts scanner, Thread scannerThread, int waitersNow, long workInFlight) {
         long[] values = new long[Counter.COUNT];
         for (Counter c : Counter.ALL) {
             values[c.ordinal()] = switch (c.source) {

@@ -1,15 +1,12 @@
 package io.cudaloom;
 
 import io.cudaloom.spi.FlagMemory;
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
 import java.util.concurrent.locks.LockSupport;
 import org.jspecify.annotations.Nullable;
 
 /**
- * A reactor's lifecycle, in one state: {@link #OPEN}, then {@link #CLOSED} (to new work: close()
- * ran, or the scanner stopped on an {@link Error}), then {@link #RELEASED} (the flag memory is
- * freed). It leaves OPEN by one compare-and-set, so exactly one closer sees the shutdown through:
+ * A reactor's shutdown, driven through its {@link ReactorState} (open, closed, released). The
+ * state leaves open by one compare-and-set, so exactly one closer sees the shutdown through:
  * it stops the scanner, then, as the consumer, fails what is armed and reclaims the slots, and
  * frees the flag memory once no device write into it can land (at once if nothing is in flight,
  * else from a short-lived reclaimer thread).
@@ -17,57 +14,50 @@ import org.jspecify.annotations.Nullable;
  * <p>Registrants read the state after publishing (the Dekker pair of {@link Registrar}); the
  * scanner's loop runs while it is OPEN.
  */
-final class ReactorLifecycle {
-    private static final VarHandle STATE;
-    private static final int OPEN = 0;
-    private static final int CLOSED = 1;
-    private static final int RELEASED = 2;
+final class ReactorLifecycle implements Scanner.Owner {
     /** The reclaimer's longest pause: a dead stream, or a backend that keeps failing, is looked at once a second. */
     private static final long MAX_RECLAIM_PAUSE_NANOS = 1_000_000_000L;
 
-    static {
-        try {
-            STATE = MethodHandles.lookup().findVarHandle(ReactorLifecycle.class, "state", int.class);
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
-
-    private final CompletionReactor reactor;
+    private final ReactorState state;
     private final FlagMemory flagMemory;
-    @SuppressWarnings("unused") // through STATE
-    private volatile int state;
-    /** The Error that stopped the scanner, if that is what closed the reactor; written before STATE. */
-    private volatile @Nullable Throwable stopCause;
+    /**
+     * The scanner this lifecycle stops, its thread and the observability hooks: set once by
+     * {@link #attach}, before the scanner thread starts and before the reactor is handed to any
+     * other thread (its constructor), so every closer reads it set; volatile so that no closer
+     * depends on how the reactor was published.
+     */
+    private volatile @Nullable Attached attached;
 
-    ReactorLifecycle(CompletionReactor reactor, FlagMemory flagMemory) {
-        this.reactor = reactor;
+    /** What {@link #attach} gives: the parts a close drives, none of which names this class. */
+    private record Attached(Scanner scanner, Thread scannerThread, Runnable closing, Runnable closed) {}
+
+    ReactorLifecycle(ReactorState state, FlagMemory flagMemory) {
+        this.state = state;
         this.flagMemory = flagMemory;
     }
 
-    boolean isClosed() {
-        return state != OPEN;
-    }
-
-    boolean isMemoryReleased() {
-        return state == RELEASED;
-    }
-
-    void checkOpen() {
-        if (state != OPEN) {
-            throw closedFailure();
+    /**
+     * Wires the scanner and the observability hooks ({@code closing}: the final counters, before
+     * the shutdown changes them; {@code closed}: after it): once, before the scanner thread starts.
+     */
+    void attach(Scanner scanner, Thread scannerThread, Runnable closing, Runnable closed) {
+        if (attached != null) {
+            throw new IllegalStateException("lifecycle already attached");
         }
+        attached = new Attached(scanner, scannerThread, closing, closed);
     }
 
-    /** What every waiter and later caller of a closed reactor gets (naming the Error, if one stopped it). */
-    ReactorClosedException closedFailure() {
-        String device = reactor.device().name();
-        Throwable cause = stopCause;
-        if (cause != null) {
-            return new ReactorClosedException("the completion reactor of " + device
-                    + " stopped: its scanner failed with " + cause, cause);
+    private Attached attached() {
+        Attached a = attached;
+        if (a == null) {
+            throw new IllegalStateException("lifecycle used before attach");
         }
-        return new ReactorClosedException("the completion reactor of " + device + " is closed");
+        return a;
+    }
+
+    @Override
+    public boolean isClosed() {
+        return state.isClosed();
     }
 
     /**
@@ -79,13 +69,14 @@ final class ReactorLifecycle {
      * (its batch delivered twice) and, once a reclaimer took over, leave two consumers at once.
      */
     void close() {
-        if (!beginClose()) {
+        if (!beginClose(null)) {
             return;
         }
-        reactor.observability().closing(); // the final JFR counters, before the shutdown changes them
-        Thread scannerThread = reactor.scannerThread();
+        Attached a = attached();
+        a.closing().run(); // the final JFR counters, before the shutdown changes them
+        Thread scannerThread = a.scannerThread();
         if (Thread.currentThread() == scannerThread) {
-            reactor.scanner().finishCloseOnExit(); // the scanner finishes it when it leaves its loop
+            a.scanner().finishCloseOnExit(); // the scanner finishes it when it leaves its loop
             return;
         }
         boolean interrupted = false;
@@ -105,20 +96,15 @@ final class ReactorLifecycle {
     }
 
     /**
-     * OPEN to CLOSED, once: true for the caller that did it (who must then see the shutdown
-     * through). Registrants that publish from now on see it (the Dekker pair of {@link Registrar}).
+     * OPEN to CLOSED, once ({@link ReactorState#beginClose}): true for the caller that did it. The
+     * unpark follows the state's volatile write (SlotTable ordering 9); on the scanner itself it
+     * leaves a permit, so it does not park.
      */
-    private boolean beginClose() {
-        if (!STATE.compareAndSet(this, OPEN, CLOSED)) {
+    private boolean beginClose(@Nullable Throwable cause) {
+        if (!state.beginClose(cause)) {
             return false;
         }
-        // The Dekker pairing with the registrar needs this write ordered before the consumer's
-        // later reads of the active bits and the fallback set (reclaimStep). Those are acquire
-        // loads, and a volatile write is ordered only before later volatile loads: the fence gives
-        // the store-load order for them too. The unpark follows a volatile write (SlotTable
-        // ordering 9); on the scanner itself it leaves a permit, so it does not park.
-        VarHandle.fullFence();
-        LockSupport.unpark(reactor.scannerThread());
+        LockSupport.unpark(attached().scannerThread());
         return true;
     }
 
@@ -126,19 +112,21 @@ final class ReactorLifecycle {
      * Called on the scanner after an {@link Error} in its loop: closes the reactor with the error
      * as the cause. True if this closed it (the scanner then finishes the shutdown itself).
      */
-    boolean closeAfterScannerError(Error error) {
-        stopCause = error; // before the state change that publishes it
-        return beginClose();
+    @Override
+    public boolean closeAfterScannerError(Error error) {
+        return beginClose(error);
     }
 
     /**
      * Shutdown as the consumer: one reclaim step now, the rest (if any) on a reclaimer thread; then
      * the MXBean and the JFR hook go (last, so nothing they do can keep a waiter from being woken).
      */
-    void finishClose() {
+    @Override
+    public void finishClose() {
+        Attached a = attached();
         try {
             if (!reclaimStep()) {
-                String name = reactor.scannerThread().getName().replace("scanner", "reclaimer");
+                String name = a.scannerThread().getName().replace("scanner", "reclaimer");
                 ReactorThreads.system(name, () -> {
                     // Streams settle within milliseconds, unless dead or a backend keeps failing:
                     // then look again less and less often.
@@ -148,15 +136,15 @@ final class ReactorLifecycle {
                 }).start();
             }
         } finally {
-            reactor.observability().close();
+            a.closed().run();
         }
     }
 
     private boolean reclaimStep() {
-        if (!reactor.scanner().reclaimStep(closedFailure())) {
+        if (!attached().scanner().reclaimStep(state.closedFailure())) {
             return false;
         }
-        state = RELEASED;
+        state.markReleased();
         flagMemory.release().run();
         return true;
     }

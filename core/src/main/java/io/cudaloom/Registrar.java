@@ -23,8 +23,10 @@ import org.jspecify.annotations.Nullable;
  * fallback set. At least one sees the other, so a registration either is failed by close or sees
  * the reactor closed and withdraws itself.
  */
-final class Registrar {
-    private final CompletionReactor reactor;
+final class Registrar implements FallbackRegistration.Owner {
+    private final ReactorState state;
+    /** Unparks the scanner (and counts it): on the idle-to-active transitions below. */
+    private final Runnable wakeScanner;
     private final SlotTable<Completion> table;
     private final FlagMemory flagMemory;
     private final ReactorCounters counters;
@@ -42,9 +44,10 @@ final class Registrar {
     private final AtomicLong fallbackOutstanding = new AtomicLong();
     private final AtomicLong syntheticTickets = new AtomicLong();
 
-    Registrar(CompletionReactor reactor, SlotTable<Completion> table, FlagMemory flagMemory,
+    Registrar(ReactorState state, Runnable wakeScanner, SlotTable<Completion> table, FlagMemory flagMemory,
             ReactorCounters counters, CompletionStrategy strategy) {
-        this.reactor = reactor;
+        this.state = state;
+        this.wakeScanner = wakeScanner;
         this.table = table;
         this.flagMemory = flagMemory;
         this.counters = counters;
@@ -113,11 +116,11 @@ final class Registrar {
             counters.increment(Counter.REGISTRATIONS);
         }
         if (table.publish(ticket, completion)) {
-            reactor.wakeScanner(); // idle-to-active: the bit's read-modify-write came first
+            wakeScanner.run(); // idle-to-active: the bit's read-modify-write came first
         }
         // Dekker with close() (class comment): our bit is written; now read the state.
-        if (reactor.isClosed() && table.cancel(ticket, completion)) {
-            throw reactor.lifecycle().closedFailure();
+        if (state.isClosed() && table.cancel(ticket, completion)) {
+            throw state.closedFailure();
         }
         return ticket;
     }
@@ -143,7 +146,7 @@ final class Registrar {
                 stream.submissionCount()); // before the enqueue: the callback's proof
         fallbacks.add(fb);
         if (fallbackOutstanding.getAndIncrement() == 0) {
-            reactor.wakeScanner(); // so it probes this stream for faults
+            wakeScanner.run(); // so it probes this stream for faults
         }
         boolean enqueued;
         RuntimeException refusal = null;
@@ -162,7 +165,7 @@ final class Registrar {
                 if (countFault) {
                     counters.increment(Counter.FAULTS);
                 }
-                throw reactor.checks().faultOf(stream);
+                throw stream.faults().neverCompletes();
             }
             IllegalStateException e = new IllegalStateException(
                     "stream " + stream + " refused both the flag write and the host callback");
@@ -172,8 +175,8 @@ final class Registrar {
             throw e;
         }
         // Dekker with close() (class comment): the set insertion above is a volatile write.
-        if (reactor.isClosed() && fb.cancel()) {
-            throw reactor.lifecycle().closedFailure();
+        if (state.isClosed() && fb.cancel()) {
+            throw state.closedFailure();
         }
         return fb;
     }
@@ -183,7 +186,8 @@ final class Registrar {
         return Long.MIN_VALUE + syntheticTickets.incrementAndGet();
     }
 
-    void fallbackFinished(FallbackRegistration fb) {
+    @Override
+    public void fallbackFinished(FallbackRegistration fb) {
         fallbacks.remove(fb);
         fallbackOutstanding.decrementAndGet();
     }

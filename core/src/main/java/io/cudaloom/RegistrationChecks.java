@@ -1,6 +1,7 @@
 package io.cudaloom;
 
 import io.cudaloom.spi.StreamState;
+import java.util.function.Supplier;
 
 /**
  * The one step every wait and registration takes before registering (in the manner of AQS's
@@ -9,12 +10,17 @@ import io.cudaloom.spi.StreamState;
  * fault found here becomes an exception through {@link DeviceFaults}, its one factory.
  */
 final class RegistrationChecks {
-    private final CompletionReactor reactor;
+    private final ReactorState state;
     private final ReactorCounters counters;
+    private final String deviceName;
+    /** The reactor's scanner thread (made after these checks, so asked for when needed). */
+    private final Supplier<Thread> scannerThread;
 
-    RegistrationChecks(CompletionReactor reactor, ReactorCounters counters) {
-        this.reactor = reactor;
+    RegistrationChecks(ReactorState state, ReactorCounters counters, String deviceName, Supplier<Thread> scannerThread) {
+        this.state = state;
         this.counters = counters;
+        this.deviceName = deviceName;
+        this.scannerThread = scannerThread;
     }
 
     /**
@@ -28,7 +34,7 @@ final class RegistrationChecks {
      * @throws GpuFaultException if the stream has faulted
      */
     StreamState precheck(GpuStream stream, boolean assumeBusy) {
-        reactor.lifecycle().checkOpen();
+        state.checkOpen();
         if (stream.isClosed()) {
             throw new IllegalStateException("stream " + stream + " is closed");
         }
@@ -43,7 +49,7 @@ final class RegistrationChecks {
             counters.increment(Counter.COMPLETIONS);
         } else if (state == StreamState.FAULTED) {
             counters.increment(Counter.FAULTS);
-            throw faultOf(stream);
+            throw stream.faults().neverCompletes(); // the fault owner's one factory
         }
         return state;
     }
@@ -55,8 +61,8 @@ final class RegistrationChecks {
      */
     void checkMayBlock(GpuStream stream) {
         String where = null;
-        if (Thread.currentThread() == reactor.scannerThread()) {
-            where = "the scanner thread of " + reactor.device().name() + " (a completion callback run there)";
+        if (Thread.currentThread() == scannerThread.get()) {
+            where = "the scanner thread of " + deviceName + " (a completion callback run there)";
         } else if (FallbackRegistration.onHostCallback()) {
             where = "a host-callback thread (a completion callback run there)";
         } else if (stream.isOwnWorkerThread()) {
@@ -66,10 +72,5 @@ final class RegistrationChecks {
             throw new IllegalStateException("await() called on " + where + ": it would stall every waiter it "
                     + "serves; hand the wait to another thread (e.g. an executor for the callback)");
         }
-    }
-
-    /** The exception for a wait or registration on {@code stream}, which has faulted (kept here for Registrar). */
-    GpuFaultException faultOf(GpuStream stream) {
-        return stream.faults().neverCompletes();
     }
 }

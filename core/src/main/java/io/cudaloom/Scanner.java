@@ -42,7 +42,22 @@ import org.jspecify.annotations.Nullable;
  * has stopped (joined, or on its own thread), by whoever finishes the shutdown. Counters are single
  * writer: written with opaque stores, read by {@link ReactorCounters#snapshot} with opaque loads.
  */
-final class Scanner {
+final class Scanner implements ReactorCounters.ScannerCounts {
+    /**
+     * The lifecycle the loop runs under ({@link ReactorLifecycle} implements it): the loop runs
+     * while it is open, closes it after an {@link Error}, and finishes a close that ran on the
+     * scanner thread itself once it has left the loop.
+     */
+    interface Owner {
+        boolean isClosed();
+
+        /** Closes with {@code error} as the cause; true if this call closed it (the scanner then finishes the close). */
+        boolean closeAfterScannerError(Error error);
+
+        /** The shutdown as the consumer (the scanner has left its loop). */
+        void finishClose();
+    }
+
     /** The longest park while only quarantined slots wait for their stream to settle. */
     private static final long MAX_QUARANTINE_CHECK_NANOS = 100_000_000L;
     /** Pause after a failed cycle, so a hook that keeps throwing costs little CPU. */
@@ -62,8 +77,9 @@ final class Scanner {
         }
     };
 
-    private final CompletionReactor reactor;
-    private final ReactorLifecycle lifecycle;
+    /** The blocker of the scanner's timed parks (the reactor: what a thread dump names). */
+    private final Object parkBlocker;
+    private final Owner lifecycle;
     private final Registrar registrar;
     private final SlotTable<Completion> table;
     private final ReactorConfig config;
@@ -99,16 +115,17 @@ final class Scanner {
      */
     private volatile long cpuNanosAtExit = -1L;
 
-    Scanner(CompletionReactor reactor, Registrar registrar, SlotTable<Completion> table, ReactorConfig config) {
-        this.reactor = reactor;
-        this.lifecycle = reactor.lifecycle();
+    Scanner(Owner lifecycle, Registrar registrar, SlotTable<Completion> table, ReactorConfig config,
+            DeviceFaults faults, Object parkBlocker) {
+        this.parkBlocker = parkBlocker;
+        this.lifecycle = lifecycle;
         this.registrar = registrar;
         this.table = table;
         this.config = config;
-        this.faults = reactor.device().faults;
+        this.faults = faults;
         this.idle = new BackoffIdleStrategy(config.scannerSpinNanos(), config.scannerLingerNanos(),
                 config.scannerMinParkNanos(),
-                config.scannerMaxParkNanos(), DEFERRED_UNTIMED_PARK, reactor);
+                config.scannerMaxParkNanos(), DEFERRED_UNTIMED_PARK, parkBlocker);
         this.batch = new RetiredBatch<>(table.capacity());
         this.failBatch = new RetiredBatch<>(table.capacity());
         this.collectProbeStream = slot -> probeStreams.add(registrar.streamOf(slot));
@@ -116,7 +133,8 @@ final class Scanner {
     }
 
     /** The scanner's counter {@code c} now (an opaque load; any thread). */
-    long count(Counter c) {
+    @Override
+    public long count(Counter c) {
         return (long) COUNT.getOpaque(counts, c.ordinal());
     }
 
@@ -168,7 +186,8 @@ final class Scanner {
     }
 
     /** The CPU time of {@code self} (this agent's thread) so far, or at its exit once it has ended; -1 if unknown. */
-    long cpuNanos(Thread self) {
+    @Override
+    public long cpuNanos(Thread self) {
         ThreadMXBean threads = ManagementFactory.getThreadMXBean();
         if (!threads.isThreadCpuTimeSupported()) {
             return -1L;
@@ -201,7 +220,7 @@ final class Scanner {
                 }
             } catch (RuntimeException e) {
                 failed(e);
-                LockSupport.parkNanos(reactor, ERROR_PAUSE_NANOS);
+                LockSupport.parkNanos(parkBlocker, ERROR_PAUSE_NANOS);
             } catch (Error e) {
                 failed(e);
                 if (lifecycle.closeAfterScannerError(e)) {
@@ -285,28 +304,12 @@ final class Scanner {
         for (int i = 0; i < retired.size(); i++) {
             Completion c = retired.payload(i);
             if (c != null) {
-                completeGuarded(c, retired.ticket(i), failure);
+                Completion.deliverGuarded(c, retired.ticket(i), failure);
                 delivered++;
             }
         }
         retired.clear();
         return delivered;
-    }
-
-    /**
-     * Runs a completion, reporting anything it throws (e.g. a caller's executor that rejects the
-     * callback) to the current thread's uncaught-exception handler instead of letting it escape:
-     * completions run on the scanner, which serves every waiter, on the closing thread, which must
-     * go on waking the others, and on a stream's host-callback thread, where an escaping exception
-     * would be taken for a fault of the stream.
-     */
-    static void completeGuarded(Completion c, long ticket, @Nullable RuntimeException failure) {
-        try {
-            c.complete(ticket, failure);
-        } catch (Throwable t) {
-            Thread.UncaughtExceptionHandler h = Thread.currentThread().getUncaughtExceptionHandler();
-            h.uncaughtException(Thread.currentThread(), t);
-        }
     }
 
     // ---- fault probe and quarantine -----------------------------------------------------------

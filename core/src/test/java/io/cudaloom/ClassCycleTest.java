@@ -1,0 +1,252 @@
+package io.cudaloom;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import java.io.IOException;
+import java.lang.reflect.Modifier;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Cycles between the library's classes, read from the compiled classes' constant pools (which name
+ * every class a class refers to; a nested class counts as its top-level class).
+ *
+ * <p>{@link #theReactorsPartsStandAlone}: with the facade ({@link CompletionReactor}) and the three
+ * API types that hand a reactor around ({@link GpuDevice}, {@link GpuStream}, {@link GpuEvent})
+ * taken out, no cycle holds a reactor part (a class of {@code io.cudaloom} that is not public): the
+ * scanner, the lifecycle, the registrar, the waits and the rest name each other one way only, and
+ * reach each other through the narrow interfaces they declare ({@code Scanner.Owner},
+ * {@code FallbackRegistration.Owner}, {@code CoalescedWait.Parking},
+ * {@code ReactorCounters.ScannerCounts}), not through the facade.
+ *
+ * <p>{@link #noCycleBeyondTheKnownOnes}: the cycles of the whole graph are exactly the ones listed
+ * in {@link #KNOWN}, each with why it is still there. A new cycle, or a class joining one, fails;
+ * so does a cycle that shrank or went, until the list is shrunk with it (a ratchet).
+ */
+class ClassCycleTest {
+    /** The facade and the API types that hold or hand out a reactor: the remaining hub of the big cycle. */
+    private static final Set<String> HUB = Set.of("CompletionReactor", "GpuDevice", "GpuStream", "GpuEvent");
+
+    /**
+     * The cycles still there, by simple name (backend classes with their package). Why each stays:
+     * <ul>
+     *   <li>the API package: the reactor's parts take the stream ({@link GpuStream}) and the
+     *       device as their argument types, and those reach the facade, which builds the parts;
+     *       breaking it means parts that take the per-stream record and the backend instead;
+     *   <li>{@code cuda}: the backend's device, streams, buffers and kernels refer to each other
+     *       (a stream names its device and buffers, the device opens streams and loads modules);
+     *   <li>{@code sim}: the same for the simulated device;
+     *   <li>{@code junit}: the annotation names its extension, the extension reads the annotation and
+ *       runs the leak check, which reports through it;
+     *   <li>{@code kotlin}: the suspending await and the executor that resumes it.
+     * </ul>
+     */
+    private static final List<String> KNOWN = List.of(
+            "BlockingWait CallbackRegistrations CoalescedWait CompletionReactor DeviceFaults DeviceMemory Failures "
+                    + "FallbackRegistration GpuDevice GpuDeviceProvider GpuEvent GpuKernel GpuStream HostMemory "
+                    + "KernelThread LiveResources ReactorEvents ReactorLifecycle ReactorObservability "
+                    + "Registrar Registration RegistrationChecks ResourceLedger Scanner StreamDrain StreamRecord "
+                    + "UnclosedDeviceReport WaitGroup",
+            "cuda.Cuda cuda.CudaDevice cuda.CudaDeviceProvider cuda.CudaDriverException cuda.CudaKernel "
+                    + "cuda.CudaModule cuda.CudaStream cuda.DeviceBuffer cuda.KernelArgs cuda.Kernels "
+                    + "cuda.PinnedBuffer cuda.StreamHandle",
+            "junit.GpuExtension junit.GpuTest junit.LeakCheck",
+            "kotlin.GpuEventCoroutines kotlin.ResumeExecutor",
+            "sim.SimulatedDevice sim.SimulatedMemory sim.SimulatedStream");
+
+    private static final String PREFIX = "io/cudaloom/";
+    private static final Pattern NAME = Pattern.compile("io/cudaloom/[A-Za-z0-9_/$]+");
+
+    @Test
+    void theReactorsPartsStandAlone() throws Exception {
+        Map<String, Set<String>> graph = graph();
+        Map<String, Set<String>> reduced = new TreeMap<>();
+        graph.forEach((from, to) -> {
+            if (!HUB.contains(from)) {
+                Set<String> kept = new TreeSet<>(to);
+                kept.removeAll(HUB);
+                reduced.put(from, kept);
+            }
+        });
+        List<String> offences = new ArrayList<>();
+        for (Set<String> component : components(reduced)) {
+            List<String> parts = component.stream().filter(ClassCycleTest::isReactorPart).toList();
+            if (!parts.isEmpty()) {
+                offences.add("reactor parts " + parts + " in the cycle " + component);
+            }
+        }
+        assertTrue(reduced.keySet().stream().filter(ClassCycleTest::isReactorPart).count() >= 10,
+                "premise: the reactor parts were found (" + reduced.keySet() + ")");
+        assertEquals(List.of(), offences, "a cycle among the reactor's parts: give one side a narrow interface");
+    }
+
+    @Test
+    void noCycleBeyondTheKnownOnes() throws Exception {
+        List<String> found = new ArrayList<>();
+        for (Set<String> component : components(graph())) {
+            found.add(String.join(" ", component));
+        }
+        found.sort(null);
+        List<String> known = new ArrayList<>(KNOWN);
+        known.sort(null);
+        if (!found.equals(known)) {
+            fail("the class cycles changed (a new one, or a class joining one, is a defect; a smaller one: shrink KNOWN)."
+                    + "\nfound:\n  " + String.join("\n  ", found) + "\nknown:\n  " + String.join("\n  ", known));
+        }
+    }
+
+    /** A class of the API package that is not public: a part of the reactor. */
+    private static boolean isReactorPart(String simpleName) {
+        if (simpleName.contains(".")) {
+            return false; // another package
+        }
+        try {
+            Class<?> c = Class.forName("io.cudaloom." + simpleName, false, ClassCycleTest.class.getClassLoader());
+            return !Modifier.isPublic(c.getModifiers());
+        } catch (ClassNotFoundException e) {
+            throw new AssertionError(simpleName, e);
+        }
+    }
+
+    /** Top-level class (relative to io.cudaloom, '/' as '.') to the top-level classes it names. */
+    private static Map<String, Set<String>> graph() throws Exception {
+        Path root = Path.of(GpuDevice.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+        Path base = root.resolve("io/cudaloom");
+        Map<String, Set<String>> graph = new TreeMap<>();
+        List<Path> files;
+        try (Stream<Path> walk = Files.walk(base)) {
+            files = walk.filter(p -> p.toString().endsWith(".class")).toList();
+        }
+        for (Path f : files) {
+            String rel = base.relativize(f).toString().replace('\\', '/');
+            String self = topLevel(rel.substring(0, rel.length() - ".class".length()));
+            if (self.endsWith("package-info")) {
+                continue;
+            }
+            graph.computeIfAbsent(self, k -> new TreeSet<>());
+        }
+        for (Path f : files) {
+            String rel = base.relativize(f).toString().replace('\\', '/');
+            String self = topLevel(rel.substring(0, rel.length() - ".class".length()));
+            Set<String> out = graph.get(self);
+            if (out == null) {
+                continue;
+            }
+            Matcher m = NAME.matcher(read(f));
+            while (m.find()) {
+                String target = topLevel(m.group().substring(PREFIX.length()));
+                if (!target.equals(self) && graph.containsKey(target)) {
+                    out.add(target);
+                }
+            }
+        }
+        assertTrue(graph.size() > 50, "premise: the classes were found under " + base);
+        return graph;
+    }
+
+    private static String read(Path f) {
+        try {
+            return new String(Files.readAllBytes(f), StandardCharsets.ISO_8859_1);
+        } catch (IOException e) {
+            throw new AssertionError("cannot read " + f, e);
+        }
+    }
+
+    /** "cuda/CudaStream$1" -> "cuda.CudaStream". */
+    private static String topLevel(String internal) {
+        int dollar = internal.indexOf('$');
+        return (dollar < 0 ? internal : internal.substring(0, dollar)).replace('/', '.');
+    }
+
+    /** The strongly connected components of more than one class (Tarjan's algorithm, iterative). */
+    static List<Set<String>> components(Map<String, Set<String>> graph) {
+        Map<String, Integer> index = new HashMap<>();
+        Map<String, Integer> low = new HashMap<>();
+        Deque<String> stack = new ArrayDeque<>();
+        Set<String> onStack = new java.util.HashSet<>();
+        List<Set<String>> result = new ArrayList<>();
+        int[] counter = {0};
+        for (String start : graph.keySet()) {
+            if (index.containsKey(start)) {
+                continue;
+            }
+            Deque<Object[]> work = new ArrayDeque<>(); // {node, iterator over its successors}
+            index.put(start, counter[0]);
+            low.put(start, counter[0]++);
+            stack.push(start);
+            onStack.add(start);
+            work.push(new Object[] {start, graph.getOrDefault(start, Set.of()).iterator()});
+            while (!work.isEmpty()) {
+                Object[] top = work.peek();
+                String v = (String) top[0];
+                @SuppressWarnings("unchecked")
+                java.util.Iterator<String> it = (java.util.Iterator<String>) top[1];
+                if (it.hasNext()) {
+                    String w = it.next();
+                    if (!index.containsKey(w)) {
+                        index.put(w, counter[0]);
+                        low.put(w, counter[0]++);
+                        stack.push(w);
+                        onStack.add(w);
+                        work.push(new Object[] {w, graph.getOrDefault(w, Set.of()).iterator()});
+                    } else if (onStack.contains(w)) {
+                        low.put(v, Math.min(low.get(v), index.get(w)));
+                    }
+                    continue;
+                }
+                work.pop();
+                if (!work.isEmpty()) {
+                    String parent = (String) work.peek()[0];
+                    low.put(parent, Math.min(low.get(parent), low.get(v)));
+                }
+                if (low.get(v).equals(index.get(v))) {
+                    Set<String> component = new TreeSet<>();
+                    String w;
+                    do {
+                        w = stack.pop();
+                        onStack.remove(w);
+                        component.add(w);
+                    } while (!w.equals(v));
+                    if (component.size() > 1) {
+                        result.add(component);
+                    }
+                }
+            }
+        }
+        return result;
+    }
+
+    /** The algorithm itself: a known graph's components. */
+    @Test
+    void componentsOfAKnownGraph() {
+        Map<String, Set<String>> g = new TreeMap<>();
+        g.put("a", Set.of("b"));
+        g.put("b", Set.of("c"));
+        g.put("c", Set.of("a", "d"));
+        g.put("d", Set.of("e"));
+        g.put("e", Set.of("d"));
+        g.put("f", Set.of("a"));
+        List<String> found = new ArrayList<>();
+        for (Set<String> c : components(g)) {
+            found.add(String.join(" ", c));
+        }
+        found.sort(null);
+        assertEquals(List.of("a b c", "d e"), found);
+    }
+}
