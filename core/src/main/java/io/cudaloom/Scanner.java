@@ -107,7 +107,6 @@ final class Scanner implements ReactorCounters.ScannerCounts {
     private long quarantineCheckNanos;
     /** Set by close() called on the scanner thread itself; read by that thread when it leaves run. */
     private boolean finishCloseOnExit;
-    private boolean started;
     /**
      * The scanner thread's CPU time as it left {@link #run} (-1 before, or where the JVM cannot
      * tell): read by {@link #cpuNanos} once the thread has terminated, which
@@ -117,6 +116,17 @@ final class Scanner implements ReactorCounters.ScannerCounts {
 
     Scanner(Owner lifecycle, Registrar registrar, SlotTable<Completion> table, ReactorConfig config,
             DeviceFaults faults, Object parkBlocker) {
+        this(lifecycle, registrar, table, config, faults, parkBlocker, DEFERRED_UNTIMED_PARK);
+    }
+
+    /**
+     * With {@code parker} as the seam of the idle strategy's parks: the reactor's is
+     * {@link #DEFERRED_UNTIMED_PARK} (timed parks park, the untimed one is left to {@link Task});
+     * the stress module's jcstress tests pass a model of LockSupport's permit and drive
+     * {@link #resume} and {@link #step} themselves, as {@link #runUntilIdle} does.
+     */
+    Scanner(Owner lifecycle, Registrar registrar, SlotTable<Completion> table, ReactorConfig config,
+            DeviceFaults faults, Object parkBlocker, BackoffIdleStrategy.Parker parker) {
         this.parkBlocker = parkBlocker;
         this.lifecycle = lifecycle;
         this.registrar = registrar;
@@ -125,11 +135,12 @@ final class Scanner implements ReactorCounters.ScannerCounts {
         this.faults = faults;
         this.idle = new BackoffIdleStrategy(config.scannerSpinNanos(), config.scannerLingerNanos(),
                 config.scannerMinParkNanos(),
-                config.scannerMaxParkNanos(), DEFERRED_UNTIMED_PARK, parkBlocker);
+                config.scannerMaxParkNanos(), parker, parkBlocker);
         this.batch = new RetiredBatch<>(table.capacity());
         this.failBatch = new RetiredBatch<>(table.capacity());
         this.collectProbeStream = slot -> probeStreams.add(registrar.streamOf(slot));
         this.quarantineCheckNanos = firstQuarantineCheckNanos();
+        this.nextProbeAt = System.nanoTime() + config.faultProbeIntervalNanos(); // the thread starts next
     }
 
     /** The scanner's counter {@code c} now (an opaque load; any thread). */
@@ -203,19 +214,11 @@ final class Scanner implements ReactorCounters.ScannerCounts {
      * for an untimed park (true: the caller parks, then calls again).
      */
     private boolean runUntilIdle() {
-        long now = System.nanoTime();
-        if (!started) {
-            started = true;
-            nextProbeAt = now + config.faultProbeIntervalNanos();
-        }
-        idle.reset(now); // started, or woken for new work: spin for it first
+        resume();
         while (!lifecycle.isClosed()) {
             Thread.interrupted(); // cleared and ignored: see the class comment
             try {
-                if (doWork() > 0) {
-                    continue;
-                }
-                if (idleStep()) {
+                if (step()) {
                     return true;
                 }
             } catch (RuntimeException e) {
@@ -235,6 +238,21 @@ final class Scanner implements ReactorCounters.ScannerCounts {
             lifecycle.finishClose(); // close() ran on this thread (a completion), or an Error stopped us
         }
         return false;
+    }
+
+    /** Started, or woken for new work after an untimed park: spin for it first. */
+    void resume() {
+        idle.reset(System.nanoTime());
+    }
+
+    /**
+     * One pass of the loop: a scan (delivering what it retired, and the fault probe and the
+     * quarantine check when they are due), then, if it retired nothing, one idle step (spin,
+     * timed park through the seam, or the decision to park untimed). True when the idle strategy
+     * asked for the untimed park, which the caller makes (the park gate is in {@link #idleStep}).
+     */
+    boolean step() {
+        return doWork() == 0 && idleStep();
     }
 
     /** One cycle; returns how many registrations it retired. */

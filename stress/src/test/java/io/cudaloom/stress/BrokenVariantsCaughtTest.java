@@ -38,7 +38,8 @@ class BrokenVariantsCaughtTest {
             "io.cudaloom.BrokenWaiterHandoffTest",
             "io.cudaloom.stress.jcstress.BrokenGroupCommitTest",
             "io.cudaloom.BrokenAdmissionProofTest",
-            "io.cudaloom.stress.jcstress.BrokenLifetimeGuardTest");
+            "io.cudaloom.stress.jcstress.BrokenLifetimeGuardTest",
+            "io.cudaloom.BrokenParkGateScannerTest");
 
     @Test
     @Timeout(value = 8, unit = TimeUnit.MINUTES)
