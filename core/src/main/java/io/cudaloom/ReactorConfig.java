@@ -29,8 +29,6 @@ public final class ReactorConfig {
     public static final int MAX_CAPACITY = 1 << 24;
     /** The default of {@link Builder#slowAwaitFactor}. */
     public static final double DEFAULT_SLOW_AWAIT_FACTOR = 4.0;
-    /** The default of {@link Builder#submitters}: no bound (see there). */
-    public static final int DEFAULT_SUBMITTERS = 0;
     private static final Duration MAX_DURATION = Duration.ofSeconds(10);
 
     private final int capacity;
@@ -48,7 +46,6 @@ public final class ReactorConfig {
     private final boolean relayWakeups;
     private final boolean jmx;
     private final double slowAwaitFactor;
-    private final int submitters;
 
     private ReactorConfig(Builder b) {
         this.capacity = b.capacity;
@@ -66,7 +63,6 @@ public final class ReactorConfig {
         this.relayWakeups = b.relayWakeups;
         this.jmx = b.jmx;
         this.slowAwaitFactor = b.slowAwaitFactor;
-        this.submitters = b.submitters;
     }
 
     public static ReactorConfig defaults() {
@@ -91,8 +87,7 @@ public final class ReactorConfig {
                 .flagWritesInFlight(flagWritesInFlight)
                 .relayWakeups(relayWakeups)
                 .jmx(jmx)
-                .slowAwaitFactor(slowAwaitFactor)
-                .submitters(submitters);
+                .slowAwaitFactor(slowAwaitFactor);
     }
 
     public int capacity() { return capacity; }
@@ -115,8 +110,6 @@ public final class ReactorConfig {
     public boolean jmx() { return jmx; }
     /** The relative {@code SlowAwait} threshold's factor over the recent p99 ({@link Builder#slowAwaitFactor}); 0: off. */
     public double slowAwaitFactor() { return slowAwaitFactor; }
-    /** The most threads inside a submitting driver call of one device at once ({@link Builder#submitters}); 0: no bound. */
-    public int submitters() { return submitters; }
 
     @Override
     public String toString() {
@@ -125,8 +118,7 @@ public final class ReactorConfig {
                 + ", scannerSpin=" + scannerSpinNanos + "ns, scannerLinger=" + scannerLingerNanos + "ns, scannerPark=" + scannerMinParkNanos
                 + ".." + scannerMaxParkNanos + "ns, faultProbeInterval=" + faultProbeIntervalNanos + "ns"
                 + ", admissionLimit=" + admissionLimit + (coalesce ? ", coalesce (flagWritesInFlight="
-                + flagWritesInFlight + (relayWakeups ? ", relayed wake-ups" : "") + ")" : ", no coalesce")
-                + (submitters == 0 ? ", submitters unbounded" : ", submitters=" + submitters) + (jmx ? "" : ", no jmx") + "]";
+                + flagWritesInFlight + (relayWakeups ? ", relayed wake-ups" : "") + ")" : ", no coalesce") + (jmx ? "" : ", no jmx") + "]";
     }
 
     /** Builder; each setter rejects bad values at once with a message naming the setting. */
@@ -146,26 +138,8 @@ public final class ReactorConfig {
         private boolean relayWakeups = true;
         private boolean jmx = true;
         private double slowAwaitFactor = DEFAULT_SLOW_AWAIT_FACTOR;
-        private int submitters = DEFAULT_SUBMITTERS;
 
         private Builder() {}
-
-        /**
-         * The most threads that may be inside a submitting driver call (a launch, copy, memset, flag
-         * write or host function) of one device at once; 0: no bound. A thread that finds them all
-         * taken parks (a virtual thread unmounts) until one returns, instead of contending in the
-         * driver: the CUDA driver serializes its callers on a context, and each extra concurrent
-         * caller raises every caller's CPU per submission (docs/BENCHMARKS.md, {@code DriverContention}:
-         * 3.7 us for one thread, 9.6 us for eight, 12.9 us for sixteen, for one empty launch).
-         * Applies to the CUDA backend; blocking calls ({@code synchronize}, queries) are not bounded.
-         */
-        public Builder submitters(int threads) {
-            if (threads < 0 || threads > 1024) {
-                throw new IllegalArgumentException("submitters must be between 0 (no bound) and 1024, was " + threads);
-            }
-            this.submitters = threads;
-            return this;
-        }
 
         /**
          * The relative threshold of the JFR event {@code io.cudaloom.SlowAwait}: an await is recorded

@@ -122,10 +122,6 @@ class BadInputTest {
         assertRejected(IllegalArgumentException.class, "scannerSpin",
                 () -> ReactorConfig.builder().scannerSpin(Duration.ofHours(1)));
         assertRejected(NullPointerException.class, "strategy", () -> ReactorConfig.builder().strategy(null));
-        assertRejected(IllegalArgumentException.class, "submitters", () -> ReactorConfig.builder().submitters(-1));
-        assertRejected(IllegalArgumentException.class, "submitters", () -> ReactorConfig.builder().submitters(1025));
-        assertEquals(3, ReactorConfig.builder().submitters(3).build().toBuilder().build().submitters(),
-                "toBuilder keeps submitters");
     }
 
     @Test

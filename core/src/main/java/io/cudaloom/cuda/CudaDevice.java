@@ -17,7 +17,6 @@ import java.nio.charset.StandardCharsets;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Semaphore;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import jcuda.Pointer;
@@ -95,16 +94,9 @@ public final class CudaDevice extends GpuDevice {
     private volatile boolean busyAtRelease;
     /** The flags' pinned memory, once the reactor has said it may be freed: freed with the context. */
     private volatile @Nullable Pointer flagsToFree;
-    /**
-     * Places for threads inside a submitting driver call ({@link ReactorConfig#submitters()}), or
-     * null for no bound. Taken before a stream's guard is entered and given back after it is left
-     * (CudaStream), so a thread parked here never delays a destroy.
-     */
-    private final @Nullable Semaphore submitters;
 
-    private CudaDevice(int ordinal, ReactorConfig config) {
+    private CudaDevice(int ordinal) {
         this.ordinal = ordinal;
-        this.submitters = config.submitters() == 0 ? null : new Semaphore(config.submitters());
         check(cuDeviceGet(device, ordinal), "cuDeviceGet(" + ordinal + ")");
         byte[] buf = new byte[256];
         check(cuDeviceGetName(buf, buf.length, device), "cuDeviceGetName");
@@ -119,33 +111,6 @@ public final class CudaDevice extends GpuDevice {
         check(cuDeviceGetAttribute(v, jcuda.driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device), "cuDeviceGetAttribute");
         this.computeMinor = v[0];
         check(cuDevicePrimaryCtxRetain(context, device), "cuDevicePrimaryCtxRetain");
-    }
-
-    /**
-     * Takes a place among the threads inside a submitting driver call ({@link ReactorConfig#submitters()}):
-     * parks, without giving up the interrupt status, while every place is taken. The holder is in one
-     * driver call, which never waits on anything of this library, so the wait is short. Pair with
-     * {@link #leaveSubmission()}.
-     */
-    void enterSubmission() {
-        Semaphore s = submitters;
-        if (s != null) {
-            s.acquireUninterruptibly();
-        }
-    }
-
-    /** Places among the submitters not taken now, or -1 without a bound: for tests. */
-    int freeSubmitterPlaces() {
-        Semaphore s = submitters;
-        return s == null ? -1 : s.availablePermits();
-    }
-
-    /** Gives back the place {@link #enterSubmission()} took. */
-    void leaveSubmission() {
-        Semaphore s = submitters;
-        if (s != null) {
-            s.release();
-        }
     }
 
     /** Number of CUDA devices (initialises the driver). */
@@ -173,7 +138,7 @@ public final class CudaDevice extends GpuDevice {
             throw new IllegalArgumentException("CUDA device ordinal " + ordinal + " out of range: "
                     + count + " device(s) present");
         }
-        CudaDevice d = new CudaDevice(ordinal, config);
+        CudaDevice d = new CudaDevice(ordinal);
         try {
             d.startReactor(config, d::allocateFlags);
         } catch (RuntimeException e) {

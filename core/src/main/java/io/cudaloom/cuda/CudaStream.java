@@ -108,7 +108,7 @@ public final class CudaStream extends GpuStream {
             r = cuLaunchKernel(kernel.function(), gridX, gridY, gridZ, blockX, blockY, blockZ, sharedBytes,
                     stream.raw(), params, null);
         } finally {
-            leaveCall();
+            stream.exit();
         }
         if (r != CUresult.CUDA_SUCCESS) {
             submissionFailed(admitted);
@@ -144,7 +144,7 @@ public final class CudaStream extends GpuStream {
         try {
             r = cuMemcpyHtoDAsync(to, from, bytes, stream.raw());
         } finally {
-            leaveCall();
+            stream.exit();
         }
         submitted(admitted, r, "cuMemcpyHtoDAsync");
     }
@@ -162,7 +162,7 @@ public final class CudaStream extends GpuStream {
         try {
             r = cuMemcpyDtoHAsync(to, from, bytes, stream.raw());
         } finally {
-            leaveCall();
+            stream.exit();
         }
         submitted(admitted, r, "cuMemcpyDtoHAsync");
     }
@@ -177,7 +177,7 @@ public final class CudaStream extends GpuStream {
         try {
             r = cuMemsetD32Async(to, value, count, stream.raw());
         } finally {
-            leaveCall();
+            stream.exit();
         }
         submitted(admitted, r, "cuMemsetD32Async");
     }
@@ -256,12 +256,7 @@ public final class CudaStream extends GpuStream {
 
     private boolean enqueueFlagWrite(FlagMemory memory, int slot) {
         CUdeviceptr target = device.flagPointer(memory, slot);
-        if (target == null) {
-            return false;
-        }
-        device.enterSubmission();
-        if (!stream.enter()) {
-            device.leaveSubmission();
+        if (target == null || !stream.enter()) {
             return false;
         }
         int r;
@@ -274,7 +269,7 @@ public final class CudaStream extends GpuStream {
             // earlier work wrote is visible once the host observes the flag.
             r = cuStreamWriteValue32(stream.raw(), target, 1, 0);
         } finally {
-            leaveCall();
+            stream.exit();
         }
         if (r != CUresult.CUDA_SUCCESS) {
             if (Cuda.isStickyFault(r)) {
@@ -286,9 +281,7 @@ public final class CudaStream extends GpuStream {
     }
 
     private boolean enqueueHostCallback(Runnable callback) {
-        device.enterSubmission();
         if (!stream.enter()) {
-            device.leaveSubmission();
             return false;
         }
         int r;
@@ -299,7 +292,7 @@ public final class CudaStream extends GpuStream {
             cuCtxSetCurrent(device.contextHandle());
             r = cuLaunchHostFunc(stream.raw(), StreamHandle.hostFunction(callback), null);
         } finally {
-            leaveCall();
+            stream.exit();
         }
         if (r != CUresult.CUDA_SUCCESS) {
             if (Cuda.isStickyFault(r)) {
@@ -332,7 +325,7 @@ public final class CudaStream extends GpuStream {
         try {
             r = cuStreamSynchronize(stream.raw());
         } finally {
-            stream.exit(); // not a submission: it took no place among the submitters
+            stream.exit();
         }
         check(r, "cuStreamSynchronize");
         noteCompletedThrough(counted); // a proof: returns the admission room of that work
@@ -377,11 +370,9 @@ public final class CudaStream extends GpuStream {
             throw refusal(); // no room taken for a call that cannot run
         }
         boolean admitted = admit();
-        device.enterSubmission();
         try {
             enter();
         } catch (RuntimeException e) {
-            device.leaveSubmission();
             submissionFailed(admitted);
             throw e;
         }
@@ -408,12 +399,6 @@ public final class CudaStream extends GpuStream {
             }
             check(r, "cuCtxSetCurrent");
         }
-    }
-
-    /** Leaves a submitting call: the stream's guard, then the device's place among submitters ({@link #admitWork}). */
-    private void leaveCall() {
-        stream.exit();
-        device.leaveSubmission();
     }
 
     /** Why a work call is refused: the device closed, the stream closed, or an earlier fault, in that order. */

@@ -261,52 +261,6 @@ class CudaReactorGpuTest {
         return at >= 0 ? s.substring(at + 1) : s;
     }
 
-    /**
-     * A bound on the threads inside the driver ({@link ReactorConfig.Builder#submitters}): 200
-     * virtual threads on 4 streams through 2 places all finish with their own data (a place kept
-     * by a finished call would stall them), and a launch refused on a closed stream gives its place
-     * back, so both places are free at the end (the premise, checked first: the gate exists).
-     */
-    @Test
-    void boundedSubmittersKeepEveryThreadsDataAndGiveEveryPlaceBack() throws Exception {
-        try (CudaDevice device = CudaDevice.open(0, ReactorConfig.builder().submitters(2).build());
-                Kernels k = device.loadKernels()) {
-            assertEquals(2, device.freeSubmitterPlaces(), "the premise: a gate of 2 places");
-            List<CudaStream> streams = new ArrayList<>();
-            for (int i = 0; i < 4; i++) {
-                streams.add(device.newStream());
-            }
-            AtomicReference<Throwable> failure = new AtomicReference<>();
-            List<Thread> vts = new ArrayList<>();
-            final int words = 64;
-            for (int t = 0; t < 200; t++) {
-                int id = t;
-                CudaStream s = streams.get(t % 4);
-                vts.add(Thread.ofVirtual().start(() -> {
-                    try (DeviceBuffer buf = device.allocate(4L * words); PinnedBuffer host = device.allocateHost(4L * words)) {
-                        for (int r = 0; r < 5; r++) {
-                            s.launch(k.fill, 1, words, buf, id * 10 + r, words);
-                            s.copy(buf, host, 4L * words);
-                            s.await();
-                            assertAll(host.ints(), id * 10 + r, "thread " + id + " round " + r);
-                        }
-                    } catch (Throwable e) {
-                        failure.compareAndSet(null, e);
-                    }
-                }));
-            }
-            for (Thread vt : vts) {
-                assertTrue(vt.join(LONG), "a thread did not finish: a submitter place was not given back");
-            }
-            assertNull(failure.get(), () -> String.valueOf(failure.get()));
-            CudaStream closed = streams.remove(0);
-            closed.close();
-            assertThrows(IllegalStateException.class, () -> k.launchEmpty(closed));
-            assertEquals(2, device.freeSubmitterPlaces(), "a refused launch kept its place");
-            streams.forEach(CudaStream::close);
-        }
-    }
-
     /** Work submitted through a stream of a closed device is refused with ReactorClosedException. */
     @Test
     void launchOnAClosedDeviceIsRefused() {

@@ -277,7 +277,7 @@ final class ThroughputSweep {
     /**
      * The await row's reactor: the defaults with room for every worker, and, for A/B runs in one
      * JVM session, {@code -Dsweep.admissionLimit=N}, {@code -Dsweep.flagWritesInFlight=N} and
-     * {@code -Dsweep.relayWakeups=false} and {@code -Dsweep.submitters=N} (the header prints the result).
+     * {@code -Dsweep.relayWakeups=false} (the header prints the result).
      */
     static ReactorConfig awaitConfig(int workers) {
         ReactorConfig.Builder b = ReactorConfig.builder().capacity(Math.max(4096, workers + 1024));
@@ -293,18 +293,12 @@ final class ThroughputSweep {
         if (relay != null) {
             b.relayWakeups(Boolean.parseBoolean(relay));
         }
-        Integer submitters = Integer.getInteger("sweep.submitters");
-        if (submitters != null) {
-            b.submitters(submitters);
-        }
         return b.build();
     }
 
     /** One row on a fresh device: warm-up, then {@code total} launches by {@code workers} threads. */
     static Row measure(Method m, int workers, long total, long kernelNanos, int round, PrintStream err) throws Exception {
-        // The ceilings are the driver's own: no bound on the threads inside it (ReactorConfig.submitters).
-        ReactorConfig config = m == Method.AWAIT ? awaitConfig(workers)
-                : m.isPool() ? ReactorConfig.defaults() : ReactorConfig.builder().submitters(0).build();
+        ReactorConfig config = m == Method.AWAIT ? awaitConfig(workers) : ReactorConfig.defaults();
         try (CudaDevice d = CudaDevice.open(0, config); Kernels k = d.loadKernels()) {
             List<CudaStream> s = GpuBench.streams(d);
             Thread watchdog = Thread.ofPlatform().daemon().name("sweep-watchdog").start(() -> {

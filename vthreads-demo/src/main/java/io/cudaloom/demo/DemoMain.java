@@ -71,9 +71,7 @@ public final class DemoMain {
         // One slot per thread, so the demo shows the reactor path rather than the fallback.
         int slots = Math.max(ReactorConfig.defaults().capacity(),
                 options.mode() == DemoOptions.Mode.RUN ? options.threads() : DemoServer.MAX_CONCURRENT);
-        // -Dcudaloom.bench.submitters=N: an A/B of ReactorConfig.Builder#submitters in the GPU runs.
-        ReactorConfig config = ReactorConfig.builder().capacity(slots)
-                .submitters(Integer.getInteger("cudaloom.bench.submitters", ReactorConfig.DEFAULT_SUBMITTERS)).build();
+        ReactorConfig config = ReactorConfig.builder().capacity(slots).build();
         GpuDevice device;
         try {
             device = openDevice(options.device(), config);

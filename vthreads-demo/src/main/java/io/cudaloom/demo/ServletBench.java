@@ -142,9 +142,7 @@ public final class ServletBench {
             throws Exception {
         // One slot per concurrent request at most, as the demo's --load does.
         ReactorConfig config = ReactorConfig.builder()
-                .capacity(Math.max(ReactorConfig.defaults().capacity(), DemoServer.MAX_CONCURRENT))
-                // -Dcudaloom.bench.submitters=N: an A/B of ReactorConfig.Builder#submitters in the GPU runs.
-                .submitters(Integer.getInteger("cudaloom.bench.submitters", ReactorConfig.DEFAULT_SUBMITTERS)).build();
+                .capacity(Math.max(ReactorConfig.defaults().capacity(), DemoServer.MAX_CONCURRENT)).build();
         out.printf(Locale.ROOT, "## GpuBench servlet: GET /scale on 127.0.0.1, up to %,d requests or %d s per level;"
                 + " load from a separate JVM per level; open-file limit %,d; %d cores; Java %s%n%n",
                 s.requestsPerLevel(), s.timeLimit().toSeconds(), ProcessMetrics.maxFileDescriptors(),
