@@ -15,11 +15,12 @@ sweep() { # name, then java options; one sweep row set at KUS microseconds (10 b
   timeout 90 bash $J "$@" io.cudaloom.bench.GpuBench sweep kernelsUs=${KUS:-10} rounds=1 > "$R/sweep-$name.md" 2> "$R/sweep-$name.err"
   pack
 }
-# ReactorConfig.submitters: a device-wide bound on threads inside a submitting driver call.
+# The last A/B here (s6-run1, docs/BENCHMARKS.md "Under load, fourth pass"): a device-wide bound on
+# the threads inside a submitting driver call, ReactorConfig.submitters in 8cedabb (reverted in
+# c19a63b: it lost). To repeat it, check out 8cedabb and add:
+#   sweep 10-submitters8 -Dsweep.submitters=8; sweep 10-submitters4 -Dsweep.submitters=4
+#   KUS=1000 sweep 1000-submitters8 -Dsweep.submitters=8
 sweep 10-default
-sweep 10-submitters8 -Dsweep.submitters=8
-sweep 10-submitters4 -Dsweep.submitters=4
 KUS=1000 sweep 1000-default
-KUS=1000 sweep 1000-submitters8 -Dsweep.submitters=8
 grep -h '`await()`: 10,000' $R/sweep-*.md | cut -c1-300
 tail -3 "$R/junit.txt" 2>/dev/null; cat "$R/info.txt"
