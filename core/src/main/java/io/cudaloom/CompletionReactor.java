@@ -145,13 +145,15 @@ public final class CompletionReactor {
     }
 
     /**
-     * An event for the work submitted to {@code stream} so far.
+     * An event for the work submitted to {@code stream} so far: {@link GpuStream#event()}, the one
+     * way users take an event (it passes its own stream, so the device check guards only misuse
+     * from inside the library).
      *
      * @throws IllegalArgumentException if the stream belongs to another device
      * @throws IllegalStateException if the stream is closed
      * @throws ReactorClosedException if this reactor is closed
      */
-    public GpuEvent event(GpuStream stream) {
+    GpuEvent event(GpuStream stream) {
         Objects.requireNonNull(stream, "stream");
         state.checkOpen();
         if (stream.device() != device) {

@@ -62,10 +62,6 @@ public final class GpuEvent {
         return stream;
     }
 
-    public CompletionReactor reactor() {
-        return reactor;
-    }
-
     /** Whether an await of this event has already completed (no device query is made). */
     public boolean isDone() {
         return done;

@@ -4,6 +4,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.cudaloom.CompletionReactor;
+import io.cudaloom.GpuEvent;
+import io.cudaloom.GpuStream;
 import io.cudaloom.KernelThread;
 import java.lang.reflect.Modifier;
 import java.util.Arrays;
@@ -22,6 +25,19 @@ class BackendPlumbingTest {
                 "KernelThread.runAll is public");
         assertTrue(Arrays.stream(KernelThread.class.getMethods()).anyMatch(m -> m.getName().equals("index")
                 && Modifier.isPublic(m.getModifiers())), "premise: what a body reads stays public");
+    }
+
+    /** One way to take an event ({@code GpuStream.event()}), and an event hands out no reactor. */
+    @Test
+    void anEventIsTakenFromItsStreamOnlyAndNamesNoReactor() {
+        assertTrue(Arrays.stream(GpuEvent.class.getMethods()).noneMatch(m -> m.getName().equals("reactor")),
+                "GpuEvent.reactor() is public");
+        assertTrue(Arrays.stream(CompletionReactor.class.getMethods()).noneMatch(m -> m.getName().equals("event")),
+                "CompletionReactor.event(GpuStream) is public");
+        assertTrue(Arrays.stream(GpuStream.class.getMethods()).anyMatch(m -> m.getName().equals("event")
+                && m.getParameterCount() == 0), "premise: GpuStream.event() stays public");
+        assertTrue(Arrays.stream(CompletionReactor.class.getMethods()).anyMatch(m -> m.getName().equals("stats")),
+                "premise: the reactor's operator view (stats) stays public");
     }
 
     @Test
