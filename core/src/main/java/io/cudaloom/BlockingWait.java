@@ -3,6 +3,7 @@ package io.cudaloom;
 import io.cudaloom.protocol.BackoffIdleStrategy;
 import io.cudaloom.protocol.SlotTable;
 import io.cudaloom.spi.StreamState;
+import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 import org.jspecify.annotations.Nullable;
@@ -33,7 +34,13 @@ import org.jspecify.annotations.Nullable;
  * query proved complete ({@link GpuStream#isKnownComplete}) returns with no driver call at all.
  */
 final class BlockingWait implements CoalescedWait.Parking {
-    private final CompletionReactor reactor;
+    private final ReactorState state;
+    private final RegistrationChecks checks;
+    /** The await-latency histogram and the slow-await threshold. */
+    private final LatencyRecorder latency;
+    private final String deviceName;
+    /** The blocker of every waiter's park (the reactor: what a thread dump names). */
+    private final Object parkBlocker;
     private final SlotTable<Completion> table;
     private final Registrar registrar;
     private final ReactorConfig config;
@@ -48,16 +55,21 @@ final class BlockingWait implements CoalescedWait.Parking {
      */
     private final int spinArmedLimit;
 
-    BlockingWait(CompletionReactor reactor, SlotTable<Completion> table, Registrar registrar, ReactorConfig config,
-            ReactorCounters counters) {
-        this.reactor = reactor;
+    BlockingWait(ReactorState state, RegistrationChecks checks, SlotTable<Completion> table, Registrar registrar,
+            ReactorConfig config, ReactorCounters counters, LatencyRecorder latency, String deviceName,
+            Object parkBlocker, Executor callbackExecutor) {
+        this.state = state;
+        this.checks = checks;
+        this.latency = latency;
+        this.deviceName = deviceName;
+        this.parkBlocker = parkBlocker;
         this.table = table;
         this.registrar = registrar;
         this.config = config;
         this.counters = counters;
         this.spinArmedLimit = Math.max(1, table.capacity() / 4);
         this.coalesced = config.coalesce() && registrar.usesSlots()
-                ? new CoalescedWait(reactor, registrar, counters, this, config.relayWakeups()) : null;
+                ? new CoalescedWait(checks, callbackExecutor, registrar, counters, this, config.relayWakeups()) : null;
     }
 
     int waitersNow() { return waiters.get(); } // read-only: the operator gauge of ReactorStats.waitersNow
@@ -70,14 +82,14 @@ final class BlockingWait implements CoalescedWait.Parking {
         }
         // Counts are complete only when coalescing (the user counts raw-stream work then): only
         // then does an earlier proof answer for this event without asking the driver.
-        reactor.checks().checkMayBlock(stream); // first: a kernel may run before its own launch is counted
-        if (coalesced != null && stream.isKnownComplete(required) && !reactor.isClosed() && !stream.isClosed()) {
+        checks.checkMayBlock(stream); // first: a kernel may run before its own launch is counted
+        if (coalesced != null && stream.isKnownComplete(required) && !state.isClosed() && !stream.isClosed()) {
             counters.increment(Counter.IMMEDIATE);
             counters.increment(Counter.COMPLETIONS);
             return true;
         }
         boolean poll = timed && nanos <= 0; // "is it done?": ask the driver, whatever the hint says
-        if (reactor.checks().precheck(stream, !poll) == StreamState.IDLE) {
+        if (checks.precheck(stream, !poll) == StreamState.IDLE) {
             return true;
         }
         if (poll) {
@@ -108,12 +120,15 @@ final class BlockingWait implements CoalescedWait.Parking {
             // teach the next wait to sleep longer.
             long landed = waiter.landedAt();
             stream.record().recordWait((landed != 0L && landed - start > 0 && landed - now <= 0 ? landed : now) - start);
-            reactor.awaited(now - start, outcome); // latency histogram, timeouts
+            latency.record(now - start);
+            if (outcome == SlowAwaitEvent.TIMED_OUT) { // a constant: loads no JFR class
+                counters.increment(Counter.TIMEOUTS);
+            }
             if (slow != null) {
                 // Ended and committed here, not in a helper, so the event's stack trace starts at the await.
                 slow.end();
-                if (slow.shouldCommit() && reactor.slowAwait(System.nanoTime() - start)) { // relative threshold too
-                    slow.device = reactor.device().name();
+                if (slow.shouldCommit() && latency.isSlow(System.nanoTime() - start)) { // relative threshold too
+                    slow.device = deviceName;
                     slow.stream = stream.toString();
                     slow.outcome = outcome;
                     slow.commit();
@@ -241,7 +256,7 @@ final class BlockingWait implements CoalescedWait.Parking {
             long remaining;
             // A spurious or stale wake-up (an unpark meant for an earlier wait) sleeps again for the rest.
             while (!waiter.isDelivered(ticket) && (remaining = wakeAt - System.nanoTime()) > 0) {
-                LockSupport.parkNanos(reactor, remaining);
+                LockSupport.parkNanos(parkBlocker, remaining);
                 long now = System.nanoTime();
                 long late;
                 if (!waiter.isDelivered(ticket)) {
@@ -317,9 +332,9 @@ final class BlockingWait implements CoalescedWait.Parking {
                     timed = false; // lost the race to a delivery: it is imminent, wait for it
                     continue;
                 }
-                LockSupport.parkNanos(reactor, remaining);
+                LockSupport.parkNanos(parkBlocker, remaining);
             } else {
-                LockSupport.park(reactor);
+                LockSupport.park(parkBlocker);
             }
             if (Thread.interrupted()) {
                 if (interruptible && !interrupted && counters.abandoned(withdraw(waiter, ticket, registration))) {

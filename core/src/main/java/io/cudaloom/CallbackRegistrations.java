@@ -7,14 +7,14 @@ import org.jspecify.annotations.Nullable;
 
 /** Non-blocking registration: what futures and callbacks register instead of a parked thread. */
 final class CallbackRegistrations {
-    private final CompletionReactor reactor;
+    private final RegistrationChecks checks;
     private final SlotTable<Completion> table;
     private final Registrar registrar;
     private final ReactorCounters counters;
 
-    CallbackRegistrations(CompletionReactor reactor, SlotTable<Completion> table, Registrar registrar,
+    CallbackRegistrations(RegistrationChecks checks, SlotTable<Completion> table, Registrar registrar,
             ReactorCounters counters) {
-        this.reactor = reactor;
+        this.checks = checks;
         this.table = table;
         this.registrar = registrar;
         this.counters = counters;
@@ -41,7 +41,7 @@ final class CallbackRegistrations {
     Registration register(GpuStream stream, Consumer<@Nullable RuntimeException> onDone) {
         StreamState state;
         try {
-            state = reactor.checks().precheck(stream, false);
+            state = checks.precheck(stream, false);
         } catch (GpuFaultException e) {
             onDone.accept(e); // a fault is an outcome, reported through onDone
             return Registration.DELIVERED;

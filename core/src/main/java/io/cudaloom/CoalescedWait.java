@@ -1,6 +1,7 @@
 package io.cudaloom;
 
 import io.cudaloom.spi.StreamState;
+import java.util.concurrent.Executor;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -59,16 +60,19 @@ final class CoalescedWait {
                 boolean interruptible, boolean timed, long deadline);
     }
 
-    private final CompletionReactor reactor;
+    private final RegistrationChecks checks;
+    /** Where a taken shared write is armed when this thread may not make driver calls (a host callback). */
+    private final Executor callbackExecutor;
     private final Registrar registrar;
     private final ReactorCounters counters;
     private final Parking blocking;
     /** Whether woken members relay the wake-ups of their group ({@link WaitGroup}'s wake tree). */
     private final boolean relay;
 
-    CoalescedWait(CompletionReactor reactor, Registrar registrar, ReactorCounters counters, Parking blocking,
+    CoalescedWait(RegistrationChecks checks, Executor callbackExecutor, Registrar registrar, ReactorCounters counters, Parking blocking,
             boolean relay) {
-        this.reactor = reactor;
+        this.checks = checks;
+        this.callbackExecutor = callbackExecutor;
         this.relay = relay;
         this.registrar = registrar;
         this.counters = counters;
@@ -96,7 +100,7 @@ final class CoalescedWait {
                     return true;
                 }
                 // A failed group (fault, close) says nothing about later ones: check afresh.
-                if (reactor.checks().precheck(stream, false) == StreamState.IDLE) {
+                if (checks.precheck(stream, false) == StreamState.IDLE) {
                     return true;
                 }
             }
@@ -195,7 +199,7 @@ final class CoalescedWait {
             return;
         }
         if (FallbackRegistration.onHostCallback() || stream.isOwnWorkerThread()) {
-            reactor.callbackExecutor().execute(() -> armTaken(stream, record, taken));
+            callbackExecutor.execute(() -> armTaken(stream, record, taken));
         } else {
             armTaken(stream, record, taken);
         }

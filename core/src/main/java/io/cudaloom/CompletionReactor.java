@@ -113,11 +113,13 @@ public final class CompletionReactor {
         this.lifecycle = new ReactorLifecycle(state, flagMemory);
         this.checks = new RegistrationChecks(state, counters, device.name(), this::scannerThread);
         this.registrar = new Registrar(state, this::wakeScanner, table, flagMemory, counters, config.strategy());
-        this.blockingWait = new BlockingWait(this, table, registrar, config, counters);
-        this.callbacks = new CallbackRegistrations(this, table, registrar, counters);
-        this.scanner = new Scanner(lifecycle, registrar, table, config, device.faults, this);
         int id = IDS.incrementAndGet();
         this.callbackExecutor = ReactorThreads.callbackExecutor(id);
+        // The parts get what they use, never this facade; `this` is only the parks' blocker.
+        this.blockingWait = new BlockingWait(state, checks, table, registrar, config, counters, latency, device.name(),
+                this, callbackExecutor);
+        this.callbacks = new CallbackRegistrations(checks, table, registrar, counters);
+        this.scanner = new Scanner(lifecycle, registrar, table, config, device.faults, this);
         this.scannerThread = ReactorThreads.system("cuda-loom-scanner-" + id + " (" + device.name() + ")", scanner.task());
         this.observability = new ReactorObservability(this, id);
         ReactorObservability o = observability;
@@ -194,27 +196,6 @@ public final class CompletionReactor {
             sum += Math.max(0, r.submissions.get() - r.completedThrough());
         }
         return sum;
-    }
-
-    /**
-     * The hook where a blocking await that registered ends ({@link BlockingWait}): records its wait
-     * in the latency distribution and counts a timeout. Allocation-free.
-     *
-     * @param outcome one of the {@link SlowAwaitEvent} outcome constants (compared by identity)
-     */
-    void awaited(long nanos, String outcome) {
-        latency.record(nanos);
-        if (outcome == SlowAwaitEvent.TIMED_OUT) { // a constant: loads no JFR class
-            counters.increment(Counter.TIMEOUTS);
-        }
-    }
-
-    /**
-     * Whether an await of {@code nanos} that a running recording would commit as {@code SlowAwait}
-     * is also over the relative threshold ({@link ReactorConfig.Builder#slowAwaitFactor}).
-     */
-    boolean slowAwait(long nanos) {
-        return latency.isSlow(nanos);
     }
 
     /** Blocking wait of {@link GpuEvent}; returns false only when timed and the time ran out. */

@@ -6,7 +6,9 @@ import io.cudaloom.spi.StreamBackend;
 import io.cudaloom.spi.StreamState;
 import java.time.Duration;
 import java.util.Objects;
+import java.util.function.Consumer;
 import java.util.function.Function;
+import org.jspecify.annotations.Nullable;
 
 /**
  * An ordered queue of GPU work on one {@link GpuDevice}. Backends (CUDA, simulated) add the ways to
@@ -40,7 +42,7 @@ public abstract class GpuStream implements AutoCloseable {
      * null (through {@link #DRAIN}): the closed flag and the drain that serves the events taken
      * before the close, published together (StreamDrain's ordering 1). Read with volatile loads.
      */
-    private volatile @org.jspecify.annotations.Nullable StreamDrain drain;
+    private volatile @Nullable StreamDrain drain;
     /**
      * For backends: {@code backendOf} is given this stream (not yet fully constructed: keep the
      * reference, call nothing on it) and returns the backend side the reactor will use. For the
@@ -302,7 +304,7 @@ public abstract class GpuStream implements AutoCloseable {
     // ---- the reactor's bookkeeping ----------------------------------------------------------------
 
     /** The drain that serves this stream's events once it is closed; null while it is open. */
-    @org.jspecify.annotations.Nullable StreamDrain drainAfterClose() {
+    @Nullable StreamDrain drainAfterClose() {
         return drain;
     }
 
@@ -327,6 +329,16 @@ public abstract class GpuStream implements AutoCloseable {
 
     StreamRecord record() {
         return record;
+    }
+
+    /** Has this device's reactor track the stream's work so far (StreamRecord's one tracker). */
+    void track() {
+        device.reactor().track(this);
+    }
+
+    /** Registers {@code onDone} with this device's reactor for the work so far (StreamDrain's one registration). */
+    Registration registerCompletion(Consumer<@Nullable RuntimeException> onDone) {
+        return device.reactor().register(this, onDone);
     }
 
     // ---- the reactor's view of the backend ----------------------------------------------------

@@ -127,7 +127,7 @@ final class StreamDrain {
         }
         try {
             // Never withdrawn: the registration ends when its write lands, or when it is failed.
-            stream.device().reactor().register(stream, drain::complete);
+            stream.registerCompletion(drain::complete);
         } catch (RuntimeException refused) {
             drain.complete(refused); // the registration's callback will never run
         }

@@ -165,7 +165,7 @@ final class StreamRecord {
             return; // room left, and a pending flag write covers most of what is in flight
         }
         if (trackerInFlight.compareAndSet(false, true)) { // the one tracker of this stream
-            stream.device().reactor().track(stream); // which clears the mark when it lands or fails
+            stream.track(); // the reactor tracks it, which clears the mark when it lands or fails
         }
     }
 

@@ -96,6 +96,28 @@ class ClassCycleTest {
         assertEquals(List.of(), offences, "a cycle among the reactor's parts: give one side a narrow interface");
     }
 
+    /**
+     * The parts get what they use when the facade builds them (the lifecycle state, the checks,
+     * the registrar, a wake-up, an executor), and never name the facade itself; only its two
+     * observers do, which publish the facade's view (the MXBeans, the periodic JFR events).
+     */
+    @Test
+    void noReactorPartNamesTheFacade() throws Exception {
+        Set<String> observers = Set.of("ReactorObservability", "ReactorEvents");
+        List<String> offences = new ArrayList<>();
+        int parts = 0;
+        for (Map.Entry<String, Set<String>> e : graph().entrySet()) {
+            if (!HUB.contains(e.getKey()) && isReactorPart(e.getKey())) {
+                parts++;
+                if (e.getValue().contains("CompletionReactor") && !observers.contains(e.getKey())) {
+                    offences.add(e.getKey());
+                }
+            }
+        }
+        assertTrue(parts >= 10, "premise: the reactor parts were found");
+        assertEquals(List.of(), offences, "reactor parts naming the facade CompletionReactor");
+    }
+
     @Test
     void noCycleBeyondTheKnownOnes() throws Exception {
         List<String> found = new ArrayList<>();
