@@ -75,7 +75,7 @@ final class BlockingWait implements CoalescedWait.Parking {
     int waitersNow() { return waiters.get(); } // read-only: the operator gauge of ReactorStats.waitersNow
 
     /** Returns false only when timed and the time ran out. */
-    boolean await(GpuStream stream, long required, boolean interruptible, boolean timed, long nanos)
+    boolean await(ReactorStream stream, long required, boolean interruptible, boolean timed, long nanos)
             throws InterruptedException {
         if (interruptible && Thread.interrupted()) {
             throw new InterruptedException();
@@ -138,7 +138,7 @@ final class BlockingWait implements CoalescedWait.Parking {
     }
 
     /** Registers and waits; {@code slow}, if recording, is told the path taken. */
-    private boolean register(Waiter waiter, GpuStream stream, long required, boolean interruptible, boolean timed,
+    private boolean register(Waiter waiter, ReactorStream stream, long required, boolean interruptible, boolean timed,
             long deadline, int inside, @Nullable SlowAwaitEvent slow) throws InterruptedException {
         waiter.reset();
         long spinNanos = config.waiterSpinNanos();

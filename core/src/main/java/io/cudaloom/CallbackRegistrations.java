@@ -38,7 +38,7 @@ final class CallbackRegistrations {
      * @throws IllegalStateException if the stream is closed, or refuses both the flag write and the
      *     host callback
      */
-    Registration register(GpuStream stream, Consumer<@Nullable RuntimeException> onDone) {
+    Registration register(ReactorStream stream, Consumer<@Nullable RuntimeException> onDone) {
         StreamState state;
         try {
             state = checks.precheck(stream, false);

@@ -83,7 +83,7 @@ final class CoalescedWait {
      * @param spin how a waiter that arms a group itself spins on its flag: its predicted wait (0 for
      *     none), or {@link #NO_SPIN} (BlockingWait's policy)
      */
-    boolean await(GpuStream stream, long required, Waiter waiter, long spin, boolean interruptible, boolean timed,
+    boolean await(ReactorStream stream, long required, Waiter waiter, long spin, boolean interruptible, boolean timed,
             long deadline) throws InterruptedException {
         StreamRecord record = stream.record();
         WaitGroup.Member member = new WaitGroup.Member(waiter, registrar.syntheticTicket());
@@ -142,7 +142,7 @@ final class CoalescedWait {
     }
 
     /** Arms the stream's open group if there is room for its write (ordering 2); any thread but a host callback. */
-    private void armOpenIfRoom(GpuStream stream, StreamRecord record) {
+    private void armOpenIfRoom(ReactorStream stream, StreamRecord record) {
         WaitGroup taken = record.commit.takeIfRoom(WaitGroup::startArming);
         if (taken != null) {
             armTaken(stream, record, taken);
@@ -150,7 +150,7 @@ final class CoalescedWait {
     }
 
     /** Arms a group taken from open (its reservation held); the count is read now, after its compare-and-set. */
-    private void armTaken(GpuStream stream, StreamRecord record, WaitGroup group) {
+    private void armTaken(ReactorStream stream, StreamRecord record, WaitGroup group) {
         group.armedAt(stream.submissionCount()); // ordering 1: after startArming's compare-and-set
         // Not a registration of its own: every member, the one that opened it too, counted as coalesced.
         arm(stream, record, group, new Delivery(this, stream, group), false);
@@ -161,7 +161,7 @@ final class CoalescedWait {
      * {@code delivery} as its payload; returns the slot's ticket, or a negative value (a host
      * callback serves it, or it failed). On failure every member that joined gets the error.
      */
-    private long arm(GpuStream stream, StreamRecord record, WaitGroup group, Delivery delivery, boolean counted) {
+    private long arm(ReactorStream stream, StreamRecord record, WaitGroup group, Delivery delivery, boolean counted) {
         record.lastGroup = group; // ordering 3: covered was written before
         try {
             long ticket = registrar.tryArm(stream, delivery, counted);
@@ -193,7 +193,7 @@ final class CoalescedWait {
      * own worker, where CUDA forbids driver calls: there the arming is handed to the reactor's
      * callback executor.
      */
-    private void armAfterDelivery(GpuStream stream, StreamRecord record, @Nullable WaitGroup taken) {
+    private void armAfterDelivery(ReactorStream stream, StreamRecord record, @Nullable WaitGroup taken) {
         if (taken == null) {
             record.groupDelivered(stream); // no next write: admission's progress rule, once more
             return;
@@ -206,7 +206,7 @@ final class CoalescedWait {
     }
 
     /** The payload of a group's slot or host callback: return the room, deliver the members, arm the next (see {@link #returnReservation}). */
-    private record Delivery(CoalescedWait owner, GpuStream stream, WaitGroup group) implements Completion {
+    private record Delivery(CoalescedWait owner, ReactorStream stream, WaitGroup group) implements Completion {
         @Override
         public void complete(long ticket, @Nullable RuntimeException failure) {
             StreamRecord record = stream.record();

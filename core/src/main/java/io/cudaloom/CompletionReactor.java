@@ -21,7 +21,7 @@ import org.jspecify.annotations.Nullable;
  * and frees the flag memory only once every slot is accounted for and no device write into it can
  * still land (at once if nothing is in flight, else from a short-lived reclaimer thread).
  */
-public final class CompletionReactor {
+public final class CompletionReactor implements ReactorObservability.Observed {
     /*
      * Maintainer's overview (an implementation comment, as in AbstractQueuedSynchronizer: not
      * part of the API). This class is the facade that wires the parts; each concern has its own class.
@@ -121,7 +121,7 @@ public final class CompletionReactor {
         this.callbacks = new CallbackRegistrations(checks, table, registrar, counters);
         this.scanner = new Scanner(lifecycle, registrar, table, config, device.faults, this);
         this.scannerThread = ReactorThreads.system("cuda-loom-scanner-" + id + " (" + device.name() + ")", scanner.task());
-        this.observability = new ReactorObservability(this, id);
+        this.observability = new ReactorObservability(this, device.name(), id);
         ReactorObservability o = observability;
         lifecycle.attach(scanner, scannerThread, o::closing, o::close);
         scannerThread.start();
@@ -133,6 +133,7 @@ public final class CompletionReactor {
         return device;
     }
 
+    @Override
     public ReactorConfig config() {
         return config;
     }
@@ -169,6 +170,7 @@ public final class CompletionReactor {
     }
 
     /** A snapshot of this reactor's counters (readable after close too). */
+    @Override
     public ReactorStats stats() {
         return counters.snapshot(table, scanner, scannerThread, blockingWait.waitersNow(), workInFlight());
     }
@@ -178,6 +180,7 @@ public final class CompletionReactor {
      * blocking awaits that registered waited, in an HdrHistogram. Each call drains what awaits
      * recorded since the last one (a few microseconds); the awaits themselves only record.
      */
+    @Override
     public AwaitLatency awaitLatency() {
         return latency.snapshot();
     }
@@ -201,11 +204,16 @@ public final class CompletionReactor {
     /** Blocking wait of {@link GpuEvent}; returns false only when timed and the time ran out. */
     boolean await(GpuStream stream, long required, boolean interruptible, boolean timed, long nanos)
             throws InterruptedException {
-        return blockingWait.await(stream, required, interruptible, timed, nanos);
+        return blockingWait.await(stream.port(), required, interruptible, timed, nanos);
     }
 
     /** Non-blocking registration of {@link GpuEvent#subscribe}, {@link GpuEvent#toCompletableFuture} and {@link GpuEvent#onComplete}. */
     Registration register(GpuStream stream, Consumer<@Nullable RuntimeException> onDone) {
+        return register(stream.port(), onDone);
+    }
+
+    /** The same, for a part that holds the stream's port (StreamDrain's registration). */
+    Registration register(ReactorStream stream, Consumer<@Nullable RuntimeException> onDone) {
         return callbacks.register(stream, onDone);
     }
 
@@ -255,7 +263,7 @@ public final class CompletionReactor {
      * (StreamRecord's liveness rule). Best effort: a closed reactor or a faulted stream opens the
      * gate instead, so a failure here is dropped.
      */
-    void track(GpuStream stream) {
+    void track(ReactorStream stream) {
         if (FallbackRegistration.onHostCallback() || stream.isOwnWorkerThread()) {
             // CUDA forbids driver calls there (a tracker landing, or a group delivered, on a host callback)
             callbackExecutor().execute(() -> track(stream));

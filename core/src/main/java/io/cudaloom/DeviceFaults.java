@@ -67,6 +67,23 @@ import org.jspecify.annotations.Nullable;
  * for it. The close's reclaim holds its slots by the same rule before it frees the flag memory.
  */
 final class DeviceFaults {
+    /**
+     * What the fault owner asks of a stream ({@link ReactorStream} extends it): its state, its
+     * fault record, whether its flag writes have settled, its admission record, and names for
+     * messages.
+     */
+    interface Stream {
+        StreamState queryState();
+
+        Sink faults();
+
+        boolean flagWritesSettled();
+
+        StreamRecord record();
+
+        String deviceName();
+    }
+
     /** The device's first fault: set once, by a compare-and-set from null (invariant 1). */
     private final AtomicReference<@Nullable Fault> first = new AtomicReference<>();
 
@@ -82,7 +99,7 @@ final class DeviceFaults {
     }
 
     /** The fault record of {@code stream}, whose reactor record is {@code record}; made once, by its constructor. */
-    Sink sink(GpuStream stream, StreamRecord record) {
+    Sink sink(Stream stream, StreamRecord record) {
         return new Sink(this, stream, record);
     }
 
@@ -114,13 +131,13 @@ final class DeviceFaults {
         }
 
         private final DeviceFaults owner;
-        final GpuStream stream;
+        final Stream stream;
         private final StreamRecord record;
         /** Set once, through {@link #FAULT} from null; read with volatile loads (invariants 1, 3). */
         @SuppressWarnings("unused") // through FAULT
         private volatile @Nullable Fault fault;
 
-        private Sink(DeviceFaults owner, GpuStream stream, StreamRecord record) {
+        private Sink(DeviceFaults owner, Stream stream, StreamRecord record) {
             this.owner = owner;
             this.stream = stream;
             this.record = record;
@@ -199,7 +216,7 @@ final class DeviceFaults {
      * since their flag writes were its proofs on the way. Either way the failed slots are
      * quarantined (class comment).
      */
-    @Nullable Verdict probe(GpuStream stream, Consumer<? super RuntimeException> errors) {
+    @Nullable Verdict probe(Stream stream, Consumer<? super RuntimeException> errors) {
         StreamState state;
         try {
             state = stream.queryState();
@@ -220,7 +237,7 @@ final class DeviceFaults {
      * because no flag write of the stream can land any more. A backend whose check throws (reported
      * to {@code errors}) says "not yet".
      */
-    boolean mayRecycle(GpuStream stream, Consumer<? super RuntimeException> errors) {
+    boolean mayRecycle(Stream stream, Consumer<? super RuntimeException> errors) {
         try {
             return stream.flagWritesSettled();
         } catch (RuntimeException e) {
@@ -232,8 +249,8 @@ final class DeviceFaults {
     // ---- the one factory --------------------------------------------------------------------------
 
     /** Who a stream's fault is about: {@code "<stream> of <device>"}. */
-    static String subject(GpuStream stream) {
-        return stream + " of " + stream.device().name();
+    static String subject(Stream stream) {
+        return stream + " of " + stream.deviceName();
     }
 
     /**
@@ -241,7 +258,7 @@ final class DeviceFaults {
      * Not recorded as the stream's fault: the query may work again, and nothing says the device
      * faulted.
      */
-    static GpuFaultException queryFailed(GpuStream stream, RuntimeException e) {
+    static GpuFaultException queryFailed(Stream stream, RuntimeException e) {
         return create(FaultSink.message(subject(stream), "its work is taken as failed: the backend could not query it",
                 e.toString()), e);
     }

@@ -30,7 +30,7 @@ final class FallbackRegistration implements Runnable, Registration {
     }
 
     private final Owner owner;
-    final GpuStream stream;
+    final ReactorStream stream;
     /** Negative, unique per reactor, never {@link Waiter#NONE}: distinct from every slot ticket. */
     final long ticket;
     @SuppressWarnings("unused") // accessed through TARGET
@@ -39,7 +39,7 @@ final class FallbackRegistration implements Runnable, Registration {
     /** The stream's submission count read before the callback was enqueued: proven when it runs. */
     final long proof;
 
-    FallbackRegistration(Owner owner, GpuStream stream, long ticket, Completion target, long proof) {
+    FallbackRegistration(Owner owner, ReactorStream stream, long ticket, Completion target, long proof) {
         this.owner = owner;
         this.proof = proof;
         this.stream = stream;

@@ -171,7 +171,7 @@ public abstract class GpuDevice implements AutoCloseable {
         reactor = r;
         long seq = LiveResources.deviceOpened(this);
         openSequence = seq;
-        unclosed = UnclosedDeviceReport.watch(this, List.of(r.cleanupIfUnclosed(), backend.cleanupIfUnclosed(),
+        unclosed = UnclosedDeviceReport.watch(this, name(), List.of(r.cleanupIfUnclosed(), backend.cleanupIfUnclosed(),
                 () -> LiveResources.deviceClosed(seq)));
     }
 

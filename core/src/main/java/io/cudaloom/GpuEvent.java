@@ -288,22 +288,6 @@ public final class GpuEvent {
         }
     }
 
-    /**
-     * A registration made by {@link GpuEvent#subscribe}, which {@link #cancel()} withdraws.
-     * Callable from any thread, non-blocking, idempotent.
-     */
-    @FunctionalInterface
-    public interface Subscription {
-        /**
-         * Withdraws the registration unless its delivery has begun.
-         *
-         * @return true if the callback will now never run (this call withdrew it; counted in
-         *     {@link ReactorStats#abandoned()}); false if the delivery won, or an earlier
-         *     {@code cancel()} already withdrew it
-         */
-        boolean cancel();
-    }
-
     // ---- open stream or closed: the reactor, or the stream's drain ---------------------------------
 
     /**
@@ -343,7 +327,7 @@ public final class GpuEvent {
         if (knownComplete()) {
             return true;
         }
-        reactor.checks().checkMayBlock(stream);
+        reactor.checks().checkMayBlock(stream.port());
         checkCovered(drain);
         return drain.await(interruptible, timed, nanos);
     }

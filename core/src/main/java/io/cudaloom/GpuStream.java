@@ -35,6 +35,8 @@ public abstract class GpuStream implements AutoCloseable {
     }
 
     private final StreamBackend backend;
+    /** This stream as the reactor's parts see it (ReactorStream): one, for the stream's whole life. */
+    private final Port port = new Port();
     /** This stream in its device's {@link GpuDevice#liveResources()}: given back by the first {@link #close()}. */
     private final Runnable lease;
     /**
@@ -56,7 +58,7 @@ public abstract class GpuStream implements AutoCloseable {
         this.device = Objects.requireNonNull(device, "device");
         CompletionReactor reactor = device.reactor();
         this.record = new StreamRecord(reactor.config());
-        this.faults = device.faults.sink(this, record);
+        this.faults = device.faults.sink(port, record);
         this.backend = Objects.requireNonNull(backendOf.apply(this), "backend");
         reactor.streamOpened(record);
         this.lease = device.ledger.open(LiveResources.Kind.STREAM);
@@ -141,7 +143,7 @@ public abstract class GpuStream implements AutoCloseable {
      * check again that the stream is open and unfaulted: a close or fault lets parked callers through.
      */
     protected final boolean admit() {
-        long waited = record.admit(this);
+        long waited = record.admit(port);
         if (waited > 0) {
             device.reactor().countAdmissionWait(waited);
         }
@@ -158,7 +160,7 @@ public abstract class GpuStream implements AutoCloseable {
     /** Backends call this after each submission's driver call (or enqueue) has returned. */
     protected final void noteSubmission() {
         record.submissions.incrementAndGet();
-        record.afterSubmission(this);
+        record.afterSubmission(port);
     }
 
     /**
@@ -277,7 +279,7 @@ public abstract class GpuStream implements AutoCloseable {
             return;
         }
         // Registered while the backend still takes flag writes: it stops only in shutdown() below.
-        StreamDrain d = StreamDrain.register(this);
+        StreamDrain d = StreamDrain.register(port);
         if (!DRAIN.compareAndSet(this, null, d)) {
             // A concurrent close won and serves the events; this registration completes unobserved
             // (or was refused, if the winner's backend had stopped taking flag writes): nothing leaks.
@@ -285,7 +287,7 @@ public abstract class GpuStream implements AutoCloseable {
         }
         lease.run();
         record.openGate(); // closed: let submitters parked for room through, to find out
-        StreamDrain.shutDown(this, backend::shutdown); // what it throws is logged: close() never throws
+        StreamDrain.shutDown(port, backend::shutdown); // what it throws is logged: close() never throws
         device.reactor().streamClosed(record);
         d.published(); // once the drain has succeeded too, the backend may release the stream (drained())
     }
@@ -331,16 +333,6 @@ public abstract class GpuStream implements AutoCloseable {
         return record;
     }
 
-    /** Has this device's reactor track the stream's work so far (StreamRecord's one tracker). */
-    void track() {
-        device.reactor().track(this);
-    }
-
-    /** Registers {@code onDone} with this device's reactor for the work so far (StreamDrain's one registration). */
-    Registration registerCompletion(Consumer<@Nullable RuntimeException> onDone) {
-        return device.reactor().register(this, onDone);
-    }
-
     // ---- the reactor's view of the backend ----------------------------------------------------
     // Final: a stream of this package (a test double) must not override them by accident.
 
@@ -383,5 +375,103 @@ public abstract class GpuStream implements AutoCloseable {
 
     final boolean isOwnWorkerThread() {
         return backend.runsOnCurrentThread();
+    }
+
+    /** This stream as the reactor's parts see it. */
+    final ReactorStream port() {
+        return port;
+    }
+
+    /** The reactor's view of this stream: forwards to the stream's package-private methods above. */
+    private final class Port implements ReactorStream {
+        @Override
+        public long submissionCount() {
+            return GpuStream.this.submissionCount();
+        }
+
+        @Override
+        public void completedThrough(long count) {
+            GpuStream.this.completedThrough(count);
+        }
+
+        @Override
+        public boolean isKnownComplete(long required) {
+            return GpuStream.this.isKnownComplete(required);
+        }
+
+        @Override
+        public boolean hasWorkNotKnownComplete() {
+            return GpuStream.this.hasWorkNotKnownComplete();
+        }
+
+        @Override
+        public boolean isClosed() {
+            return GpuStream.this.isClosed();
+        }
+
+        @Override
+        public boolean isOwnWorkerThread() {
+            return GpuStream.this.isOwnWorkerThread();
+        }
+
+        @Override
+        public boolean mayParkForAdmission() {
+            return GpuStream.this.mayParkForAdmission();
+        }
+
+        @Override
+        public StreamState queryState() {
+            return GpuStream.this.queryState();
+        }
+
+        @Override
+        public DeviceFaults.Sink faults() {
+            return faults;
+        }
+
+        @Override
+        public boolean enqueueFlagWrite(FlagMemory memory, int slot) {
+            return GpuStream.this.enqueueFlagWrite(memory, slot);
+        }
+
+        @Override
+        public boolean enqueueHostCallback(Runnable callback) {
+            return GpuStream.this.enqueueHostCallback(callback);
+        }
+
+        @Override
+        public boolean flagWritesSettled() {
+            return GpuStream.this.flagWritesSettled();
+        }
+
+        @Override
+        public void drained() {
+            GpuStream.this.drained();
+        }
+
+        @Override
+        public StreamRecord record() {
+            return record;
+        }
+
+        @Override
+        public void track() {
+            device.reactor().track(this);
+        }
+
+        @Override
+        public Registration registerCompletion(Consumer<@Nullable RuntimeException> onDone) {
+            return device.reactor().register(this, onDone);
+        }
+
+        @Override
+        public String deviceName() {
+            return device.name();
+        }
+
+        @Override
+        public String toString() {
+            return GpuStream.this.toString();
+        }
     }
 }

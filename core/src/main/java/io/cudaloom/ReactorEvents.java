@@ -2,6 +2,7 @@ package io.cudaloom;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.util.function.Supplier;
 import jdk.jfr.EventType;
 import jdk.jfr.FlightRecorder;
 import org.jspecify.annotations.Nullable;
@@ -62,20 +63,20 @@ final class ReactorEvents {
         return event;
     }
 
-    static void fallback(GpuStream stream, FallbackReason reason) {
+    static void fallback(ReactorStream stream, FallbackReason reason) {
         if (FlightRecorder.isInitialized() && Types.FALLBACK.isEnabled()) {
             FallbackEvent event = new FallbackEvent();
-            event.device = stream.device().name();
+            event.device = stream.deviceName();
             event.stream = stream.toString();
             event.reason = reason.eventReason;
             event.commit();
         }
     }
 
-    static void deviceFault(GpuStream stream, String error, int registrationsFailed) {
+    static void deviceFault(ReactorStream stream, String error, int registrationsFailed) {
         if (FlightRecorder.isInitialized() && Types.DEVICE_FAULT.isEnabled()) {
             DeviceFaultEvent event = new DeviceFaultEvent();
-            event.device = stream.device().name();
+            event.device = stream.deviceName();
             event.stream = stream.toString();
             event.error = error;
             event.registrationsFailed = registrationsFailed;
@@ -109,13 +110,13 @@ final class ReactorEvents {
      * each in its field by name; a negative nanosecond counter (scannerCpuNanos where the JVM cannot
      * tell) as {@code Long.MIN_VALUE}, JFR's "N/A".
      */
-    static void counters(CompletionReactor reactor) {
+    static void counters(String deviceName, Supplier<ReactorStats> stats, Supplier<AwaitLatency> awaitLatency) {
         ReactorCountersEvent event = new ReactorCountersEvent();
         if (!event.isEnabled()) {
             return;
         }
-        ReactorStats s = reactor.stats();
-        event.device = reactor.device().name();
+        ReactorStats s = stats.get();
+        event.device = deviceName;
         for (Counter c : Counter.ALL) {
             long value = s.get(c);
             VarHandle field = CounterFields.FIELDS[c.ordinal()];
@@ -128,7 +129,7 @@ final class ReactorEvents {
                 field.set(event, c.unit == Counter.Unit.NANOSECONDS && value < 0 ? Long.MIN_VALUE : value);
             }
         }
-        AwaitLatency latency = reactor.awaitLatency();
+        AwaitLatency latency = awaitLatency.get();
         event.awaitP99Nanos = latency.p99Nanos();
         event.awaitMaxNanos = latency.maxNanos();
         event.slowAwaitThresholdNanos = latency.slowAwaitThresholdNanos();

@@ -45,6 +45,18 @@ import org.jspecify.annotations.Nullable;
  * closed reactor keeps neither its listener nor its hook.
  */
 final class ReactorObservability {
+    /**
+     * What the MXBeans and the periodic JFR event show of a reactor ({@link Observed}
+     * implements it, with the public methods of the same names): this part names no facade.
+     */
+    interface Observed {
+        ReactorStats stats();
+
+        AwaitLatency awaitLatency();
+
+        ReactorConfig config();
+    }
+
     private static final System.Logger LOG = System.getLogger("io.cudaloom");
     static final String DOMAIN = "io.cudaloom";
 
@@ -52,7 +64,7 @@ final class ReactorObservability {
      * Weak: the MBean server and JFR's hook list are GC roots, and what they hold must not keep a
      * device its user dropped without closing reachable (see {@link UnclosedDeviceReport}).
      */
-    private final WeakReference<CompletionReactor> reactor;
+    private final WeakReference<Observed> reactor;
     private final String deviceName;
     private final boolean jmx;
     private final int id;
@@ -70,22 +82,23 @@ final class ReactorObservability {
     private @Nullable ObjectName internalsName; // guarded by this
     private boolean closed; // guarded by this
 
-    ReactorObservability(CompletionReactor reactor, int id) {
-        this(reactor, id, ManagementFactory::getPlatformMBeanServer);
+    ReactorObservability(Observed reactor, String deviceName, int id) {
+        this(reactor, deviceName, id, ManagementFactory::getPlatformMBeanServer);
     }
 
     /** With another MBean server than the platform's (tests: one that refuses). */
-    ReactorObservability(CompletionReactor reactor, int id, Supplier<MBeanServer> mbeanServer) {
+    ReactorObservability(Observed reactor, String deviceName, int id, Supplier<MBeanServer> mbeanServer) {
         this.reactor = new WeakReference<>(reactor);
-        this.deviceName = reactor.device().name();
+        this.deviceName = deviceName;
         this.jmx = reactor.config().jmx();
         this.id = id;
         this.mbeanServer = mbeanServer;
-        WeakReference<CompletionReactor> weak = this.reactor;
+        WeakReference<Observed> weak = this.reactor;
+        String name = this.deviceName; // captured alone: the hook holds nothing of this reactor strongly
         this.countersHook = () -> {
-            CompletionReactor r = weak.get();
+            Observed r = weak.get();
             if (r != null) {
-                ReactorEvents.counters(r);
+                ReactorEvents.counters(name, r::stats, r::awaitLatency);
             }
         };
     }
@@ -183,7 +196,7 @@ final class ReactorObservability {
     }
 
     /**
-     * Emits the counters event once more, as {@link CompletionReactor#close()} begins: the totals
+     * Emits the counters event once more, as {@link Observed#close()} begins: the totals
      * of a run shorter than a period, taken before the shutdown holds back the free slots.
      */
     void closing() {
@@ -258,7 +271,7 @@ final class ReactorObservability {
      * attribute from a fresh snapshot, with the counter's {@link Counter#description} as the
      * attribute's description.
      */
-    private static <T> StandardMBean mbean(Class<T> type, Counter.Group group, WeakReference<CompletionReactor> ref,
+    private static <T> StandardMBean mbean(Class<T> type, Counter.Group group, WeakReference<Observed> ref,
             String deviceName) {
         T attributes = type.cast(Proxy.newProxyInstance(type.getClassLoader(), new Class<?>[] {type},
                 new Attributes(type, group, ref, deviceName)));
@@ -273,15 +286,15 @@ final class ReactorObservability {
 
     /**
      * What the MXBeans' getters answer. A getter named after a counter of the bean's group
-     * ({@code get} + {@link Counter#attribute()}) answers that counter of {@link CompletionReactor#stats()};
+     * ({@code get} + {@link Counter#attribute()}) answers that counter of {@link Observed#stats()};
      * {@code getDeviceName}, {@code getStrategy} and the {@code Await*} attributes
-     * ({@link CompletionReactor#awaitLatency()}) are answered here by name. Each getter of the
+     * ({@link Observed#awaitLatency()}) are answered here by name. Each getter of the
      * interface is resolved once, when the bean is made: one that is neither fails the
      * registration (and CounterSurfacesTest), so a counter's getter needs no code here.
      */
     private static final class Attributes implements InvocationHandler {
         /** The attributes that are no counter, by getter name. */
-        private static final Map<String, Function<CompletionReactor, Object>> OTHERS = Map.ofEntries(
+        private static final Map<String, Function<Observed, Object>> OTHERS = Map.ofEntries(
                 Map.entry("getStrategy", r -> r.config().strategy().name()),
                 Map.entry("getAwaitCount", r -> r.awaitLatency().count()),
                 Map.entry("getAwaitP50Nanos", r -> r.awaitLatency().p50Nanos()),
@@ -293,12 +306,12 @@ final class ReactorObservability {
                 Map.entry("getAwaitRecentP99Nanos", r -> r.awaitLatency().recentP99Nanos()),
                 Map.entry("getSlowAwaitThresholdNanos", r -> r.awaitLatency().slowAwaitThresholdNanos()));
 
-        private final WeakReference<CompletionReactor> ref;
+        private final WeakReference<Observed> ref;
         private final String deviceName;
         /** Every getter of the interface but getDeviceName, and how it is answered. */
-        private final Map<Method, Function<CompletionReactor, Object>> getters = new HashMap<>();
+        private final Map<Method, Function<Observed, Object>> getters = new HashMap<>();
 
-        Attributes(Class<?> type, Counter.Group group, WeakReference<CompletionReactor> ref, String deviceName) {
+        Attributes(Class<?> type, Counter.Group group, WeakReference<Observed> ref, String deviceName) {
             this.ref = Objects.requireNonNull(ref);
             this.deviceName = deviceName;
             for (Method m : type.getMethods()) {
@@ -307,7 +320,7 @@ final class ReactorObservability {
                     continue;
                 }
                 Counter c = name.startsWith("get") ? Counter.ofAttribute(name.substring(3)) : null;
-                Function<CompletionReactor, Object> answer;
+                Function<Observed, Object> answer;
                 if (c != null && c.group == group) {
                     answer = c.type == Counter.Type.INT ? r -> (int) r.stats().get(c) : r -> r.stats().get(c);
                 } else {
@@ -334,7 +347,7 @@ final class ReactorObservability {
             if (name.equals("getDeviceName")) {
                 return deviceName;
             }
-            CompletionReactor r = ref.get();
+            Observed r = ref.get();
             if (r == null) {
                 // a collected reactor (never closed) was unregistered by its cleaning, or is about to be
                 if (name.equals("getStrategy")) {

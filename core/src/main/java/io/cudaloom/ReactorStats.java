@@ -84,7 +84,7 @@ public final class ReactorStats {
 
     /**
      * Awaits that gave up (timeout, interrupt) while registered, and non-blocking registrations
-     * withdrawn before delivery (a cancelled future or coroutine, {@link GpuEvent.Subscription#cancel()}
+     * withdrawn before delivery (a cancelled future or coroutine, {@link Subscription#cancel()}
      * returning true).
      */
     public long abandoned() { return get(Counter.ABANDONED); }

@@ -37,7 +37,7 @@ final class Registrar implements FallbackRegistration.Owner {
      * quarantine. Not cleared on retirement (that would race the next claim); the next use
      * overwrites it. Null only for a slot never armed, which the consumer never visits.
      */
-    private final @Nullable GpuStream[] slotStream;
+    private final @Nullable ReactorStream[] slotStream;
 
     private final Set<FallbackRegistration> fallbacks = ConcurrentHashMap.newKeySet();
     /** Outstanding fallbacks; its 0-to-1 transition wakes the scanner, which probes their streams. */
@@ -52,7 +52,7 @@ final class Registrar implements FallbackRegistration.Owner {
         this.flagMemory = flagMemory;
         this.counters = counters;
         this.useSlots = strategy == CompletionStrategy.REACTOR;
-        this.slotStream = new GpuStream[table.capacity()];
+        this.slotStream = new ReactorStream[table.capacity()];
     }
 
     /*
@@ -82,12 +82,12 @@ final class Registrar implements FallbackRegistration.Owner {
      * {@link FallbackReason#POOL_EXHAUSTED} or {@link FallbackReason#WRITE_REFUSED} (the device
      * refused the write). {@link #armed} tells which.
      */
-    long tryArm(GpuStream stream, Completion completion) {
+    long tryArm(ReactorStream stream, Completion completion) {
         return tryArm(stream, completion, true);
     }
 
     /** {@link #tryArm(GpuStream, Completion)}; {@code counted} is false for a tracker, which is no registration. */
-    long tryArm(GpuStream stream, Completion completion, boolean counted) {
+    long tryArm(ReactorStream stream, Completion completion, boolean counted) {
         if (!useSlots) {
             return FallbackReason.HOST_CALLBACK_STRATEGY.answer();
         }
@@ -131,7 +131,7 @@ final class Registrar implements FallbackRegistration.Owner {
      * found here is thrown, and counted as a faulted await or callback (ReactorStats.faults) for the
      * caller whose outcome it is.
      */
-    FallbackRegistration registerFallback(GpuStream stream, Completion completion, FallbackReason reason) {
+    FallbackRegistration registerFallback(ReactorStream stream, Completion completion, FallbackReason reason) {
         return registerFallback(stream, completion, reason, true);
     }
 
@@ -140,7 +140,7 @@ final class Registrar implements FallbackRegistration.Owner {
      * where the fault thrown is not an outcome of its own: a shared write's (each member counts the
      * fault it is delivered) or a tracker's (no one waits for it).
      */
-    FallbackRegistration registerFallback(GpuStream stream, Completion completion, FallbackReason reason,
+    FallbackRegistration registerFallback(ReactorStream stream, Completion completion, FallbackReason reason,
             boolean countFault) {
         FallbackRegistration fb = new FallbackRegistration(this, stream, syntheticTicket(), completion,
                 stream.submissionCount()); // before the enqueue: the callback's proof
@@ -198,15 +198,15 @@ final class Registrar implements FallbackRegistration.Owner {
      * The stream of a slot the consumer saw armed or holds in quarantine: written by its registrant
      * before the publish whose bit the consumer observed, so never null here.
      */
-    GpuStream streamOf(int slot) {
-        GpuStream stream = slotStream[slot];
+    ReactorStream streamOf(int slot) {
+        ReactorStream stream = slotStream[slot];
         if (stream == null) {
             throw new AssertionError("slot " + slot + " is armed or quarantined but was never armed on a stream");
         }
         return stream;
     }
 
-    @Nullable GpuStream slotStream(int slot) {
+    @Nullable ReactorStream slotStream(int slot) {
         return slotStream[slot];
     }
 
@@ -214,7 +214,7 @@ final class Registrar implements FallbackRegistration.Owner {
         return fallbackOutstanding.get() != 0;
     }
 
-    void forEachFallbackStream(Consumer<GpuStream> action) {
+    void forEachFallbackStream(Consumer<ReactorStream> action) {
         for (FallbackRegistration fb : fallbacks) {
             action.accept(fb.stream);
         }
@@ -224,7 +224,7 @@ final class Registrar implements FallbackRegistration.Owner {
      * Completes the fallbacks of {@code stream} (all of them if null) with {@code failure}; returns
      * how many this call completed (not those a host callback or withdrawal took first).
      */
-    int failFallbacks(@Nullable GpuStream stream, RuntimeException failure) {
+    int failFallbacks(@Nullable ReactorStream stream, RuntimeException failure) {
         int failed = 0;
         for (FallbackRegistration fb : fallbacks) {
             if ((stream == null || fb.stream == stream) && fb.complete(failure)) {

@@ -19,10 +19,10 @@ package io.cudaloom;
  *       on its own slot has no handle: it withdraws with the slot table's compare-and-set, so that
  *       the common await allocates nothing.
  * </ul>
- * It is a {@link GpuEvent.Subscription}, so {@link GpuEvent#subscribe} returns it as it is.
+ * It is a {@link Subscription}, so {@link GpuEvent#subscribe} returns it as it is.
  */
 @FunctionalInterface
-interface Registration extends GpuEvent.Subscription {
+interface Registration extends Subscription {
     /**
      * The one "already delivered" handle: nothing to withdraw, since the outcome was delivered (or
      * handed to the executor) while registering; {@link #cancel()} is always false. Compared by

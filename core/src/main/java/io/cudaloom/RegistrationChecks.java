@@ -33,7 +33,7 @@ final class RegistrationChecks {
      * @throws IllegalStateException if the stream is closed
      * @throws GpuFaultException if the stream has faulted
      */
-    StreamState precheck(GpuStream stream, boolean assumeBusy) {
+    StreamState precheck(ReactorStream stream, boolean assumeBusy) {
         state.checkOpen();
         if (stream.isClosed()) {
             throw new IllegalStateException("stream " + stream + " is closed");
@@ -59,7 +59,7 @@ final class RegistrationChecks {
      * (a completion callback run there with a direct executor), a host-callback thread (the same,
      * on a fallback), or the stream's own worker (a simulated kernel that awaits).
      */
-    void checkMayBlock(GpuStream stream) {
+    void checkMayBlock(ReactorStream stream) {
         String where = null;
         if (Thread.currentThread() == scannerThread.get()) {
             where = "the scanner thread of " + deviceName + " (a completion callback run there)";

@@ -100,7 +100,7 @@ final class Scanner implements ReactorCounters.ScannerCounts {
     private final List<Integer> quarantine = new ArrayList<>();
     /** Free slots taken out of circulation by the shutdown, so no registrant can claim them. */
     private int heldFree;
-    private final Set<GpuStream> probeStreams = Collections.newSetFromMap(new IdentityHashMap<>());
+    private final Set<ReactorStream> probeStreams = Collections.newSetFromMap(new IdentityHashMap<>());
     private final IntConsumer collectProbeStream;
     private long nextProbeAt;
     private long nextQuarantineCheckAt;
@@ -341,7 +341,7 @@ final class Scanner implements ReactorCounters.ScannerCounts {
         probeStreams.clear();
         table.forEachArmed(true, collectProbeStream);
         registrar.forEachFallbackStream(probeStreams::add);
-        for (GpuStream stream : probeStreams) {
+        for (ReactorStream stream : probeStreams) {
             DeviceFaults.Verdict verdict = faults.probe(stream, hookFailed);
             if (verdict != null) {
                 failStream(stream, verdict.error(), verdict.failure());
@@ -354,7 +354,7 @@ final class Scanner implements ReactorCounters.ScannerCounts {
      * Fails every registration on {@code stream} and quarantines its slots (DeviceFaults,
      * "Quarantine"); {@code error} describes the fault for JFR.
      */
-    private void failStream(GpuStream stream, String error, GpuFaultException failure) {
+    private void failStream(ReactorStream stream, String error, GpuFaultException failure) {
         table.forEachArmed(true, slot -> {
             if (registrar.slotStream(slot) == stream && table.failArmed(slot, failBatch)) {
                 quarantine.add(slot); // the dead stream's write must not land in a reused slot

@@ -58,7 +58,7 @@ import org.jspecify.annotations.Nullable;
  *     result; and a parked waiter is unparked by the future after its result was written, as every
  *     {@code java.util.concurrent} completer does (SlotTable ordering 9), so no wake-up is lost.
  * <li><b>A subscription</b> is one {@link AtomicReference} cell holding the delivery: the drain's
- *     completion takes it with a get-and-set, {@link GpuEvent.Subscription#cancel()} with another,
+ *     completion takes it with a get-and-set, {@link Subscription#cancel()} with another,
  *     so exactly one of them gets it (as a slot's payload is taken by the scanner's get-and-set or
  *     withdrawn by a compare-and-set, SlotTable ordering 6).
  * </ol>
@@ -85,7 +85,8 @@ import org.jspecify.annotations.Nullable;
  * then reports what the backend does), and what its shutdown or release hook throws is logged.
  */
 final class StreamDrain {
-    private static final System.Logger LOG = System.getLogger(GpuStream.class.getName());
+    /** The public stream's logger (named, not referenced: this part names no API class). */
+    private static final System.Logger LOG = System.getLogger("io.cudaloom.GpuStream");
     /** {@link #steps}: the close published this drain (after the backend's shutdown). */
     private static final int PUBLISHED = 1;
     /** {@link #steps}: the drain completed without failure. */
@@ -93,7 +94,7 @@ final class StreamDrain {
 
     /** The stream's submission count when the drain was registered: the events it serves need no more. */
     final long covered;
-    private final GpuStream stream;
+    private final ReactorStream stream;
     /** Completed with the outcome; only blocking waits wait on it, nothing depends on it. */
     private final CompletableFuture<@Nullable Void> settled = new CompletableFuture<>();
     /** Completed with the outcome; only subscriptions depend on it, nothing waits on it. */
@@ -101,7 +102,7 @@ final class StreamDrain {
     /** {@link #PUBLISHED} and {@link #SUCCEEDED}, each added once: the second tells the backend. */
     private final AtomicInteger steps = new AtomicInteger();
 
-    private StreamDrain(GpuStream stream, long covered) {
+    private StreamDrain(ReactorStream stream, long covered) {
         this.stream = stream;
         this.covered = covered;
     }
@@ -111,7 +112,7 @@ final class StreamDrain {
      * registration itself: a refusal (a closed reactor, a stream that refused both the flag write
      * and the host callback) becomes the drain's outcome. The stream must still take flag writes.
      */
-    static StreamDrain register(GpuStream stream) {
+    static StreamDrain register(ReactorStream stream) {
         StreamDrain drain = new StreamDrain(stream, stream.submissionCount()); // before the query and the flag write
         StreamState state;
         try {
@@ -145,12 +146,12 @@ final class StreamDrain {
     }
 
     /** The backend's shutdown, for the close: what it throws is logged, since close() never throws. */
-    static void shutDown(GpuStream stream, Runnable shutdown) {
+    static void shutDown(ReactorStream stream, Runnable shutdown) {
         try {
             shutdown.run();
         } catch (RuntimeException e) {
             LOG.log(System.Logger.Level.WARNING, "cuda-loom: the backend failed to shut down " + stream
-                    + " of " + stream.device().name() + " on close(); its resources may leak", e);
+                    + " of " + stream.deviceName() + " on close(); its resources may leak", e);
         }
     }
 
@@ -159,7 +160,7 @@ final class StreamDrain {
             stream.drained();
         } catch (RuntimeException e) {
             LOG.log(System.Logger.Level.WARNING, "cuda-loom: the backend failed to release " + stream
-                    + " of " + stream.device().name() + " after its work was done", e);
+                    + " of " + stream.deviceName() + " after its work was done", e);
         }
     }
 
@@ -208,7 +209,7 @@ final class StreamDrain {
                 // Ended and committed here, not in a helper, so the event's stack trace starts at the await.
                 slow.end();
                 if (slow.shouldCommit()) {
-                    slow.device = stream.device().name();
+                    slow.device = stream.deviceName();
                     slow.stream = stream.toString();
                     slow.path = SlowAwaitEvent.DRAIN;
                     slow.outcome = result;

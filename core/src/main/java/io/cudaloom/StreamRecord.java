@@ -111,7 +111,7 @@ final class StreamRecord {
      * nanoseconds waited (0 without waiting), or -1 if no permit was taken because the gate is
      * open: then there is nothing to give back.
      */
-    long admit(GpuStream stream) {
+    long admit(Stream stream) {
         if (gateOpen) {
             return -1L;
         }
@@ -143,7 +143,7 @@ final class StreamRecord {
     }
 
     /** After an entry was counted: once half the room is taken, make sure a proof is on its way (class comment). */
-    void afterSubmission(GpuStream stream) {
+    void afterSubmission(Stream stream) {
         if (!gateOpen && room.availablePermits() < halfLimit) {
             ensureProgress(stream);
         }
@@ -154,7 +154,7 @@ final class StreamRecord {
      * quarter of the limit is counted behind the newest flag write (class comment). Each count read
      * here only grows, so a stale read errs towards one more tracker, never towards none.
      */
-    private void ensureProgress(GpuStream stream) {
+    private void ensureProgress(Stream stream) {
         long proven = completedThrough.get();
         long counted = submissions.get();
         if (counted <= proven || trackerInFlight.get() || commit.pending() > 0) {
@@ -173,7 +173,7 @@ final class StreamRecord {
      * The tracker landed (its proof already recorded): if the stream is still full, the next proof
      * must be made now, since only the tracker in flight stopped the others from making it.
      */
-    void trackerLanded(GpuStream stream) {
+    void trackerLanded(Stream stream) {
         trackerInFlight.set(false);
         if (!gateOpen && room.availablePermits() <= 0) {
             ensureProgress(stream);
@@ -187,7 +187,7 @@ final class StreamRecord {
      * check follows the delivery's release of permits and its return of the reservation, so the
      * submitter either finds the permits released or the next proof made here.
      */
-    void groupDelivered(GpuStream stream) {
+    void groupDelivered(Stream stream) {
         if (!gateOpen && room.availablePermits() < halfLimit) {
             ensureProgress(stream);
         }
@@ -270,5 +270,16 @@ final class StreamRecord {
     void recordWait(long nanos) {
         long old = recentWaitNanos;
         recentWaitNanos = old + ((nanos - old) >> 2);
+    }
+
+    /**
+     * What the record asks of its stream ({@link ReactorStream} extends it): whether the calling
+     * thread may park for room there, and the one tracker when progress needs proving.
+     */
+    interface Stream {
+        boolean mayParkForAdmission();
+
+        /** Has the device's reactor track the work so far; the record's mark is cleared when it lands or fails. */
+        void track();
     }
 }

@@ -39,10 +39,10 @@ final class UnclosedDeviceReport implements Runnable {
         this.cleanups = cleanups;
     }
 
-    /** Watches {@code device}; {@code cleanups} must not reference it. */
-    static Registration watch(GpuDevice device, List<Runnable> cleanups) {
+    /** Watches {@code device} (a {@link GpuDevice}, named {@code name}); {@code cleanups} must not reference it. */
+    static Registration watch(Object device, String name, List<Runnable> cleanups) {
         Throwable openedAt = new Throwable("the device was opened here, on thread \"" + Thread.currentThread().getName() + "\"");
-        UnclosedDeviceReport report = new UnclosedDeviceReport(device.name(), openedAt, List.copyOf(cleanups));
+        UnclosedDeviceReport report = new UnclosedDeviceReport(name, openedAt, List.copyOf(cleanups));
         return new Registration(report, CLEANER.register(device, report));
     }
 

@@ -256,7 +256,7 @@ class CounterSurfacesTest {
             }
             d.close(); // the counters no longer move
             after = d.reactor().stats();
-            ReactorEvents.counters(d.reactor());
+            ReactorEvents.counters(d.name(), d.reactor()::stats, d.reactor()::awaitLatency);
             recording.stop();
             recording.dump(file);
         }

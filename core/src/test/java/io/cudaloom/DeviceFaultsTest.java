@@ -212,10 +212,10 @@ class DeviceFaultsTest {
         InstantStream stream = device.newStream();
         assertThrows(IllegalStateException.class, () -> stream.faultSink().failure("work refused"),
                 "no exception for a fault nobody reported");
-        assertTrue(stream.record().admit(stream) >= 0, "healthy: admission takes a permit");
+        assertTrue(stream.record().admit(stream.port()) >= 0, "healthy: admission takes a permit");
         stream.record().admissionUnused();
         stream.faultSink().streamFaulted("GATE (test)", null);
-        assertEquals(-1L, stream.record().admit(stream), "faulted: the gate is open, no permit is taken");
+        assertEquals(-1L, stream.record().admit(stream.port()), "faulted: the gate is open, no permit is taken");
         GpuFaultException f = assertInstanceOf(GpuFaultException.class, stream.faultSink().failure("work refused, the stream faulted earlier"));
         assertEquals(stream + " of " + device.name() + ": work refused, the stream faulted earlier (GATE (test))", f.getMessage());
         assertNull(f.getCause());
@@ -228,11 +228,11 @@ class DeviceFaultsTest {
         List<RuntimeException> reported = new ArrayList<>();
 
         InstantStream healthy = device.newStream();
-        assertNull(faults.probe(healthy, reported::add), "a busy stream's registrations stay");
+        assertNull(faults.probe(healthy.port(), reported::add), "a busy stream's registrations stay");
 
         InstantStream faulted = device.newStream();
         faulted.faulted = true; // the "driver" says so; the query reports it
-        DeviceFaults.Verdict verdict = faults.probe(faulted, reported::add);
+        DeviceFaults.Verdict verdict = faults.probe(faulted.port(), reported::add);
         assertNotNull(verdict);
         assertEquals(InstantStream.FAULT, verdict.error());
         assertEquals(faulted + " of " + device.name() + ": its work can never complete (" + InstantStream.FAULT + ")",
@@ -242,20 +242,20 @@ class DeviceFaultsTest {
         InstantStream unqueryable = device.newStream();
         IllegalStateException queryFailure = new IllegalStateException("query failed (test)");
         unqueryable.queryFailureEverywhere = queryFailure;
-        DeviceFaults.Verdict failedQuery = faults.probe(unqueryable, reported::add);
+        DeviceFaults.Verdict failedQuery = faults.probe(unqueryable.port(), reported::add);
         assertNotNull(failedQuery);
         assertSame(queryFailure, failedQuery.failure().getCause());
         assertTrue(failedQuery.failure().getMessage().startsWith(unqueryable + " of " + device.name()
                 + ": its work is taken as failed: the backend could not query it ("), failedQuery.failure().getMessage());
         assertEquals(List.of(queryFailure), reported, "the throwing hook is reported");
         assertFalse(unqueryable.faultSink().hasFaulted(), "a failed query is not a recorded fault");
-        assertEquals(-1L, unqueryable.record().admit(unqueryable), "but its gate opens");
+        assertEquals(-1L, unqueryable.record().admit(unqueryable.port()), "but its gate opens");
         unqueryable.queryFailureEverywhere = null;
 
         faulted.settled = false;
-        assertFalse(faults.mayRecycle(faulted, reported::add), "a write of the stream may still land: keep the slot");
+        assertFalse(faults.mayRecycle(faulted.port(), reported::add), "a write of the stream may still land: keep the slot");
         faulted.settled = true;
-        assertTrue(faults.mayRecycle(faulted, reported::add), "settled: the slot may be reused");
+        assertTrue(faults.mayRecycle(faulted.port(), reported::add), "settled: the slot may be reused");
         assertEquals(1, reported.size());
     }
 }

@@ -97,8 +97,8 @@ class LiveResourcesTest {
             CountDownLatch gate = new CountDownLatch(1);
             hold(stream, gate);
             CompletableFuture<?> future = stream.event().toCompletableFuture();
-            GpuEvent.Subscription cancelled = stream.event().subscribe(Runnable::run, failure -> { });
-            GpuEvent.Subscription delivered = stream.event().subscribe(Runnable::run, failure -> { });
+            Subscription cancelled = stream.event().subscribe(Runnable::run, failure -> { });
+            Subscription delivered = stream.event().subscribe(Runnable::run, failure -> { });
             assertEquals(3, device.liveResources().count(Kind.WAIT));
             assertTrue(cancelled.cancel());
             assertFalse(cancelled.cancel());

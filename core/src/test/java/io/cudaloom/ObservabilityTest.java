@@ -717,7 +717,7 @@ class ObservabilityTest {
         java.util.logging.Logger log = java.util.logging.Logger.getLogger("io.cudaloom"); // System.Logger's backend
         log.addHandler(capture);
         try (SimulatedDevice device = SimulatedDevice.create()) {
-            ReactorObservability refused = new ReactorObservability(device.reactor(), -1, () -> refusing);
+            ReactorObservability refused = new ReactorObservability(device.reactor(), device.name(), -1, () -> refusing);
             refused.open(); // does not throw
             assertNull(refused.mbeanName());
             refused.close();

@@ -110,7 +110,7 @@ abstract class StreamCloseSemantics extends SemanticsSuite {
             callbackRan.countDown();
         });
         AtomicInteger cancelledRan = new AtomicInteger();
-        GpuEvent.Subscription cancelled = event.subscribe(Runnable::run, e -> cancelledRan.incrementAndGet());
+        Subscription cancelled = event.subscribe(Runnable::run, e -> cancelledRan.incrementAndGet());
         assertTrue(cancelled.cancel(), "withdrawn before the delivery");
         CompletableFuture<?> cancelledFuture = event.toCompletableFuture(Runnable::run);
         assertTrue(cancelledFuture.cancel(false));

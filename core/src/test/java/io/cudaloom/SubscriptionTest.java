@@ -23,7 +23,7 @@ import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * {@link GpuEvent#subscribe}: one outcome, on the given executor, handed over by the delivering
- * thread; {@link GpuEvent.Subscription#cancel()} withdraws it exactly when it returns true.
+ * thread; {@link Subscription#cancel()} withdraws it exactly when it returns true.
  */
 class SubscriptionTest {
     @RegisterExtension
@@ -50,7 +50,7 @@ class SubscriptionTest {
             done.countDown();
         }
 
-        GpuEvent.Subscription subscribe(GpuEvent event) {
+        Subscription subscribe(GpuEvent event) {
             return event.subscribe(this, this::accept);
         }
     }
@@ -63,7 +63,7 @@ class SubscriptionTest {
         GpuEvent event = stream.event();
         Recorder r = new Recorder();
         AtomicReference<Boolean> doneSeenInCallback = new AtomicReference<>();
-        GpuEvent.Subscription s = event.subscribe(r, e -> {
+        Subscription s = event.subscribe(r, e -> {
             doneSeenInCallback.set(event.isDone());
             r.accept(e);
         });
@@ -120,7 +120,7 @@ class SubscriptionTest {
         faulty.injectFault("illegal address (injected)");
         Recorder fault = new Recorder();
         await().atMost(LONG).until(() -> {
-            GpuEvent.Subscription s = fault.subscribe(faulty.event());
+            Subscription s = fault.subscribe(faulty.event());
             return s == Registration.DELIVERED && fault.failure.get() instanceof GpuFaultException;
         });
 
@@ -146,7 +146,7 @@ class SubscriptionTest {
         stream.injectFault("illegal address (injected)");
         GpuEvent event = stream.event();
         Recorder r = new Recorder();
-        GpuEvent.Subscription s = r.subscribe(event);
+        Subscription s = r.subscribe(event);
         gate.countDown();
         assertTrue(r.done.await(LONG.toSeconds(), TimeUnit.SECONDS));
         GpuFaultException fault = assertInstanceOf(GpuFaultException.class, r.failure.get());
@@ -167,7 +167,7 @@ class SubscriptionTest {
         CountDownLatch gate = gate(stream);
         GpuEvent event = stream.event();
         Recorder r = new Recorder();
-        GpuEvent.Subscription s = r.subscribe(event);
+        Subscription s = r.subscribe(event);
         device.close();
         assertTrue(r.done.await(LONG.toSeconds(), TimeUnit.SECONDS));
         ReactorClosedException closed = assertInstanceOf(ReactorClosedException.class, r.failure.get());
@@ -204,8 +204,8 @@ class SubscriptionTest {
         stream.close();
         Recorder r = new Recorder();
         Recorder cancelled = new Recorder();
-        GpuEvent.Subscription s = r.subscribe(event);
-        GpuEvent.Subscription withdrawn = cancelled.subscribe(event);
+        Subscription s = r.subscribe(event);
+        Subscription withdrawn = cancelled.subscribe(event);
         assertEquals(0, r.tasks.get(), "nothing delivered while the work runs");
         assertTrue(withdrawn.cancel(), "withdrawn before the delivery");
         assertFalse(withdrawn.cancel(), "idempotent");
@@ -235,7 +235,7 @@ class SubscriptionTest {
         CountDownLatch gate = gate(stream);
         GpuEvent event = stream.event();
         Recorder r = new Recorder();
-        GpuEvent.Subscription s = r.subscribe(event);
+        Subscription s = r.subscribe(event);
 
         assertTrue(s.cancel(), "withdrawn before the work completed");
         assertFalse(s.cancel(), "idempotent: the second cancel withdraws nothing");
@@ -288,7 +288,7 @@ class SubscriptionTest {
             int k = i;
             ran[k] = new AtomicInteger();
             gates.set(k, gate(stream));
-            GpuEvent.Subscription s = stream.event().subscribe(Runnable::run, e -> {
+            Subscription s = stream.event().subscribe(Runnable::run, e -> {
                 failures.set(k, e);
                 ran[k].incrementAndGet();
             });
