@@ -139,29 +139,6 @@ public final class Cuda {
         };
     }
 
-    /** The numeric address of a device pointer (JCuda exposes it only through toString). */
-    static long address(jcuda.driver.CUdeviceptr p) {
-        String s = p.toString(); // "CUdeviceptr[nativePointer=0x7f...,byteOffset=0]"
-        int i = s.indexOf("0x");
-        if (i < 0) {
-            throw new IllegalStateException("cannot read the address of " + s);
-        }
-        int end = i + 2;
-        while (end < s.length() && Character.digit(s.charAt(end), 16) >= 0) {
-            end++;
-        }
-        long base = Long.parseUnsignedLong(s.substring(i + 2, end), 16);
-        int off = s.indexOf("byteOffset=");
-        if (off >= 0) {
-            int e = off + 11;
-            while (e < s.length() && Character.isDigit(s.charAt(e))) {
-                e++;
-            }
-            base += Long.parseLong(s.substring(off + 11, e));
-        }
-        return base;
-    }
-
     /** E.g. "CUDA_ERROR_ILLEGAL_ADDRESS (700)". */
     static String errorName(int result) {
         return CUresult.stringFor(result) + " (" + result + ")";

@@ -8,13 +8,13 @@ import jcuda.driver.JCudaDriver;
 /** Device memory ({@code cuMemAlloc}); freed by {@link #close()}. */
 public final class DeviceBuffer implements DeviceMemory {
     private final CudaDevice device;
-    private final CUdeviceptr pointer;
+    private final AddressedDevicePointer pointer;
     private final long bytes;
     private volatile boolean freed;
     /** Counts this buffer back in the device's live resources (idempotent). */
     private final Runnable release;
 
-    DeviceBuffer(CudaDevice device, CUdeviceptr pointer, long bytes, Runnable release) {
+    DeviceBuffer(CudaDevice device, AddressedDevicePointer pointer, long bytes, Runnable release) {
         this.release = release;
         this.device = device;
         this.pointer = pointer;
@@ -41,7 +41,10 @@ public final class DeviceBuffer implements DeviceMemory {
 
     /** The device address, e.g. to pass {@code address() + offset} as a kernel argument (a Long). */
     public long address() {
-        return Cuda.address(pointer());
+        if (freed) {
+            throw new IllegalStateException("device buffer of " + bytes + " bytes was freed");
+        }
+        return pointer.address();
     }
 
     @Override

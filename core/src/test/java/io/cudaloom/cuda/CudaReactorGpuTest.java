@@ -289,4 +289,26 @@ class CudaReactorGpuTest {
         assertFalse(device.isFaulted());
         assertNull(device.fault());
     }
+
+    /**
+     * {@link DeviceBuffer#address()} is the buffer's device address: a kernel given
+     * {@code address() + 1024} as its pointer writes exactly the 16 words from byte 1,024 on, and
+     * the words around them keep the first fill's value.
+     */
+    @Test
+    void aKernelWritingThroughTheAddressPlusAnOffsetLandsThere(CudaDevice device) throws Exception {
+        int words = 1024;
+        try (Kernels k = device.loadKernels(); CudaStream stream = device.newStream();
+                DeviceBuffer buf = device.allocate(4L * words); PinnedBuffer host = device.allocateHost(4L * words)) {
+            assertNotEquals(0L, buf.address(), "a device address");
+            stream.launch(k.fill, 1, words, buf, 5, words);
+            stream.launch(k.fill, 1, 16, buf.address() + 1024, 7, 16); // a Long: a pointer-sized argument
+            stream.copy(buf, host, 4L * words);
+            stream.await();
+            IntBuffer ints = host.ints();
+            for (int i = 0; i < words; i++) {
+                assertEquals(i >= 256 && i < 272 ? 7 : 5, ints.get(i), "word " + i);
+            }
+        }
+    }
 }
