@@ -255,7 +255,7 @@ public final class CudaDevice extends GpuDevice {
     public DeviceBuffer allocate(long bytes) {
         WorkChecks.allocation("device memory", bytes, Long.MAX_VALUE);
         enterContext("allocates no memory");
-        AddressedDevicePointer p = new AddressedDevicePointer(); // can say its address (DeviceBuffer.address)
+        CUdeviceptr p = AddressedDevicePointer.create(); // can say its address (DeviceBuffer.address)
         int r;
         try {
             cuCtxSetCurrent(context);

@@ -8,13 +8,14 @@ import jcuda.driver.JCudaDriver;
 /** Device memory ({@code cuMemAlloc}); freed by {@link #close()}. */
 public final class DeviceBuffer implements DeviceMemory {
     private final CudaDevice device;
-    private final AddressedDevicePointer pointer;
+    /** Made by {@link AddressedDevicePointer#create}. */
+    private final CUdeviceptr pointer;
     private final long bytes;
     private volatile boolean freed;
     /** Counts this buffer back in the device's live resources (idempotent). */
     private final Runnable release;
 
-    DeviceBuffer(CudaDevice device, AddressedDevicePointer pointer, long bytes, Runnable release) {
+    DeviceBuffer(CudaDevice device, CUdeviceptr pointer, long bytes, Runnable release) {
         this.release = release;
         this.device = device;
         this.pointer = pointer;
@@ -44,7 +45,7 @@ public final class DeviceBuffer implements DeviceMemory {
         if (freed) {
             throw new IllegalStateException("device buffer of " + bytes + " bytes was freed");
         }
-        return pointer.address();
+        return AddressedDevicePointer.addressOf(pointer);
     }
 
     @Override
