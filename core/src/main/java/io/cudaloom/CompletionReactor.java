@@ -314,16 +314,8 @@ public final class CompletionReactor implements ReactorObservability.Observed {
         return state;
     }
 
-    ReactorLifecycle lifecycle() {
-        return lifecycle;
-    }
-
     RegistrationChecks checks() {
         return checks;
-    }
-
-    Scanner scanner() {
-        return scanner;
     }
 
     Thread scannerThread() {

@@ -4,12 +4,10 @@ import static org.openjdk.jcstress.annotations.Expect.ACCEPTABLE;
 import static org.openjdk.jcstress.annotations.Expect.ACCEPTABLE_INTERESTING;
 import static org.openjdk.jcstress.annotations.Expect.FORBIDDEN;
 
-import io.cudaloom.protocol.BackoffIdleStrategy;
 import io.cudaloom.protocol.OffHeapFlagArray;
 import io.cudaloom.protocol.SlotTable;
 import io.cudaloom.spi.FlagMemory;
 import io.cudaloom.stress.jcstress.ParkModel;
-import java.time.Duration;
 import org.openjdk.jcstress.annotations.Actor;
 import org.openjdk.jcstress.annotations.Arbiter;
 import org.openjdk.jcstress.annotations.Description;
@@ -23,7 +21,8 @@ import org.openjdk.jcstress.infra.results.III_Result;
  * park gate reading whether this pass's scan saw an active bit instead of the armed count,
  * generated at build time from {@code stress/src/mutations/scanner-park-gate-reads-bits.patch}.
  * jcstress must report the FORBIDDEN lost wake-up: B counted while A was still armed (so no
- * idle-to-active unpark), its bit not yet visible to the pass that decides to park.
+ * idle-to-active unpark), its bit not yet visible to the pass that decides to park. The
+ * constants and the park seam are the real test's; the actors are its, on the broken scanner.
  */
 @JCStressTest
 @Description("BROKEN VARIANT, expected to FAIL: park gate on this pass's bits: a registration racing the scanner's decision to park never "
@@ -42,30 +41,20 @@ import org.openjdk.jcstress.infra.results.III_Result;
 @Outcome(expect = FORBIDDEN, desc = "Any other outcome.")
 @State
 public class BrokenParkGateScannerTest {
-    /**
-     * Bound on the scanner's passes in one trial. A's retirement teaches the idle strategy a gap
-     * of about one pass, which it then spins through before its first timed park: a few passes,
-     * a few microseconds; the bound only catches a loop that never decides.
-     */
-    static final int MAX_PASSES = 1 << 16;
-    /** No spin, no linger (the default), and no fault probe or quarantine check within a trial. */
-    static final ReactorConfig CONFIG = ReactorConfig.builder().scannerSpin(Duration.ZERO)
-            .scannerLinger(Duration.ZERO).faultProbeInterval(Duration.ofSeconds(10)).build();
-    static final Completion NOTHING = (ticket, failure) -> { };
-
     final OffHeapFlagArray flags = OffHeapFlagArray.allocate(2);
     final SlotTable<Completion> table = new SlotTable<>(2, flags);
     final ParkModel scannerThread = new ParkModel();
-    final SeamRecorder seam = new SeamRecorder();
+    final ScannerParkGateTest.SeamRecorder seam = new ScannerParkGateTest.SeamRecorder();
     final Registrar registrar = new Registrar(new ReactorState("jcstress"), scannerThread::unpark, table,
             new FlagMemory(flags, () -> { }), new ReactorCounters(), CompletionStrategy.REACTOR);
-    final BrokenParkGateScanner scanner = new BrokenParkGateScanner(OPEN, registrar, table, CONFIG, new DeviceFaults(), this, seam);
+    final BrokenParkGateScanner scanner = new BrokenParkGateScanner(OPEN, registrar, table, ScannerParkGateTest.CONFIG,
+            new DeviceFaults(), this, seam);
     final long b;
 
     public BrokenParkGateScannerTest() {
         long a = table.claim();
         table.resetFlag(a);
-        table.publish(a, NOTHING);
+        table.publish(a, ScannerParkGateTest.NOTHING);
         flags.setRelease(SlotTable.slotOf(a), 1);
         b = table.claim();
         table.resetFlag(b); // B's device write is enqueued behind long work: it never lands here
@@ -73,7 +62,7 @@ public class BrokenParkGateScannerTest {
 
     @Actor
     public void registrant(III_Result r) {
-        boolean idleToActive = table.publish(b, NOTHING);
+        boolean idleToActive = table.publish(b, ScannerParkGateTest.NOTHING);
         if (idleToActive) {
             scannerThread.unpark(); // Registrar.tryArm: the wake-up on the idle-to-active transition
         }
@@ -83,7 +72,7 @@ public class BrokenParkGateScannerTest {
     @Actor
     public void scanner(III_Result r) {
         scanner.resume();
-        for (int pass = 0; pass < MAX_PASSES; pass++) {
+        for (int pass = 0; pass < ScannerParkGateTest.MAX_PASSES; pass++) {
             seam.timed = false;
             if (scanner.step()) { // the untimed park, which the scanner thread's task makes
                 if (scannerThread.park()) {
@@ -124,19 +113,4 @@ public class BrokenParkGateScannerTest {
             throw new AssertionError("not closed");
         }
     };
-
-    /** The scanner's park seam: untimed parks are the caller's (as in the reactor), timed ones are recorded. */
-    static final class SeamRecorder implements BackoffIdleStrategy.Parker {
-        boolean timed; // the scanner actor's own: one thread
-
-        @Override
-        public void park(Object blocker) {
-            // made by the caller once step() has returned true
-        }
-
-        @Override
-        public void parkNanos(Object blocker, long nanos) {
-            timed = true;
-        }
-    }
 }
