@@ -12,7 +12,7 @@ java=${JAVA:-$(ls -d /usr/lib/jvm/*/bin/java | sort -V | tail -1)}
 cp=target/classes:$(cat target/cp.txt)
 hung=0; total=0
 for i in $(seq 1 "$runs"); do
-  out=$("$java" -Djdk.virtualThreadScheduler.parallelism=2 -cp "$cp" io.cudaloom.LostWakeupStress "$mode" "$secs" "$threads" "$spin")
+  out=$("$java" -Djdk.virtualThreadScheduler.parallelism=2 -cp "$cp" io.cudaloom.reactor.LostWakeupStress "$mode" "$secs" "$threads" "$spin")
   rc=$?
   echo "run $i rc=$rc: $(echo "$out" | head -1)"
   [ $rc -eq 1 ] && { hung=$((hung+1)); echo "$out" | tail -n +2 | head -8; }

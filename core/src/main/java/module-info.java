@@ -4,9 +4,10 @@
  * with the backends' own types ({@code io.cudaloom.cuda}, {@code io.cudaloom.sim}) and the optional
  * integrations ({@code io.cudaloom.junit}, {@code io.cudaloom.kotlin}, {@code io.cudaloom.micrometer}).
  *
- * <p>Not exported: {@code io.cudaloom.protocol} (the lock-free slot protocol),
- * {@code io.cudaloom.spi} (the backend SPI) and {@code io.cudaloom.internal} (what the backends
- * share: the argument checks). On the module path no other module can name them; on
+ * <p>Not exported: {@code io.cudaloom.reactor} (the completion reactor's parts, which the facade
+ * {@code CompletionReactor} builds; its package-info is the maintainer's overview),
+ * {@code io.cudaloom.protocol} (the lock-free slot protocol), {@code io.cudaloom.spi} (the backend
+ * SPI) and {@code io.cudaloom.internal} (what the backends share: the argument checks). On the module path no other module can name them; on
  * the class path they stay public classes, but are no API (the stress module uses them there).
  *
  * <p>The optional dependencies are {@code requires static}: JCuda ({@code jcuda}, an automatic

@@ -1,5 +1,26 @@
 package io.cudaloom;
 
+import io.cudaloom.reactor.BlockingWait;
+import io.cudaloom.reactor.CallbackRegistrations;
+import io.cudaloom.reactor.Completion;
+import io.cudaloom.reactor.Counter;
+import io.cudaloom.reactor.CounterSnapshot;
+import io.cudaloom.reactor.FallbackReason;
+import io.cudaloom.reactor.FallbackRegistration;
+import io.cudaloom.reactor.LatencyRecorder;
+import io.cudaloom.reactor.ReactorCounters;
+import io.cudaloom.reactor.ReactorLifecycle;
+import io.cudaloom.reactor.ReactorObservability;
+import io.cudaloom.reactor.ReactorState;
+import io.cudaloom.reactor.ReactorStream;
+import io.cudaloom.reactor.ReactorThreads;
+import io.cudaloom.reactor.Registrar;
+import io.cudaloom.reactor.Registration;
+import io.cudaloom.reactor.RegistrationChecks;
+import io.cudaloom.reactor.Scanner;
+import io.cudaloom.reactor.StreamRecord;
+import io.cudaloom.reactor.UnclosedDeviceReport;
+
 import io.cudaloom.protocol.SlotTable;
 import io.cudaloom.spi.DeviceBackend;
 import io.cudaloom.spi.FlagMemory;
@@ -21,59 +42,12 @@ import org.jspecify.annotations.Nullable;
  * and frees the flag memory only once every slot is accounted for and no device write into it can
  * still land (at once if nothing is in flight, else from a short-lived reclaimer thread).
  */
-public final class CompletionReactor implements ReactorObservability.Observed {
+public final class CompletionReactor {
     /*
-     * Maintainer's overview (an implementation comment, as in AbstractQueuedSynchronizer: not
-     * part of the API). This class is the facade that wires the parts; each concern has its own class.
-     *
-     * The life of a registration. A waiter (or a callback, or a coalesced group) is
-     * registered by the Registrar: a slot is claimed, its flag
-     * reset, the device's flag write enqueued behind the stream's work, and the
-     * payload published (the active bit; the first publish into an idle table unparks the
-     * scanner). Without a free slot, or if the write is refused, a host callback serves it instead
-     * (FallbackRegistration). It then ends in exactly one of three ways, each decided by one
-     * atomic operation on one cell: retired by the Scanner when the flag reads 1 (its
-     * get-and-set takes the payload, the waiter is delivered its ticket and unparked);
-     * withdrawn by the registrant on timeout, interrupt, inline completion or a cancelled
-     * future or subscription (a compare-and-set on the same cell, which the scanner's get-and-set then finds empty); or
-     * failed by the scanner's fault probe or by close (the scanner's failArmed).
-     * Finally the slot is recycled (retired slots at once, since the device's write has
-     * landed), or quarantined while a write into it might still land (a faulted stream, or
-     * close), and recycled or freed once the stream has settled.
-     *
-     * Who decides. The registrant decides claim, publish and withdrawal; the scanner (the
-     * single consumer) decides retirement, failure and recycling; close decides the lifecycle (one
-     * compare-and-set from OPEN) and then becomes the consumer after joining the scanner.
-     *
-     * Access modes. SlotTable's javadoc lists every ordering and where it is enforced. The
-     * rules in short: what another thread must see is published by a volatile write or an atomic
-     * read-modify-write (the active bit, the delivered ticket, the lifecycle state), and read by an
-     * acquire or volatile load; a thread that will be unparked must have that write made before the
-     * unpark (ordering 9); single-writer counters use opaque stores; nothing here takes a lock.
-     *
-     * Spin budgets, one reason each. The waiter spins up to 50 us on its own flag while few
-     * threads wait: a short kernel then completes without any wake-up; when the stream's recent
-     * waits were longer, it sleeps through most of the predicted wait and spins only its end
-     * (BlockingWait). The scanner's idle strategy (BackoffIdleStrategy) predicts the next
-     * retirement from the recent ones, parks until shortly before it (2% of it or 5 us) and spins
-     * through it; without a prediction it spins 250 us after its last retirement, then backs off
-     * with parks of 2% of the wait, at most 1 ms; with nothing armed it parks at once (no linger by
-     * default, ReactorConfig.Builder.scannerLinger says why) until a registration's idle-to-active
-     * wake-up.
-     *
-     * Where things are. RegistrationChecks: the checks before registering (open,
-     * done, faulted, may this thread block); BlockingWait and CoalescedWait: the
-     * blocking wait; CallbackRegistrations: the non-blocking registration of futures and
-     * callbacks; Registrar: arming and fallback; Scanner: the loop, delivery, fault
-     * probe and quarantine, and the consumer's half of shutdown; DeviceFaults (the device's, not
-     * the reactor's): everything about faults, the first fault, each stream's, the probe's verdict,
-     * the quarantine rule and the one factory of GpuFaultException; ReactorLifecycle: the one
-     * lifecycle state, close and reclaim; ReactorThreads: the threads it starts;
-     * Counter: every counter, declared once (its names, who writes it, where it is shown);
-     * ReactorCounters: the multi-writer counters and the stats snapshot; ReactorEvents: the JFR
-     * events, each allocation-free while disabled; ReactorObservability: the
-     * ReactorMXBean and the periodic JFR hook, installed when the reactor opens and removed
-     * when it closes. This class wires them together and is what the rest of the library calls.
+     * The facade: it builds the reactor's parts (package io.cudaloom.reactor, whose package-info is
+     * the maintainer's overview: the life of a registration, who decides what, the access modes,
+     * the spin budgets and where each concern lives), hands each part what it uses, and is what the
+     * API classes call. No part names it.
      */
     private static final AtomicInteger IDS = new AtomicInteger();
 
@@ -91,6 +65,11 @@ public final class CompletionReactor implements ReactorObservability.Observed {
     private final Thread scannerThread;
     private final Executor callbackExecutor;
     private final ReactorObservability observability;
+    /**
+     * What the MXBeans and the counters event read of this reactor. Held here: observability
+     * holds it only weakly, so it lives exactly as long as this reactor is reachable.
+     */
+    private final ReactorObservability.Observed observed = new Observed();
     /** The await-latency distribution (HdrHistogram) and the relative SlowAwait threshold. */
     private final LatencyRecorder latency;
     /** The records of this reactor's open streams, so that close can open their admission gates. */
@@ -108,7 +87,7 @@ public final class CompletionReactor implements ReactorObservability.Observed {
                     + flagMemory.flags().length() + " flags, " + capacity + " requested");
         }
         this.table = new SlotTable<>(capacity, flagMemory.flags());
-        this.latency = new LatencyRecorder(config.slowAwaitFactor());
+        this.latency = new LatencyRecorder(config.slowAwaitFactor(), AwaitLatency::new);
         this.state = new ReactorState(device.name());
         this.lifecycle = new ReactorLifecycle(state, flagMemory);
         this.checks = new RegistrationChecks(state, counters, device.name(), this::scannerThread);
@@ -121,7 +100,7 @@ public final class CompletionReactor implements ReactorObservability.Observed {
         this.callbacks = new CallbackRegistrations(checks, table, registrar, counters);
         this.scanner = new Scanner(lifecycle, registrar, table, config, device.faults, this);
         this.scannerThread = ReactorThreads.system("cuda-loom-scanner-" + id + " (" + device.name() + ")", scanner.task());
-        this.observability = new ReactorObservability(this, device.name(), id);
+        this.observability = new ReactorObservability(observed, device.name(), id);
         ReactorObservability o = observability;
         lifecycle.attach(scanner, scannerThread, o::closing, o::close);
         scannerThread.start();
@@ -133,7 +112,6 @@ public final class CompletionReactor implements ReactorObservability.Observed {
         return device;
     }
 
-    @Override
     public ReactorConfig config() {
         return config;
     }
@@ -170,8 +148,11 @@ public final class CompletionReactor implements ReactorObservability.Observed {
     }
 
     /** A snapshot of this reactor's counters (readable after close too). */
-    @Override
     public ReactorStats stats() {
+        return new ReactorStats(counterSnapshot());
+    }
+
+    private CounterSnapshot counterSnapshot() {
         return counters.snapshot(table, scanner, scannerThread, blockingWait.waitersNow(), workInFlight());
     }
 
@@ -180,7 +161,6 @@ public final class CompletionReactor implements ReactorObservability.Observed {
      * blocking awaits that registered waited, in an HdrHistogram. Each call drains what awaits
      * recorded since the last one (a few microseconds); the awaits themselves only record.
      */
-    @Override
     public AwaitLatency awaitLatency() {
         return latency.snapshot();
     }
@@ -334,5 +314,28 @@ public final class CompletionReactor implements ReactorObservability.Observed {
     @Override
     public String toString() {
         return "CompletionReactor[" + device.name() + ", " + config.strategy() + (isClosed() ? ", closed]" : "]");
+    }
+
+    /** What the MXBeans and the counters event read (tests make a second observability part of it). */
+    ReactorObservability.Observed observed() {
+        return observed;
+    }
+
+    /** This reactor as its observability part sees it (the public accessors, and the raw counters). */
+    private final class Observed implements ReactorObservability.Observed {
+        @Override
+        public CounterSnapshot counters() {
+            return counterSnapshot();
+        }
+
+        @Override
+        public AwaitLatency awaitLatency() {
+            return CompletionReactor.this.awaitLatency();
+        }
+
+        @Override
+        public ReactorConfig config() {
+            return config;
+        }
     }
 }

@@ -1,5 +1,9 @@
 package io.cudaloom;
 
+import io.cudaloom.reactor.DeviceFaults;
+import io.cudaloom.reactor.Registration;
+import io.cudaloom.reactor.UnclosedDeviceReport;
+
 import io.cudaloom.spi.DeviceBackend;
 import java.util.ArrayList;
 import java.util.Comparator;

@@ -1,6 +1,8 @@
 package io.cudaloom;
 
-import java.util.Arrays;
+import io.cudaloom.reactor.Counter;
+import io.cudaloom.reactor.CounterSnapshot;
+
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -25,29 +27,26 @@ import org.jspecify.annotations.Nullable;
  * The same counters are published as JMX attributes ({@link ReactorMXBean}) and as the periodic
  * JDK Flight Recorder event {@code io.cudaloom.ReactorCounters}.
  *
- * <p>(Maintainers: each counter is declared once, by a constant of the package-private enum
- * {@code Counter}, which also says how it is counted and where it is published; a snapshot is one
- * array of values indexed by it, which the accessors here read.)
+ * <p>(Maintainers: each counter is declared once, by a constant of the reactor's enum
+ * {@code io.cudaloom.reactor.Counter}, which also says how it is counted and where it is published;
+ * a snapshot is the reactor's {@code CounterSnapshot}, indexed by it, which the accessors here read.)
  */
 public final class ReactorStats {
-    /** Every counter's value, by {@link Counter#ordinal()}: {@link Counter} says what each one is. */
-    private final long[] values;
+    /** Every counter's value: {@link Counter} says what each one is. */
+    private final CounterSnapshot values;
 
-    /** A snapshot of {@code values} (by ordinal), which it keeps: the caller must not change them. */
-    ReactorStats(long[] values) {
-        if (values.length != Counter.COUNT) {
-            throw new IllegalArgumentException(values.length + " values for " + Counter.COUNT + " counters");
-        }
+    /** The reactor's snapshot (made by its counters, wrapped by {@link CompletionReactor#stats()}). */
+    ReactorStats(CounterSnapshot values) {
         this.values = values;
     }
 
     /** The value of {@code c} (an int counter's is in int range). */
     long get(Counter c) {
-        return values[c.ordinal()];
+        return values.get(c);
     }
 
     private int getInt(Counter c) {
-        return (int) values[c.ordinal()];
+        return (int) values.get(c);
     }
 
     /** A builder whose counters all start at 0. */
@@ -202,7 +201,7 @@ public final class ReactorStats {
         String separator = "";
         for (Counter c : Counter.ALL) {
             if (group == null || c.group == group) {
-                sb.append(separator).append(c.statName).append('=').append(values[c.ordinal()]);
+                sb.append(separator).append(c.statName).append('=').append(values.get(c));
                 separator = ", ";
             }
         }
@@ -211,12 +210,12 @@ public final class ReactorStats {
 
     @Override
     public boolean equals(@Nullable Object o) {
-        return o instanceof ReactorStats other && Arrays.equals(values, other.values);
+        return o instanceof ReactorStats other && values.equals(other.values);
     }
 
     @Override
     public int hashCode() {
-        return Arrays.hashCode(values);
+        return values.hashCode();
     }
 
     /** {@code ReactorStats[capacity=4096, armedNow=0, ...]}, every counter by name. */
@@ -265,7 +264,7 @@ public final class ReactorStats {
         public Builder workInFlight(long v) { return set(Counter.WORK_IN_FLIGHT, v); }
 
         public ReactorStats build() {
-            return new ReactorStats(values.clone());
+            return new ReactorStats(new CounterSnapshot(values.clone()));
         }
     }
 }

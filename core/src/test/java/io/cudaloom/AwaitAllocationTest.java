@@ -1,5 +1,7 @@
 package io.cudaloom;
 
+import io.cudaloom.reactor.SlowAwaitEvent;
+
 import static org.junit.jupiter.api.Assertions.*;
 
 import java.lang.management.ManagementFactory;

@@ -1,5 +1,9 @@
 package io.cudaloom;
 
+import io.cudaloom.reactor.Counter;
+import io.cudaloom.reactor.ReactorCountersEvent;
+import io.cudaloom.reactor.ReactorEvents;
+
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 
@@ -256,7 +260,7 @@ class CounterSurfacesTest {
             }
             d.close(); // the counters no longer move
             after = d.reactor().stats();
-            ReactorEvents.counters(d.name(), d.reactor()::stats, d.reactor()::awaitLatency);
+            ReactorEvents.counters(d.name(), d.reactor().observed()::counters, d.reactor()::awaitLatency);
             recording.stop();
             recording.dump(file);
         }

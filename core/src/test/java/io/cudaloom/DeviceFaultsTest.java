@@ -1,5 +1,7 @@
 package io.cudaloom;
 
+import io.cudaloom.reactor.DeviceFaults;
+
 import static io.cudaloom.ReactorTestSupport.LONG;
 import static io.cudaloom.ReactorTestSupport.parked;
 import static org.awaitility.Awaitility.await;

@@ -27,7 +27,7 @@ import org.junit.jupiter.api.Test;
 class FaultFactoryOnlyTest {
     private static final String EXCEPTION = "io/cudaloom/GpuFaultException";
     /** The classes allowed to construct it: the factory, and Cuda.check (see the class comment). */
-    private static final Set<String> ALLOWED = Set.of("io/cudaloom/DeviceFaults", "io/cudaloom/cuda/Cuda");
+    private static final Set<String> ALLOWED = Set.of("io/cudaloom/reactor/DeviceFaults", "io/cudaloom/cuda/Cuda");
 
     @Test
     void onlyTheFaultOwnersFactoryConstructsAGpuFaultException() throws Exception {

@@ -1,5 +1,11 @@
 package io.cudaloom;
 
+import io.cudaloom.reactor.DeviceFaultEvent;
+import io.cudaloom.reactor.FallbackEvent;
+import io.cudaloom.reactor.ReactorCountersEvent;
+import io.cudaloom.reactor.ReactorObservability;
+import io.cudaloom.reactor.SlowAwaitEvent;
+
 import static io.cudaloom.ReactorTestSupport.LONG;
 import static io.cudaloom.ReactorTestSupport.gate;
 import static io.cudaloom.ReactorTestSupport.parkedOn;
@@ -426,10 +432,10 @@ class ObservabilityTest {
         // jdk.jfr.Event and our event classes were never loaded, on any of those paths:
         // -Xlog:class+load lists every class loaded. (jdk.jfr.FlightRecorder itself is loaded:
         // asking it whether it is initialized is the emitters' first, cheap check.)
-        assertTrue(output.contains("io.cudaloom.ReactorObservability "), "the class-load log is there");
+        assertTrue(output.contains("io.cudaloom.reactor.ReactorObservability "), "the class-load log is there");
         for (String unloaded : List.of("jdk.jfr.internal.MetadataRepository ", "jdk.jfr.Event ",
-                "io.cudaloom.SlowAwaitEvent ", "io.cudaloom.FallbackEvent ", "io.cudaloom.DeviceFaultEvent ",
-                "io.cudaloom.ReactorCountersEvent ")) {
+                "io.cudaloom.reactor.SlowAwaitEvent ", "io.cudaloom.reactor.FallbackEvent ", "io.cudaloom.reactor.DeviceFaultEvent ",
+                "io.cudaloom.reactor.ReactorCountersEvent ")) {
             assertFalse(output.contains(unloaded), unloaded + "was loaded: " + output.lines()
                     .filter(l -> l.contains(unloaded)).toList());
         }
@@ -717,7 +723,7 @@ class ObservabilityTest {
         java.util.logging.Logger log = java.util.logging.Logger.getLogger("io.cudaloom"); // System.Logger's backend
         log.addHandler(capture);
         try (SimulatedDevice device = SimulatedDevice.create()) {
-            ReactorObservability refused = new ReactorObservability(device.reactor(), device.name(), -1, () -> refusing);
+            ReactorObservability refused = new ReactorObservability(device.reactor().observed(), device.name(), -1, () -> refusing);
             refused.open(); // does not throw
             assertNull(refused.mbeanName());
             refused.close();

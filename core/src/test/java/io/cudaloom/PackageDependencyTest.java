@@ -20,7 +20,10 @@ import org.junit.jupiter.api.Test;
  * on each other not at all. The JUnit extension ({@code junit}) sits on top: nothing else names it,
  * it names only the public API and the backends, and no other package names JUnit (an optional
  * dependency, there for it alone). What the backends share ({@code internal}, not exported) names
- * the API package and no backend. The Micrometer binder ({@code micrometer}) likewise: nothing else
+ * the API package and no backend. The reactor's parts ({@code reactor}, not exported) name the
+ * protocol core, the SPI and the API package's values and exceptions (which classes exactly:
+ * {@link ClassCycleTest}), and no backend, integration or optional dependency; the API package's
+ * facade wires them. The Micrometer binder ({@code micrometer}) likewise: nothing else
  * names it or Micrometer (an optional dependency), so its classes load only when an application
  * calls it; it names only the public API. Checked
  * on the compiled classes' constant pools, which name every class a class refers to.
@@ -41,6 +44,9 @@ class PackageDependencyTest {
         check(root.resolve("io/cudaloom/spi"), List.of("io/cudaloom/", JUNIT, MICROMETER), List.of("spi/", "protocol/"), offences);
         check(root.resolve("io/cudaloom/internal"), List.of("io/cudaloom/cuda/", "io/cudaloom/sim/", "io/cudaloom/kotlin/",
                 "io/cudaloom/junit/", "io/cudaloom/micrometer/", JUNIT, MICROMETER), List.of(), offences);
+        check(root.resolve("io/cudaloom/reactor"), List.of("io/cudaloom/cuda/", "io/cudaloom/sim/", "io/cudaloom/kotlin/",
+                "io/cudaloom/junit/", "io/cudaloom/micrometer/", "io/cudaloom/internal/", JUNIT, MICROMETER, "kotlin/"),
+                List.of(), offences);
         check(root.resolve("io/cudaloom/sim"), List.of("io/cudaloom/cuda/", "io/cudaloom/junit/", "io/cudaloom/kotlin/",
                 "io/cudaloom/micrometer/", JUNIT, MICROMETER), List.of(), offences);
         check(root.resolve("io/cudaloom/cuda"), List.of("io/cudaloom/sim/", "io/cudaloom/junit/", "io/cudaloom/kotlin/",

@@ -1,5 +1,7 @@
 package io.cudaloom;
 
+import io.cudaloom.reactor.DeviceFaults;
+
 import static io.cudaloom.ReactorTestSupport.gate;
 import static io.cudaloom.ReactorTestSupport.parked;
 import static org.junit.jupiter.api.Assertions.assertEquals;

@@ -1,5 +1,7 @@
 package io.cudaloom;
 
+import io.cudaloom.reactor.StreamDrain;
+
 import static io.cudaloom.ReactorTestSupport.parkedOn;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;

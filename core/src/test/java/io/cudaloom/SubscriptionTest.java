@@ -1,5 +1,7 @@
 package io.cudaloom;
 
+import io.cudaloom.reactor.Registration;
+
 import static io.cudaloom.ReactorTestSupport.LONG;
 import static io.cudaloom.ReactorTestSupport.assertNothingLeaked;
 import static io.cudaloom.ReactorTestSupport.gate;

@@ -108,7 +108,7 @@ public final class Cuda {
      * Throws unless {@code result} is CUDA_SUCCESS; sticky device faults become GpuFaultException.
      *
      * <p>The one {@code GpuFaultException} the library builds outside the fault owner
-     * ({@code io.cudaloom.DeviceFaults}): a driver call not on a stream (the device's allocations,
+     * ({@code io.cudaloom.reactor.DeviceFaults}): a driver call not on a stream (the device's allocations,
      * module loads, {@code cuCtxSynchronize}, {@code cuStreamCreate}; calls made before the reactor
      * starts) has no stream to record the fault on. It has the owner's message shape
      * ({@link FaultSink#message}): {@code "<call>: failed with a sticky error: ... (<error>)"}. A

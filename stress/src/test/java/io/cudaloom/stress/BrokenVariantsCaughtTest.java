@@ -31,15 +31,15 @@ class BrokenVariantsCaughtTest {
 
     static final List<String> BROKEN = List.of(
             "io.cudaloom.stress.jcstress.BrokenArmedCountTest",
-            "io.cudaloom.BrokenLateDeliveryAbaTest",
-            "io.cudaloom.BrokenAwaitAbaTest",
-            "io.cudaloom.BrokenWaitGroupJoinTest",
-            "io.cudaloom.BrokenWaitGroupRelayTest",
-            "io.cudaloom.BrokenWaiterHandoffTest",
+            "io.cudaloom.reactor.BrokenLateDeliveryAbaTest",
+            "io.cudaloom.reactor.BrokenAwaitAbaTest",
+            "io.cudaloom.reactor.BrokenWaitGroupJoinTest",
+            "io.cudaloom.reactor.BrokenWaitGroupRelayTest",
+            "io.cudaloom.reactor.BrokenWaiterHandoffTest",
             "io.cudaloom.stress.jcstress.BrokenGroupCommitTest",
-            "io.cudaloom.BrokenAdmissionProofTest",
+            "io.cudaloom.reactor.BrokenAdmissionProofTest",
             "io.cudaloom.stress.jcstress.BrokenLifetimeGuardTest",
-            "io.cudaloom.BrokenParkGateScannerTest");
+            "io.cudaloom.reactor.BrokenParkGateScannerTest");
 
     @Test
     @Timeout(value = 8, unit = TimeUnit.MINUTES)

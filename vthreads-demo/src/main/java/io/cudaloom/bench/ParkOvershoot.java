@@ -8,7 +8,7 @@ import java.util.concurrent.locks.LockSupport;
  * How late {@code LockSupport.parkNanos} returns on this machine, for a platform thread (the
  * scanner) and a virtual thread: the floor under any timed park the scanner's idle strategy
  * predicts; no project code in the first and last rows. The middle rows set the thread's slack to
- * 1 us first, as the scanner does ({@code io.cudaloom.TimerSlack}).
+ * 1 us first, as the scanner does ({@code io.cudaloom.reactor.TimerSlack}).
  * {@code java --enable-native-access=ALL-UNNAMED io.cudaloom.bench.ParkOvershoot [iterations]}.
  */
 public final class ParkOvershoot {
@@ -17,7 +17,7 @@ public final class ParkOvershoot {
     /** The library's own setting of the scanner's slack (package-private there, hence reflection). */
     static boolean setSlack(long nanos) {
         try {
-            java.lang.reflect.Method m = Class.forName("io.cudaloom.TimerSlack").getDeclaredMethod("setForCurrentThread", long.class);
+            java.lang.reflect.Method m = Class.forName("io.cudaloom.reactor.TimerSlack").getDeclaredMethod("setForCurrentThread", long.class);
             m.setAccessible(true);
             return (boolean) m.invoke(null, nanos);
         } catch (ReflectiveOperationException e) {
@@ -32,7 +32,7 @@ public final class ParkOvershoot {
         System.out.println("|---|---|---|---|---|");
         for (int kind = 0; kind < 3; kind++) {
             boolean virtual = kind == 2;
-            boolean slack = kind == 1; // the scanner's setting: io.cudaloom.TimerSlack, 1 us
+            boolean slack = kind == 1; // the scanner's setting: io.cudaloom.reactor.TimerSlack, 1 us
             for (long us : targetsUs) {
                 long[] late = new long[iterations];
                 Runnable r = () -> {

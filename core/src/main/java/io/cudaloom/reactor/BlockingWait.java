@@ -1,0 +1,376 @@
+package io.cudaloom.reactor;
+
+import io.cudaloom.GpuFaultException;
+import io.cudaloom.ReactorClosedException;
+import io.cudaloom.ReactorConfig;
+import io.cudaloom.GpuEvent;
+import io.cudaloom.GpuStream;
+
+import io.cudaloom.protocol.BackoffIdleStrategy;
+import io.cudaloom.protocol.SlotTable;
+import io.cudaloom.spi.StreamState;
+import java.util.concurrent.Executor;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * The blocking wait behind every {@link GpuEvent} await: one entry with mode flags ({@link #await},
+ * as AQS's {@code acquire}), the checks before registering done once
+ * ({@link RegistrationChecks#precheck}), then register, optionally spin on the waiter's own flag,
+ * and park until the waiter's own ticket is delivered or the registration is withdrawn (timeout,
+ * interrupt).
+ *
+ * <p>Spin budget: at most {@link ReactorConfig#waiterSpinNanos()}, because a short kernel then
+ * completes at spin latency with no wake-up at all; and only while at most
+ * {@link ReactorConfig#waiterSpinMaxWaiters()} threads are inside this wait (counted here), because
+ * with more of them every carrier is better used running other virtual threads than spinning (the
+ * armed-slot count is the wrong signal: spinning waiters retire their own slots, which keeps it low
+ * and the spinning on); and not while a quarter of the slots are armed (back-pressure on a scanner
+ * that is behind). If the stream's recent awaits ({@link StreamRecord#recentWaitNanos}) were longer
+ * than the spin (up to {@link #MAX_PREDICTED_WAIT_NANOS}), a spin from the start would be pure
+ * waste: the waiter sleeps (a timed park) until shortly before the predicted end and spins only
+ * through it, so one waiter on a 200 us kernel is woken by no one and spins some microseconds, not
+ * 200 (the scanner, which would otherwise wake it, sees a retirement late by a carrier's wake-up).
+ *
+ * <p>Driver calls: a stream with counted work not yet proven complete
+ * ({@link GpuStream#hasWorkNotKnownComplete}) is taken as busy without a query; registering on a
+ * stream that turns out idle is still correct (its flag write lands at once). When coalescing
+ * (every submission counted, raw-stream work included), an event whose work an earlier wait or
+ * query proved complete ({@link GpuStream#isKnownComplete}) returns with no driver call at all.
+ */
+public final class BlockingWait implements CoalescedWait.Parking {
+    private final ReactorState state;
+    private final RegistrationChecks checks;
+    /** The await-latency histogram and the slow-await threshold. */
+    private final LatencyRecorder latency;
+    private final String deviceName;
+    /** The blocker of every waiter's park (the reactor: what a thread dump names). */
+    private final Object parkBlocker;
+    private final SlotTable<Completion> table;
+    private final Registrar registrar;
+    private final ReactorConfig config;
+    private final ReactorCounters counters;
+    private final @Nullable CoalescedWait coalesced;
+    /** Threads inside {@link #await} now: the spin policy's signal (see the class comment). */
+    private final AtomicInteger waiters = new AtomicInteger();
+    /**
+     * Back-pressure: a waiter that completes inline leaves its slot armed for the scanner to
+     * retire; with this many armed (the scanner is behind, e.g. descheduled), waiters park instead
+     * of running ahead and exhausting the slots.
+     */
+    private final int spinArmedLimit;
+
+    public BlockingWait(ReactorState state, RegistrationChecks checks, SlotTable<Completion> table, Registrar registrar,
+            ReactorConfig config, ReactorCounters counters, LatencyRecorder latency, String deviceName,
+            Object parkBlocker, Executor callbackExecutor) {
+        this.state = state;
+        this.checks = checks;
+        this.latency = latency;
+        this.deviceName = deviceName;
+        this.parkBlocker = parkBlocker;
+        this.table = table;
+        this.registrar = registrar;
+        this.config = config;
+        this.counters = counters;
+        this.spinArmedLimit = Math.max(1, table.capacity() / 4);
+        this.coalesced = config.coalesce() && registrar.usesSlots()
+                ? new CoalescedWait(checks, callbackExecutor, registrar, counters, this, config.relayWakeups()) : null;
+    }
+
+    public int waitersNow() { return waiters.get(); } // read-only: the operator gauge of ReactorStats.waitersNow
+
+    /** Returns false only when timed and the time ran out. */
+    public boolean await(ReactorStream stream, long required, boolean interruptible, boolean timed, long nanos)
+            throws InterruptedException {
+        if (interruptible && Thread.interrupted()) {
+            throw new InterruptedException();
+        }
+        // Counts are complete only when coalescing (the user counts raw-stream work then): only
+        // then does an earlier proof answer for this event without asking the driver.
+        checks.checkMayBlock(stream); // first: a kernel may run before its own launch is counted
+        if (coalesced != null && stream.isKnownComplete(required) && !state.isClosed() && !stream.isClosed()) {
+            counters.increment(Counter.IMMEDIATE);
+            counters.increment(Counter.COMPLETIONS);
+            return true;
+        }
+        boolean poll = timed && nanos <= 0; // "is it done?": ask the driver, whatever the hint says
+        if (checks.precheck(stream, !poll) == StreamState.IDLE) {
+            return true;
+        }
+        if (poll) {
+            return false;
+        }
+        long start = System.nanoTime();
+        // Null unless a JFR recording has io.cudaloom.SlowAwait enabled: no allocation otherwise.
+        SlowAwaitEvent slow = ReactorEvents.beginAwait();
+        String outcome = SlowAwaitEvent.FAILED; // a constant: assigning it allocates nothing
+        Waiter waiter = Waiter.current(); // this thread's record, reused by every await
+        int inside = waiters.incrementAndGet();
+        try {
+            boolean completed = register(waiter, stream, required, interruptible, timed, timed ? start + nanos : 0L, inside,
+                    slow);
+            if (completed) {
+                stream.completedThrough(required); // a normal return proves the event's work done
+            }
+            outcome = completed ? SlowAwaitEvent.COMPLETED : SlowAwaitEvent.TIMED_OUT;
+            return completed;
+        } catch (InterruptedException | GpuFaultException | ReactorClosedException e) {
+            outcome = ReactorEvents.outcomeOf(e);
+            throw e;
+        } finally {
+            waiters.decrementAndGet();
+            long now = System.nanoTime();
+            // The spin's guide is when the work was seen done (the delivery or the waiter's own
+            // look at its flag), not when this thread got to run again: a late wake-up must not
+            // teach the next wait to sleep longer.
+            long landed = waiter.landedAt();
+            stream.record().recordWait((landed != 0L && landed - start > 0 && landed - now <= 0 ? landed : now) - start);
+            latency.record(now - start);
+            if (outcome == SlowAwaitEvent.TIMED_OUT) { // a constant: loads no JFR class
+                counters.increment(Counter.TIMEOUTS);
+            }
+            if (slow != null) {
+                // Ended and committed here, not in a helper, so the event's stack trace starts at the await.
+                slow.end();
+                if (slow.shouldCommit() && latency.isSlow(System.nanoTime() - start)) { // relative threshold too
+                    slow.device = deviceName;
+                    slow.stream = stream.toString();
+                    slow.outcome = outcome;
+                    slow.commit();
+                }
+            }
+        }
+    }
+
+    /** Registers and waits; {@code slow}, if recording, is told the path taken. */
+    private boolean register(Waiter waiter, ReactorStream stream, long required, boolean interruptible, boolean timed,
+            long deadline, int inside, @Nullable SlowAwaitEvent slow) throws InterruptedException {
+        waiter.reset();
+        long spinNanos = config.waiterSpinNanos();
+        long recent = stream.record().recentWaitNanos();
+        boolean few = spinNanos > 0 && inside <= config.waiterSpinMaxWaiters() && table.armedCount() < spinArmedLimit;
+        // A wait longer than the spin is predicted from the stream's recent ones: sleep through it, spin its end.
+        long predicted = few && recent > spinNanos && recent <= MAX_PREDICTED_WAIT_NANOS ? recent : 0L;
+        boolean spin = few && (recent <= spinNanos || predicted > 0);
+        if (coalesced != null) {
+            path(slow, SlowAwaitEvent.COALESCED);
+            return coalesced.await(stream, required, waiter, spin ? predicted : CoalescedWait.NO_SPIN, interruptible, timed, deadline);
+        }
+        long ticket = registrar.tryArm(stream, waiter);
+        FallbackRegistration fallback = null;
+        if (!Registrar.armed(ticket)) {
+            path(slow, SlowAwaitEvent.FALLBACK);
+            fallback = registrar.registerFallback(stream, waiter, FallbackReason.of(ticket));
+            ticket = fallback.ticket;
+        } else if (spin && spinOnOwnFlag(waiter, ticket, predicted, interruptible, timed, deadline)) {
+            path(slow, SlowAwaitEvent.INLINE);
+            return true;
+        }
+        return parkUntilDelivered(waiter, ticket, fallback, interruptible, timed, deadline);
+    }
+
+    private static void path(@Nullable SlowAwaitEvent slow, String path) {
+        if (slow != null) {
+            slow.path = path;
+        }
+    }
+
+    /**
+     * Bounded spin on the waiter's own flag; true if the work completed and the waiter withdrew its
+     * payload (so this thread is not unparked later; the scanner still retires and recycles the
+     * slot). The flag read may be stale (our slot already retired, recycled and re-armed by someone
+     * else): then the withdrawal fails, because the payload is no longer ours, and the delivery we
+     * were owed is waited for as usual. See SlotTable ordering 8.
+     *
+     * <p>A failed withdrawal means the scanner has taken our payload and is delivering it now; the
+     * waiter spins on that delivery for a while ({@link #awaitImminentDelivery}), then parks if it
+     * has not come, and the scanner's unpark (made after its volatile store of the ticket,
+     * SlotTable ordering 9) wakes it.
+     */
+    private boolean spinOnOwnFlag(Waiter waiter, long ticket, long predicted, boolean interruptible, boolean timed,
+            long deadline) {
+        long end = sleepThroughPrediction(waiter, ticket, predicted, interruptible, timed, deadline);
+        while (!waiter.isDelivered(ticket)) {
+            if (table.flagSet(ticket)) {
+                if (table.cancel(ticket, waiter)) {
+                    waiter.landed();
+                    counters.increment(Counter.INLINE_COMPLETIONS);
+                    counters.increment(Counter.COMPLETIONS);
+                    return true;
+                }
+                awaitImminentDelivery(waiter, ticket, end, interruptible); // the scanner took the payload
+                return false;
+            }
+            if (System.nanoTime() - end >= 0 || interrupted(interruptible)) {
+                return false;
+            }
+            Thread.onSpinWait();
+        }
+        return false; // delivered: parkUntilDelivered returns at once
+    }
+
+    /**
+     * After losing the race for a flag to the scanner (its get-and-set took the payload first),
+     * the delivery is being made now, a few hundred nanoseconds away: the waiter keeps spinning on
+     * it, a volatile read of the ticket that the scanner stores before its unpark (SlotTable
+     * ordering 9), through what is left of its spin window (at most {@code waiterSpinNanos} more),
+     * instead of parking at once. A park there costs a carrier's wake-up after the unpark: on the
+     * H200 (docs/issue20/s5-run3), 20 us kernels with 1,343-1,857 of 2,000 awaits losing that race
+     * took 31.6-35.2 us at p50 against 29.3-29.8 us for cuStreamSynchronize. The unpark then
+     * leaves a permit, which a later park of this thread consumes as a spurious return (every park
+     * loop here re-checks its condition).
+     */
+    private void awaitImminentDelivery(Waiter waiter, long ticket, long end, boolean interruptible) {
+        long now = System.nanoTime();
+        long until = end - now < config.waiterSpinNanos() ? end : now + config.waiterSpinNanos();
+        while (!waiter.isDelivered(ticket) && System.nanoTime() - until < 0 && !interrupted(interruptible)) {
+            Thread.onSpinWait();
+        }
+    }
+
+    /** Predictions longer than this are not slept through and spun at the end: the waiter just parks. */
+    static final long MAX_PREDICTED_WAIT_NANOS = 10_000_000L;
+    /** How late a waiter's timed park returns, on average (timer slack, the carrier's wake-up); racy by design. */
+    private volatile long parkOvershootNanos;
+
+    /**
+     * How a waiter spins ({@link #spinOnOwnFlag}, {@link #spinOnGroupFlag}): for
+     * {@link ReactorConfig#waiterSpinNanos()}, or, when {@code predicted > 0} (the stream's
+     * recent waits were longer than that), asleep until shortly before the predicted end, less a
+     * margin of 2% or 5 us (whichever is larger) and the learned overshoot of such parks, then
+     * spinning through the prediction and {@code waiterSpinNanos} past it. A flag that lands early
+     * is delivered by the scanner meanwhile, whose unpark ends the sleep. An interrupt or the
+     * deadline ends the spin (the park that follows handles them).
+     */
+    private static boolean interrupted(boolean interruptible) {
+        return interruptible && Thread.currentThread().isInterrupted();
+    }
+
+    /** Sleeps through most of a predicted wait (see the note above); returns when the spin that follows ends. */
+    private long sleepThroughPrediction(Waiter waiter, long ticket, long predicted, boolean interruptible, boolean timed,
+            long deadline) {
+        long start = System.nanoTime();
+        long end = start + Math.max(0L, predicted) + config.waiterSpinNanos();
+        if (predicted > 0) {
+            long margin = BackoffIdleStrategy.marginFor(predicted); // the scanner's margin, the same rule
+            long sleep = predicted - margin - parkOvershootNanos;
+            if (timed) {
+                sleep = Math.min(sleep, deadline - start);
+            }
+            long wakeAt = start + sleep;
+            long remaining;
+            // A spurious or stale wake-up (an unpark meant for an earlier wait) sleeps again for the rest.
+            while (!waiter.isDelivered(ticket) && (remaining = wakeAt - System.nanoTime()) > 0) {
+                LockSupport.parkNanos(parkBlocker, remaining);
+                long now = System.nanoTime();
+                long late;
+                if (!waiter.isDelivered(ticket)) {
+                    late = now - wakeAt; // woken by the timer: the sleep's lateness
+                } else {
+                    // Woken by the delivery. If the work landed after the planned wake-up, the
+                    // timer had not woken this thread by then: the lateness is at least that (else
+                    // a sleep that always overshoots the landing would never learn its lateness).
+                    long landed = waiter.landedAt();
+                    late = landed != 0L && landed - wakeAt > 0 ? landed - wakeAt + BackoffIdleStrategy.MIN_MARGIN_NANOS : -1L;
+                }
+                if (late >= 0 && late < BackoffIdleStrategy.MAX_OVERSHOOT_NANOS) {
+                    long old = parkOvershootNanos;
+                    parkOvershootNanos = old + ((late - old) >> 2);
+                }
+                if (interrupted(interruptible)) {
+                    break; // the park that follows the spin handles it
+                }
+            }
+        }
+        return timed && deadline - end < 0 ? deadline : end;
+    }
+
+    /**
+     * The spin of a waiter that armed a shared group's write itself ({@link CoalescedWait}): as
+     * {@link #spinOnOwnFlag}, but on seeing the flag it withdraws the group's payload and, if that
+     * succeeds (the scanner has not taken it), delivers the group on this thread, its own
+     * membership included; either way the membership is then delivered or about to be.
+     */
+    @Override
+    public void spinOnGroupFlag(Waiter waiter, long memberTicket, long slotTicket, Completion payload, long predicted,
+            boolean interruptible, boolean timed, long deadline) {
+        long end = sleepThroughPrediction(waiter, memberTicket, predicted, interruptible, timed, deadline);
+        while (!waiter.isDelivered(memberTicket)) {
+            if (table.flagSet(slotTicket)) {
+                if (table.cancel(slotTicket, payload)) {
+                    counters.increment(Counter.INLINE_COMPLETIONS);
+                    payload.complete(slotTicket, null); // the scanner retires the slot, and records its proof
+                } else {
+                    awaitImminentDelivery(waiter, memberTicket, end, interruptible); // the scanner took it
+                }
+                return;
+            }
+            if (System.nanoTime() - end >= 0 || interrupted(interruptible)) {
+                return;
+            }
+            Thread.onSpinWait();
+        }
+    }
+
+    /**
+     * Parks until the registration is delivered (or withdrawn on timeout/interrupt). The wake-up
+     * is the completer's unpark, made after its volatile store of the ticket (SlotTable ordering
+     * 9), so a park that consumed an earlier, stale permit re-checks, sees the ticket or parks
+     * again with that unpark still to come. Spurious returns are re-checked by the loop. The park's
+     * blocker is the reactor.
+     *
+     * @param registration what to withdraw on timeout or interrupt: a fallback or a group
+     *     membership; null for the waiter's own slot (withdrawn from the table, no handle)
+     */
+    @Override
+    public boolean parkUntilDelivered(Waiter waiter, long ticket, @Nullable Registration registration,
+            boolean interruptible, boolean timed, long deadline) throws InterruptedException {
+        boolean interrupted = false;
+        while (!waiter.isDelivered(ticket)) {
+            if (timed) {
+                long remaining = deadline - System.nanoTime();
+                if (remaining <= 0) {
+                    if (counters.abandoned(withdraw(waiter, ticket, registration))) {
+                        restoreInterrupt(interrupted);
+                        return false;
+                    }
+                    timed = false; // lost the race to a delivery: it is imminent, wait for it
+                    continue;
+                }
+                LockSupport.parkNanos(parkBlocker, remaining);
+            } else {
+                LockSupport.park(parkBlocker);
+            }
+            if (Thread.interrupted()) {
+                if (interruptible && !interrupted && counters.abandoned(withdraw(waiter, ticket, registration))) {
+                    throw new InterruptedException();
+                }
+                interrupted = true; // delivery imminent (or uninterruptible): finish, then re-assert
+            }
+        }
+        if (registration != null) {
+            WaitGroup.relayOf(registration); // a group member wakes its part of the group first
+        }
+        restoreInterrupt(interrupted);
+        RuntimeException failure = waiter.failure();
+        if (failure != null) {
+            if (failure instanceof GpuFaultException) {
+                counters.increment(Counter.FAULTS);
+            }
+            throw Failures.anew(failure); // thrown anew, so the stack trace is the waiter's
+        }
+        counters.increment(Counter.COMPLETIONS);
+        return true;
+    }
+
+    private boolean withdraw(Waiter waiter, long ticket, @Nullable Registration registration) {
+        return registration != null ? registration.cancel() : table.cancel(ticket, waiter);
+    }
+
+    private static void restoreInterrupt(boolean interrupted) {
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}

@@ -1,0 +1,79 @@
+package io.cudaloom.reactor;
+
+import io.cudaloom.GpuFaultException;
+import io.cudaloom.GpuEvent;
+
+import io.cudaloom.protocol.SlotTable;
+import io.cudaloom.spi.StreamState;
+import java.util.function.Consumer;
+import org.jspecify.annotations.Nullable;
+
+/** Non-blocking registration: what futures and callbacks register instead of a parked thread. */
+public final class CallbackRegistrations {
+    private final RegistrationChecks checks;
+    private final SlotTable<Completion> table;
+    private final Registrar registrar;
+    private final ReactorCounters counters;
+
+    public CallbackRegistrations(RegistrationChecks checks, SlotTable<Completion> table, Registrar registrar,
+            ReactorCounters counters) {
+        this.checks = checks;
+        this.table = table;
+        this.registrar = registrar;
+        this.counters = counters;
+    }
+
+    /**
+     * Non-blocking registration of {@link GpuEvent#subscribe} (and through it
+     * {@link GpuEvent#onComplete}) and {@link GpuEvent#toCompletableFuture}: either {@code onDone} runs exactly once (possibly before this
+     * returns, on this thread; else on the scanner, a host-callback or the closing thread), or this
+     * throws and {@code onDone} never runs.
+     *
+     * <p>Withdrawal ({@link Registration#cancel}) races delivery on one cell, exactly as a timed-out
+     * await does: the slot's payload (SlotTable ordering 6: compare-and-set against the consumer's
+     * get-and-set) or the fallback's target (compare-and-set against get-and-set), so exactly one
+     * side wins. The {@code Completion} below is a new object per registration, which is what makes
+     * the compare-and-set sound ({@link SlotTable#cancel}): it can never match the payload of a later
+     * registration that reuses the slot. A withdrawn slot stays armed until its device write lands,
+     * then the scanner retires it with a null payload and recycles it.
+     *
+     * @throws ReactorClosedException if this reactor is closed
+     * @throws IllegalStateException if the stream is closed, or refuses both the flag write and the
+     *     host callback
+     */
+    public Registration register(ReactorStream stream, Consumer<@Nullable RuntimeException> onDone) {
+        StreamState state;
+        try {
+            state = checks.precheck(stream, false);
+        } catch (GpuFaultException e) {
+            onDone.accept(e); // a fault is an outcome, reported through onDone
+            return Registration.DELIVERED;
+        }
+        if (state == StreamState.IDLE) {
+            onDone.accept(null);
+            return Registration.DELIVERED;
+        }
+        Completion completion = (ticket, failure) -> {
+            if (failure == null) {
+                counters.increment(Counter.COMPLETIONS);
+            } else if (failure instanceof GpuFaultException) {
+                counters.increment(Counter.FAULTS);
+            }
+            onDone.accept(failure);
+        };
+        long ticket = registrar.tryArm(stream, completion);
+        if (Registrar.armed(ticket)) {
+            return () -> counters.abandoned(table.cancel(ticket, completion));
+        }
+        FallbackRegistration fb;
+        try {
+            fb = registrar.registerFallback(stream, completion, FallbackReason.of(ticket));
+        } catch (GpuFaultException e) {
+            // The stream faulted after the check above (the registrar counted it): report it the
+            // way a fault seen by that check is reported, through onDone.
+            onDone.accept(e);
+            return Registration.DELIVERED;
+        }
+        return () -> counters.abandoned(fb.cancel());
+    }
+}

@@ -1,0 +1,232 @@
+package io.cudaloom.reactor;
+
+import io.cudaloom.ReactorConfig;
+
+import io.cudaloom.spi.StreamState;
+import java.util.concurrent.Executor;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * The coalescing wait, one flag write for many waiters (group commit; on by default,
+ * {@link ReactorConfig#coalesce()}). A waiter that needs the first {@code required} counted
+ * submissions of its stream, in this order:
+ * <ol>
+ *   <li>joins the stream's newest armed group ({@link StreamRecord#lastGroup}) if its flag write
+ *       covers that work ({@code covered >= required}, see {@link WaitGroup});
+ *   <li>else joins the stream's open group (the stream's open group), not yet armed, if
+ *       there is one;
+ *   <li>else, while fewer than {@link ReactorConfig#flagWritesInFlight()} groups of the stream are
+ *       armed and undelivered , arms a group of its own at once
+ *       (a lone waiter's latency is that of its own flag write);
+ *   <li>else installs a new open group (compare-and-set, so racing waiters end up in one) and joins it.
+ * </ol>
+ * An open group is armed when a pending group of its stream is delivered ({@link #returnReservation}), or by
+ * a waiter that finds room ({@link #armOpenIfRoom}): one flag write then serves every waiter that arrived
+ * while the earlier ones were in flight.
+ *
+ * <h2>Orderings, and where each is enforced</h2>
+ * <ol>
+ *   <li><b>An open group covers whoever joined it.</b> The arming thread takes the group from
+ *       {@code OPEN} to {@code ARMING} (a compare-and-set, {@link WaitGroup#startArming}), then
+ *       reads the submission count and enqueues the write. A waiter joins an open group only after
+ *       a volatile read of {@code OPEN} ({@link WaitGroup#isOpen}), and its {@code required} was read
+ *       before that. That read precedes the compare-and-set in the synchronization order, which
+ *       precedes the count read, so {@code required <= covered}: the write covers every member,
+ *       also one whose push lands after the compare-and-set. A push after the delivery fails
+ *       (WaitGroup's sentinel) and the member finds the covered work done.
+ *   <li><b>No open group is left unarmed</b>: {@link io.cudaloom.protocol.GroupCommit}'s
+ *       ordering 2, a Dekker pair between a waiter that installs the open group and then looks for
+ *       room, and a delivery that returns its reservation and then looks for the open group.
+ *   <li><b>Armed before visible.</b> A group is published as {@code lastGroup} (a volatile write)
+ *       only after its {@code covered} was written, so a waiter that reads it there compares
+ *       against a real count.
+ * </ol>
+ * Guarded by the jcstress {@code GroupCommitTest} and its broken twin (a delivery that reads the
+ * open group before it decrements the pending count leaves members waiting forever).
+ */
+final class CoalescedWait {
+    /** {@link #await}'s spin argument for "do not spin". */
+    static final long NO_SPIN = -1L;
+
+    /**
+     * How a member waits once it holds its membership: the one-slot wait's park and spin
+     * ({@link BlockingWait} implements it), so that the shared write names nothing above it.
+     */
+    interface Parking {
+        /** Parks until {@code ticket} is delivered, or withdraws {@code registration} on timeout or interrupt. */
+        boolean parkUntilDelivered(Waiter waiter, long ticket, @Nullable Registration registration,
+                boolean interruptible, boolean timed, long deadline) throws InterruptedException;
+
+        /** Spins on the group's flag; delivers the group on this thread if it withdraws the payload first. */
+        void spinOnGroupFlag(Waiter waiter, long memberTicket, long slotTicket, Completion payload, long predicted,
+                boolean interruptible, boolean timed, long deadline);
+    }
+
+    private final RegistrationChecks checks;
+    /** Where a taken shared write is armed when this thread may not make driver calls (a host callback). */
+    private final Executor callbackExecutor;
+    private final Registrar registrar;
+    private final ReactorCounters counters;
+    private final Parking blocking;
+    /** Whether woken members relay the wake-ups of their group ({@link WaitGroup}'s wake tree). */
+    private final boolean relay;
+
+    CoalescedWait(RegistrationChecks checks, Executor callbackExecutor, Registrar registrar, ReactorCounters counters, Parking blocking,
+            boolean relay) {
+        this.checks = checks;
+        this.callbackExecutor = callbackExecutor;
+        this.relay = relay;
+        this.registrar = registrar;
+        this.counters = counters;
+        this.blocking = blocking;
+    }
+
+    /**
+     * @param spin how a waiter that arms a group itself spins on its flag: its predicted wait (0 for
+     *     none), or {@link #NO_SPIN} (BlockingWait's policy)
+     */
+    boolean await(ReactorStream stream, long required, Waiter waiter, long spin, boolean interruptible, boolean timed,
+            long deadline) throws InterruptedException {
+        StreamRecord record = stream.record();
+        WaitGroup.Member member = new WaitGroup.Member(waiter, registrar.syntheticTicket());
+        for (;;) {
+            WaitGroup last = record.lastGroup;
+            if (last != null && last.covers(required)) {
+                if (last.join(member)) {
+                    counters.increment(Counter.COALESCED);
+                    return blocking.parkUntilDelivered(waiter, member.ticket, member, interruptible, timed, deadline);
+                }
+                if (last.deliveredFailure() == null) { // delivered: the work it covers, ours too, is done
+                    counters.increment(Counter.IMMEDIATE);
+                    counters.increment(Counter.COMPLETIONS);
+                    return true;
+                }
+                // A failed group (fault, close) says nothing about later ones: check afresh.
+                if (checks.precheck(stream, false) == StreamState.IDLE) {
+                    return true;
+                }
+            }
+            WaitGroup open = record.commit.open();
+            if (open != null && open.isOpen()) { // ordering 1: required was read before this
+                if (open.join(member)) {
+                    counters.increment(Counter.COALESCED);
+                    armOpenIfRoom(stream, record);
+                    return blocking.parkUntilDelivered(waiter, member.ticket, member, interruptible, timed, deadline);
+                }
+                if (open.deliveredFailure() == null) { // armed and delivered since: it covered us
+                    counters.increment(Counter.IMMEDIATE);
+                    counters.increment(Counter.COMPLETIONS);
+                    return true;
+                }
+                continue;
+            }
+            if (record.commit.tryReserve()) {
+                // The count is read before the flag write is enqueued: everything counted is ahead of it.
+                WaitGroup fresh = new WaitGroup(stream.submissionCount(), relay);
+                fresh.join(member);
+                Delivery delivery = new Delivery(this, stream, fresh);
+                long ticket = arm(stream, record, fresh, delivery, true);
+                if (spin != NO_SPIN && Registrar.armed(ticket)) {
+                    // A short kernel then completes with no wake-up, as a lone waiter's own slot does.
+                    blocking.spinOnGroupFlag(waiter, member.ticket, ticket, delivery, spin, interruptible, timed, deadline);
+                }
+                return blocking.parkUntilDelivered(waiter, member.ticket, member, interruptible, timed, deadline);
+            }
+            WaitGroup gathering = WaitGroup.open(relay);
+            gathering.join(member);
+            if (record.commit.installOpen(open, gathering)) {
+                counters.increment(Counter.COALESCED); // it shares the next write with whoever gathers with it
+                armOpenIfRoom(stream, record); // ordering 2: installed, now look for room
+                return blocking.parkUntilDelivered(waiter, member.ticket, member, interruptible, timed, deadline);
+            }
+            member = new WaitGroup.Member(waiter, registrar.syntheticTicket()); // lost the race: try theirs
+        }
+    }
+
+    /** Arms the stream's open group if there is room for its write (ordering 2); any thread but a host callback. */
+    private void armOpenIfRoom(ReactorStream stream, StreamRecord record) {
+        WaitGroup taken = record.commit.takeIfRoom(WaitGroup::startArming);
+        if (taken != null) {
+            armTaken(stream, record, taken);
+        }
+    }
+
+    /** Arms a group taken from open (its reservation held); the count is read now, after its compare-and-set. */
+    private void armTaken(ReactorStream stream, StreamRecord record, WaitGroup group) {
+        group.armedAt(stream.submissionCount()); // ordering 1: after startArming's compare-and-set
+        // Not a registration of its own: every member, the one that opened it too, counted as coalesced.
+        arm(stream, record, group, new Delivery(this, stream, group), false);
+    }
+
+    /**
+     * Registers a group whose {@code covered} is set and whose reservation is held, with
+     * {@code delivery} as its payload; returns the slot's ticket, or a negative value (a host
+     * callback serves it, or it failed). On failure every member that joined gets the error.
+     */
+    private long arm(ReactorStream stream, StreamRecord record, WaitGroup group, Delivery delivery, boolean counted) {
+        record.lastGroup = group; // ordering 3: covered was written before
+        try {
+            long ticket = registrar.tryArm(stream, delivery, counted);
+            if (!Registrar.armed(ticket)) {
+                registrar.registerFallback(stream, delivery, FallbackReason.of(ticket), false); // members count a fault
+            }
+            return ticket;
+        } catch (RuntimeException e) {
+            delivery.complete(0L, e); // members must not wait for a write that was never enqueued
+            return -1L;
+        }
+    }
+
+    /**
+     * A group's delivery is ending (success, fault or close): its reservation is returned and the
+     * open group, if any, taken for arming (ordering 2). Called before the members are woken, so
+     * that a woken member's next await finds the room free and arms its own write at once, as a
+     * lone waiter does (when the return came after the wake-ups, such a member often found the
+     * reservation still held, gathered in an open group and waited for the scanner to wake it).
+     * Returns the group taken (its reservation held), to be armed by {@link #armAfterDelivery}.
+     */
+    private @Nullable WaitGroup returnReservation(StreamRecord record) {
+        return record.commit.delivered(WaitGroup::startArming);
+    }
+
+    /**
+     * After the members were woken: arms the group taken by {@link #returnReservation}, or, if none,
+     * applies admission's progress rule again. Not armed on a host-callback thread or the stream's
+     * own worker, where CUDA forbids driver calls: there the arming is handed to the reactor's
+     * callback executor.
+     */
+    private void armAfterDelivery(ReactorStream stream, StreamRecord record, @Nullable WaitGroup taken) {
+        if (taken == null) {
+            record.groupDelivered(stream); // no next write: admission's progress rule, once more
+            return;
+        }
+        if (FallbackRegistration.onHostCallback() || stream.isOwnWorkerThread()) {
+            callbackExecutor.execute(() -> armTaken(stream, record, taken));
+        } else {
+            armTaken(stream, record, taken);
+        }
+    }
+
+    /** The payload of a group's slot or host callback: return the room, deliver the members, arm the next (see {@link #returnReservation}). */
+    private record Delivery(CoalescedWait owner, ReactorStream stream, WaitGroup group) implements Completion {
+        @Override
+        public void complete(long ticket, @Nullable RuntimeException failure) {
+            StreamRecord record = stream.record();
+            WaitGroup next;
+            try {
+                if (failure == null) {
+                    // The write landed: it proves what the group covers, which returns those
+                    // entries' admission permits before the members (who may submit again) wake.
+                    stream.completedThrough(group.coveredCount());
+                }
+            } finally {
+                next = owner.returnReservation(record); // before the wake-ups (see there)
+            }
+            try {
+                group.complete(ticket, failure);
+            } finally {
+                owner.armAfterDelivery(stream, record, next);
+            }
+        }
+    }
+}

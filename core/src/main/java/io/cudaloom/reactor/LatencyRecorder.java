@@ -1,0 +1,151 @@
+package io.cudaloom.reactor;
+
+import io.cudaloom.AwaitLatency;
+import io.cudaloom.ReactorConfig;
+
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.ReentrantLock;
+import org.HdrHistogram.Histogram;
+import org.HdrHistogram.Recorder;
+
+/**
+ * A device's await-latency distribution (HdrHistogram): every blocking await that registered
+ * records how long it waited, from registering to returning, whatever its outcome (the duration
+ * {@link BlockingWait} already measures for {@link StreamRecord#recordWait}, and the same span the
+ * JFR event {@code io.cudaloom.SlowAwait} times). Awaits that found their work done register
+ * nothing and are not recorded.
+ *
+ * <p><b>Writers</b> ({@link #record}, on the await's thread) are wait-free and allocate nothing:
+ * one {@link Recorder#recordValue} into a fixed-range histogram (1 ns to 1 h, 2 significant digits,
+ * so every percentile is within 1%; a longer wait is recorded as 1 h).
+ *
+ * <p><b>Readers</b> ({@link #snapshot}, {@link #isSlow}) take the lock, move what was recorded since
+ * the last read into the lifetime histogram and into the recent window, and compute from those. The
+ * recent window is two halves of {@value #WINDOW_SECONDS} s each: what was drained in the current
+ * half and in the previous one (so it covers the last 10 to 20 s of reads). Every read also
+ * refreshes the relative {@code SlowAwait} threshold ({@link #isSlow}).
+ */
+public final class LatencyRecorder {
+    /** The largest wait recorded as itself; longer ones count as this. */
+    static final long HIGHEST_NANOS = TimeUnit.HOURS.toNanos(1);
+    private static final int DIGITS = 2;
+    static final int WINDOW_SECONDS = 10;
+    private static final long WINDOW_NANOS = TimeUnit.SECONDS.toNanos(WINDOW_SECONDS);
+    /** Until the recent window holds this many awaits, no relative threshold applies. */
+    static final int MIN_SAMPLES = 10;
+    /** How often {@link #isSlow} refreshes the threshold (a read of the stats refreshes it too). */
+    private static final long REFRESH_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+
+    private final Recorder recorder = new Recorder(1, HIGHEST_NANOS, DIGITS);
+    private final double slowFactor;
+    private final ReentrantLock lock = new ReentrantLock();
+    // guarded by lock:
+    private final Histogram interval = new Histogram(1, HIGHEST_NANOS, DIGITS);
+    private final Histogram lifetime = new Histogram(1, HIGHEST_NANOS, DIGITS);
+    private Histogram currentHalf = new Histogram(1, HIGHEST_NANOS, DIGITS);
+    private Histogram previousHalf = new Histogram(1, HIGHEST_NANOS, DIGITS);
+    private final Histogram window = new Histogram(1, HIGHEST_NANOS, DIGITS);
+    private long currentHalfStart = System.nanoTime();
+    private long recentP99;
+    /** The relative SlowAwait threshold: slowFactor x the recent p99; 0 while unknown (or off). */
+    private volatile long threshold;
+    private volatile long refreshedAt = System.nanoTime() - REFRESH_NANOS;
+
+    /**
+     * How a snapshot is made: the public {@link AwaitLatency}'s own (package-private) constructor,
+     * handed in by the facade, so that no part constructs the API's value types.
+     */
+    @FunctionalInterface
+    public interface Snapshots {
+        AwaitLatency of(long count, long p50, long p90, long p99, long p999, long max, double mean, long recentP99,
+                long slowAwaitThreshold);
+    }
+
+    private final Snapshots snapshots;
+
+    /**
+     * @param slowFactor {@link ReactorConfig#slowAwaitFactor()}: 0 turns the relative threshold off
+     * @param snapshots makes each {@link #snapshot()}
+     */
+    public LatencyRecorder(double slowFactor, Snapshots snapshots) {
+        this.slowFactor = slowFactor;
+        this.snapshots = java.util.Objects.requireNonNull(snapshots, "snapshots");
+    }
+
+    /** Records one await's wait; allocation-free. */
+    void record(long nanos) {
+        recorder.recordValue(nanos < 0 ? 0 : Math.min(nanos, HIGHEST_NANOS));
+    }
+
+    /**
+     * Whether an await that waited {@code nanos}, already over the recording's {@code SlowAwait}
+     * threshold, is also over the relative one: {@code slowFactor} x the recent window's p99. Judged
+     * against the threshold computed before this await was drained, so an outlier does not raise
+     * the bar it is judged by. While the window has fewer than {@link #MIN_SAMPLES} awaits (or the
+     * factor is 0) every await is slow (the recording's threshold alone applies). Called only for
+     * awaits a running recording would commit, so the refresh (at most every 100 ms once known)
+     * costs nothing on the ordinary path.
+     */
+    boolean isSlow(long nanos) {
+        if (slowFactor <= 0) {
+            return true;
+        }
+        long t = threshold;
+        if (t == 0 || System.nanoTime() - refreshedAt >= REFRESH_NANOS) {
+            if (lock.tryLock()) { // another reader refreshing: its result will do
+                try {
+                    drain();
+                } finally {
+                    lock.unlock();
+                }
+            }
+        }
+        return t == 0 || nanos >= t;
+    }
+
+    /** The distribution now (the lifetime since the device opened, and the recent window). */
+    public AwaitLatency snapshot() {
+        lock.lock();
+        try {
+            drain();
+            Histogram h = lifetime;
+            long count = h.getTotalCount();
+            return snapshots.of(count,
+                    count == 0 ? 0 : h.getValueAtPercentile(50.0),
+                    count == 0 ? 0 : h.getValueAtPercentile(90.0),
+                    count == 0 ? 0 : h.getValueAtPercentile(99.0),
+                    count == 0 ? 0 : h.getValueAtPercentile(99.9),
+                    count == 0 ? 0 : h.getMaxValue(),
+                    count == 0 ? 0.0 : h.getMean(),
+                    recentP99, threshold);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Moves the recorded values into the lifetime and the window, and recomputes the threshold. */
+    private void drain() {
+        long now = System.nanoTime();
+        recorder.getIntervalHistogramInto(interval); // overwrites interval
+        lifetime.add(interval);
+        if (now - currentHalfStart >= WINDOW_NANOS) {
+            Histogram old = previousHalf;
+            old.reset();
+            previousHalf = currentHalf;
+            currentHalf = old;
+            currentHalfStart = now;
+        }
+        currentHalf.add(interval);
+        window.reset();
+        window.add(previousHalf);
+        window.add(currentHalf);
+        if (window.getTotalCount() >= MIN_SAMPLES) {
+            recentP99 = window.getValueAtPercentile(99.0);
+            threshold = slowFactor <= 0 ? 0 : Math.max(1, (long) Math.min(HIGHEST_NANOS, slowFactor * recentP99));
+        } else {
+            recentP99 = 0;
+            threshold = 0;
+        }
+        refreshedAt = now;
+    }
+}

@@ -1,0 +1,73 @@
+package io.cudaloom.reactor;
+
+import io.cudaloom.CompletionReactor;
+
+import io.cudaloom.protocol.SlotTable;
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * The reactor's multi-writer counters (registrants on any thread add to them): one
+ * {@link LongAdder} per {@link Counter.Source#ADDER} counter, indexed by its ordinal. The
+ * scanner's own, single-writer counters live in the scanner, read through {@link ScannerCounts};
+ * {@link #snapshot} reads both, and samples the rest.
+ */
+public final class ReactorCounters {
+    /** The scanner's single-writer counters and its CPU time ({@link Scanner} implements it). */
+    interface ScannerCounts {
+        /** A {@link Counter.Source#SCANNER} counter's value now (an opaque load of a single writer's count; any thread). */
+        long count(Counter c);
+
+        /** The scanner thread's CPU time in nanoseconds, or what it had used when it exited; -1 if unknown. */
+        long cpuNanos(Thread scannerThread);
+    }
+
+    /** By {@link Counter#ordinal()}; null for a counter that is not an adder. */
+    private final LongAdder[] adders = new LongAdder[Counter.COUNT];
+
+    public ReactorCounters() {
+        for (Counter c : Counter.ALL) {
+            if (c.source == Counter.Source.ADDER) {
+                adders[c.ordinal()] = new LongAdder();
+            }
+        }
+    }
+
+    /** Counts one; {@code c} must be an {@link Counter.Source#ADDER} counter. Allocation-free. */
+    public void increment(Counter c) {
+        adders[c.ordinal()].increment();
+    }
+
+    /** Adds {@code n}; {@code c} must be an {@link Counter.Source#ADDER} counter. Allocation-free. */
+    public void add(Counter c, long n) {
+        adders[c.ordinal()].add(n);
+    }
+
+    /** Counts a withdrawal that succeeded; returns {@code withdrawn}. */
+    boolean abandoned(boolean withdrawn) {
+        if (withdrawn) {
+            increment(Counter.ABANDONED);
+        }
+        return withdrawn;
+    }
+
+    /** {@link CompletionReactor#stats()}: these counters, the scanner's and the table's, now. */
+    public CounterSnapshot snapshot(SlotTable<?> table, ScannerCounts scanner, Thread scannerThread, int waitersNow, long workInFlight) {
+        long[] values = new long[Counter.COUNT];
+        for (Counter c : Counter.ALL) {
+            values[c.ordinal()] = switch (c.source) {
+                case ADDER -> adders[c.ordinal()].sum();
+                case SCANNER -> scanner.count(c);
+                case SAMPLED -> switch (c) {
+                    case CAPACITY -> table.capacity();
+                    case ARMED_NOW -> table.armedCount();
+                    case FREE_SLOTS -> table.freeCount();
+                    case SCANNER_CPU_NANOS -> scanner.cpuNanos(scannerThread);
+                    case WAITERS_NOW -> waitersNow;
+                    case WORK_IN_FLIGHT -> workInFlight;
+                    default -> throw new AssertionError(c + " is sampled, but the snapshot does not say how");
+                };
+            };
+        }
+        return new CounterSnapshot(values);
+    }
+}

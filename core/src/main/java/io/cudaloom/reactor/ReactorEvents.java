@@ -1,0 +1,142 @@
+package io.cudaloom.reactor;
+
+import io.cudaloom.AwaitLatency;
+import io.cudaloom.GpuFaultException;
+import io.cudaloom.ReactorClosedException;
+
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.util.function.Supplier;
+import jdk.jfr.EventType;
+import jdk.jfr.FlightRecorder;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * Where the reactor emits its JDK Flight Recorder events ({@link SlowAwaitEvent},
+ * {@link FallbackEvent}, {@link DeviceFaultEvent}, {@link ReactorCountersEvent}).
+ *
+ * <p>Cost when disabled: each emitter first asks whether the event is enabled in a running
+ * recording, and allocates nothing if not, so the await path stays allocation-free without
+ * relying on escape analysis (AwaitAllocationTest checks it, with no recording and with a
+ * recording that disables the event). The question is two field reads: whether Flight Recorder
+ * has been initialized at all (no recording can run before), and then a static {@link EventType}
+ * handle's enabled flag. The handles are looked up only once Flight Recorder is initialized, since
+ * the lookup initializes JFR's metadata (about 0.1 s), which a JVM that never records should not
+ * pay. On a JVM without Flight Recorder it is never initialized, so every emitter returns at once.
+ */
+public final class ReactorEvents {
+    /** The event types; loaded (holder idiom) on first use, after Flight Recorder is initialized. */
+    private static final class Types {
+        static final EventType SLOW_AWAIT = EventType.getEventType(SlowAwaitEvent.class);
+        static final EventType FALLBACK = EventType.getEventType(FallbackEvent.class);
+        static final EventType DEVICE_FAULT = EventType.getEventType(DeviceFaultEvent.class);
+    }
+
+    private ReactorEvents() {}
+
+    /**
+     * The {@link SlowAwaitEvent} outcome of an await that threw {@code e}. Here, not in the event
+     * class: calling a static method of an event class would load it, and Flight Recorder with it,
+     * on the first await that fails, in a JVM that never records.
+     */
+    static String outcomeOf(Exception e) {
+        if (e instanceof InterruptedException) {
+            return "interrupted";
+        } else if (e instanceof GpuFaultException) {
+            return "fault";
+        } else if (e instanceof ReactorClosedException) {
+            return "closed";
+        }
+        return SlowAwaitEvent.FAILED;
+    }
+
+    private static boolean slowAwaitEnabled() {
+        return FlightRecorder.isInitialized() && Types.SLOW_AWAIT.isEnabled();
+    }
+
+    /**
+     * A begun {@link SlowAwaitEvent} if a recording has it enabled, else null (and nothing
+     * allocated). {@link BlockingWait} sets its path, ends it and commits it if it was slow.
+     */
+    static @Nullable SlowAwaitEvent beginAwait() {
+        if (!slowAwaitEnabled()) {
+            return null;
+        }
+        SlowAwaitEvent event = new SlowAwaitEvent();
+        event.begin();
+        return event;
+    }
+
+    static void fallback(ReactorStream stream, FallbackReason reason) {
+        if (FlightRecorder.isInitialized() && Types.FALLBACK.isEnabled()) {
+            FallbackEvent event = new FallbackEvent();
+            event.device = stream.deviceName();
+            event.stream = stream.toString();
+            event.reason = reason.eventReason;
+            event.commit();
+        }
+    }
+
+    static void deviceFault(ReactorStream stream, String error, int registrationsFailed) {
+        if (FlightRecorder.isInitialized() && Types.DEVICE_FAULT.isEnabled()) {
+            DeviceFaultEvent event = new DeviceFaultEvent();
+            event.device = stream.deviceName();
+            event.stream = stream.toString();
+            event.error = error;
+            event.registrationsFailed = registrationsFailed;
+            event.commit();
+        }
+    }
+
+    /**
+     * The {@link ReactorCountersEvent} field of each counter, by {@link Counter#ordinal()}: the field
+     * named {@link Counter#statName}, of the counter's type. Looked up once, when the first counters
+     * event is emitted (Flight Recorder is initialized by then). A counter without its field is left
+     * out of the event (monitoring never fails the reactor); CounterSurfacesTest fails for it.
+     */
+    private static final class CounterFields {
+        static final @Nullable VarHandle[] FIELDS = new VarHandle[Counter.COUNT];
+
+        static {
+            MethodHandles.Lookup lookup = MethodHandles.lookup();
+            for (Counter c : Counter.ALL) {
+                try {
+                    FIELDS[c.ordinal()] = lookup.findVarHandle(ReactorCountersEvent.class, c.statName, c.type.javaType);
+                } catch (ReflectiveOperationException e) {
+                    FIELDS[c.ordinal()] = null; // a declaration missing from the event: left out
+                }
+            }
+        }
+    }
+
+    /**
+     * The periodic hook's body: one {@link ReactorCountersEvent} with the reactor's counters now,
+     * each in its field by name; a negative nanosecond counter (scannerCpuNanos where the JVM cannot
+     * tell) as {@code Long.MIN_VALUE}, JFR's "N/A".
+     */
+    public static void counters(String deviceName, Supplier<CounterSnapshot> counters, Supplier<AwaitLatency> awaitLatency) {
+        ReactorCountersEvent event = new ReactorCountersEvent();
+        if (!event.isEnabled()) {
+            return;
+        }
+        CounterSnapshot s = counters.get();
+        event.device = deviceName;
+        for (Counter c : Counter.ALL) {
+            long value = s.get(c);
+            VarHandle field = CounterFields.FIELDS[c.ordinal()];
+            if (field == null) {
+                continue;
+            }
+            if (c.type == Counter.Type.INT) {
+                field.set(event, (int) value);
+            } else {
+                field.set(event, c.unit == Counter.Unit.NANOSECONDS && value < 0 ? Long.MIN_VALUE : value);
+            }
+        }
+        AwaitLatency latency = awaitLatency.get();
+        event.awaitP99Nanos = latency.p99Nanos();
+        event.awaitMaxNanos = latency.maxNanos();
+        event.slowAwaitThresholdNanos = latency.slowAwaitThresholdNanos();
+        event.commit();
+    }
+}

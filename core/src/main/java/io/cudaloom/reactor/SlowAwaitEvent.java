@@ -1,0 +1,57 @@
+package io.cudaloom.reactor;
+
+import jdk.jfr.Category;
+import jdk.jfr.Description;
+import jdk.jfr.Label;
+import jdk.jfr.Name;
+import jdk.jfr.Threshold;
+
+/**
+ * JFR event {@value #NAME}: a blocking await that took longer than the event's threshold (20 ms
+ * unless a recording sets another), from registering to returning. Awaits that found their work
+ * already done register nothing and are not timed. Begun ({@link ReactorEvents#beginAwait}) and
+ * committed ({@link BlockingWait}) only while a recording has the event enabled, so a disabled
+ * event allocates nothing.
+ */
+@Name(SlowAwaitEvent.NAME)
+@Label("Slow GPU Await")
+@Category("cuda-loom")
+@Description("An await() on GPU work that took longer than the threshold, from registering to returning")
+@Threshold("20 ms")
+public final class SlowAwaitEvent extends jdk.jfr.Event {
+    public static final String NAME = "io.cudaloom.SlowAwait";
+
+    /** The waiter's own spin saw the flag land: no wake-up. */
+    static final String INLINE = "inline";
+    /** Armed a completion slot and parked until the scanner woke it. */
+    static final String PARKED = "parked";
+    /** Served by a host callback instead of a slot (see {@link FallbackEvent}). */
+    static final String FALLBACK = "fallback";
+    /** Coalescing: shared one registration with the stream's other waiters. */
+    static final String COALESCED = "coalesced";
+    /** The stream was closed: served by the registration its close left ({@link StreamDrain}). */
+    static final String DRAIN = "drain";
+
+    static final String COMPLETED = "completed";
+    static final String TIMED_OUT = "timed out";
+    static final String FAILED = "failed";
+    // The outcome of an exception is ReactorEvents.outcomeOf, not a method here: a static method of
+    // an Event subclass loads it and with it JFR (0.1 s or more), in a JVM that never records too.
+    // The constants above are compile-time constants: using them loads nothing.
+
+    @Label("Device")
+    String device = "";
+
+    @Label("Stream")
+    String stream = "";
+
+    @Label("Path")
+    @Description("inline: the waiter's spin saw its flag; parked: a slot, woken by the scanner; "
+            + "fallback: a host callback; coalesced: shared with the stream's other waiters; "
+            + "drain: the stream was closed, served by the registration its close left")
+    String path = PARKED;
+
+    @Label("Outcome")
+    @Description("completed, timed out, interrupted, fault, closed, or failed (another exception)")
+    String outcome = "";
+}

@@ -1,0 +1,300 @@
+package io.cudaloom.reactor;
+
+import io.cudaloom.GpuFaultException;
+import io.cudaloom.ReactorClosedException;
+import io.cudaloom.GpuEvent;
+import io.cudaloom.GpuStream;
+import io.cudaloom.ReactorStats;
+import io.cudaloom.Subscription;
+
+import io.cudaloom.spi.StreamState;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * The one registration a stream's {@link GpuStream#close()} leaves behind, so that events taken
+ * before the close can still be awaited for the work they stand for: registered with the reactor
+ * like any {@link GpuEvent#subscribe} (a slot and a flag write, or a host callback) while the
+ * stream still takes flag writes, and completed when that write lands, or failed
+ * ({@link GpuFaultException}, {@link ReactorClosedException} when the device closes first,
+ * {@link IllegalStateException} if the stream refused it). Once the stream is closed, every await
+ * and registration of its events is served here instead of by a registration of its own (the
+ * backend takes none any more).
+ *
+ * <h2>What it covers</h2>
+ * {@link #covered} is the stream's submission count read before registering. A submission is
+ * counted only after its driver call returned ({@link GpuStream#submissionCount()}), so the first
+ * {@code covered} submissions are in stream order before the drain's flag write (or host callback),
+ * and its completion proves them done. An event with {@code required <= covered} stands for no
+ * other counted work, so the drain serves it; an event taken while the stream was closing may need
+ * work the drain does not cover, and is refused. Uncounted work enqueued on the raw stream handle
+ * before {@code close()} was called is covered too (the write follows it in stream order), which
+ * is all such work that an event taken before the close can stand for. That is also why the close
+ * asks the driver even when the counts say the stream is idle: without coalescing such work may be
+ * uncounted. An idle answer completes the drain at once, with no registration (nothing counted in
+ * the reactor's stats); a busy or faulted one registers (a fault then fails the drain).
+ *
+ * <h2>Access modes</h2>
+ * <ol>
+ * <li><b>The drain itself</b> is published by the compare-and-set of {@code GpuStream.drain} from
+ *     null (a volatile write) and read by volatile loads of that field
+ *     ({@link GpuStream#isClosed()}, {@link GpuStream#drainAfterClose()}). Everything the closing
+ *     thread did before the compare-and-set (reading {@link #covered}, registering, the backend's
+ *     enqueue of the flag write) happens-before whatever a thread that read the drain does with
+ *     it. The backend stops taking flag writes and host callbacks only once {@code isClosed()} is
+ *     true and in {@code StreamBackend.shutdown()}, both after the compare-and-set in the closing
+ *     thread's program order: the close never refuses its own drain's write.
+ * <li><b>The outcome</b> is written once, by whichever thread delivers the registration (the
+ *     scanner, a host-callback thread, the closing thread of the device, or the stream's closing
+ *     thread itself when the outcome was known at once): on success it first raises
+ *     {@link GpuStream#completedThrough} to {@link #covered} (a volatile compare-and-set), then
+ *     completes {@link #settled} and {@link #outcome} (each a compare-and-set of the future's
+ *     result field). Readers see it through the futures' volatile reads of that field
+ *     ({@code isDone}, {@code get}, {@code join}) or as their dependents, which the future runs
+ *     after the result was written. That is enough: the delivering thread read the device's flag
+ *     with acquire (SlotTable ordering 5) or runs after the stream's work (a host callback), so
+ *     the device's results, the proof and the outcome are all visible to a reader that saw the
+ *     result; and a parked waiter is unparked by the future after its result was written, as every
+ *     {@code java.util.concurrent} completer does (SlotTable ordering 9), so no wake-up is lost.
+ * <li><b>A subscription</b> is one {@link AtomicReference} cell holding the delivery: the drain's
+ *     completion takes it with a get-and-set, {@link Subscription#cancel()} with another,
+ *     so exactly one of them gets it (as a slot's payload is taken by the scanner's get-and-set or
+ *     withdrawn by a compare-and-set, SlotTable ordering 6).
+ * </ol>
+ * Two futures, because a thread waiting in {@link CompletableFuture#get()} helps run the
+ * future's dependents: the blocking waits wait on {@link #settled}, which has none, and the
+ * subscriptions depend on {@link #outcome}, which nothing waits on, so a subscriber's executor is
+ * called by the delivering thread (or, once the outcome is known, by the subscribing thread),
+ * never by an unrelated waiter.
+ *
+ * <p>Not counted in {@link ReactorStats} beyond the drain's own registration: the waits and
+ * subscriptions it serves arm nothing, so their completions, timeouts and cancellations are not
+ * counted. A blocking wait it serves is timed for JFR like any other ({@link SlowAwaitEvent}, path
+ * {@value SlowAwaitEvent#DRAIN}).
+ *
+ * <h2>The backend's release</h2>
+ * Once the close has published the drain and the backend has shut down ({@link #published()}),
+ * and the drain has completed without failure, its work is done: the backend is told so
+ * ({@code StreamBackend.drained()}), once, by whichever of the two steps comes second (one
+ * get-and-add on {@link #steps} each, so exactly one of them sees the other's bit), and may
+ * release the stream. A drain that failed (a fault, the device's close) leaves the stream to the
+ * device's close.
+ *
+ * <p>Never throws for the close: a backend whose query throws is taken as busy (the registration
+ * then reports what the backend does), and what its shutdown or release hook throws is logged.
+ */
+public final class StreamDrain {
+    /** The public stream's logger (named, not referenced: this part names no API class). */
+    private static final System.Logger LOG = System.getLogger("io.cudaloom.GpuStream");
+    /** {@link #steps}: the close published this drain (after the backend's shutdown). */
+    private static final int PUBLISHED = 1;
+    /** {@link #steps}: the drain completed without failure. */
+    private static final int SUCCEEDED = 2;
+
+    /** The stream's submission count when the drain was registered: the events it serves need no more. */
+    public final long covered;
+    private final ReactorStream stream;
+    /** Completed with the outcome; only blocking waits wait on it, nothing depends on it. */
+    private final CompletableFuture<@Nullable Void> settled = new CompletableFuture<>();
+    /** Completed with the outcome; only subscriptions depend on it, nothing waits on it. */
+    private final CompletableFuture<@Nullable Void> outcome = new CompletableFuture<>();
+    /** {@link #PUBLISHED} and {@link #SUCCEEDED}, each added once: the second tells the backend. */
+    private final AtomicInteger steps = new AtomicInteger();
+
+    private StreamDrain(ReactorStream stream, long covered) {
+        this.stream = stream;
+        this.covered = covered;
+    }
+
+    /**
+     * Registers a drain for the work submitted to {@code stream} so far. Never throws for the
+     * registration itself: a refusal (a closed reactor, a stream that refused both the flag write
+     * and the host callback) becomes the drain's outcome. The stream must still take flag writes.
+     */
+    public static StreamDrain register(ReactorStream stream) {
+        StreamDrain drain = new StreamDrain(stream, stream.submissionCount()); // before the query and the flag write
+        StreamState state;
+        try {
+            state = stream.queryState();
+        } catch (RuntimeException e) {
+            state = StreamState.BUSY; // not known: register, and the registration reports what the backend does
+        }
+        if (state == StreamState.IDLE) {
+            // Done already (the query covers the counted work and any raw work before it): no
+            // registration, so an idle stream's close leaves nothing in the reactor's stats.
+            drain.complete(null);
+            return drain;
+        }
+        try {
+            // Never withdrawn: the registration ends when its write lands, or when it is failed.
+            stream.registerCompletion(drain::complete);
+        } catch (RuntimeException refused) {
+            drain.complete(refused); // the registration's callback will never run
+        }
+        return drain;
+    }
+
+    /**
+     * The close's last step, after its compare-and-set published this drain and the backend shut
+     * down: if the drain has already succeeded, the backend may release the stream now.
+     */
+    public void published() {
+        if (steps.getAndAdd(PUBLISHED) == SUCCEEDED) {
+            drained();
+        }
+    }
+
+    /** The backend's shutdown, for the close: what it throws is logged, since close() never throws. */
+    public static void shutDown(ReactorStream stream, Runnable shutdown) {
+        try {
+            shutdown.run();
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.WARNING, "cuda-loom: the backend failed to shut down " + stream
+                    + " of " + stream.deviceName() + " on close(); its resources may leak", e);
+        }
+    }
+
+    private void drained() {
+        try {
+            stream.drained();
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.WARNING, "cuda-loom: the backend failed to release " + stream
+                    + " of " + stream.deviceName() + " after its work was done", e);
+        }
+    }
+
+    /** The registration's callback: called once, on the delivering thread (see the class comment, 2). */
+    private void complete(@Nullable RuntimeException failure) {
+        if (failure == null) {
+            stream.completedThrough(covered); // a proof, as any await that returned normally
+            settled.complete(null);
+            outcome.complete(null);
+            if (steps.getAndAdd(SUCCEEDED) == PUBLISHED) {
+                drained();
+            }
+        } else {
+            settled.completeExceptionally(failure);
+            outcome.completeExceptionally(failure);
+        }
+    }
+
+    /** Whether the outcome is known (no wait, no device query). */
+    boolean isSettled() {
+        return settled.isDone();
+    }
+
+    /**
+     * Waits for the outcome: true on success, false when timed and the time ran out (a zero or
+     * negative {@code nanos} does not wait). The failure is thrown anew, so that its stack trace is
+     * the waiter's. Interrupts follow {@code java.util.concurrent}: an interruptible wait throws
+     * {@link InterruptedException} with the status cleared; an uninterruptible one keeps the status.
+     */
+    public boolean await(boolean interruptible, boolean timed, long nanos) throws InterruptedException {
+        if (settled.isDone() || (timed && nanos <= 0)) {
+            return awaitOutcome(interruptible, timed, nanos); // known at once, or a poll: not timed, as BlockingWait
+        }
+        // Null unless a JFR recording has io.cudaloom.SlowAwait enabled: no allocation otherwise.
+        SlowAwaitEvent slow = ReactorEvents.beginAwait();
+        String result = SlowAwaitEvent.FAILED;
+        try {
+            boolean completed = awaitOutcome(interruptible, timed, nanos);
+            result = completed ? SlowAwaitEvent.COMPLETED : SlowAwaitEvent.TIMED_OUT;
+            return completed;
+        } catch (InterruptedException | GpuFaultException | ReactorClosedException e) {
+            result = ReactorEvents.outcomeOf(e);
+            throw e;
+        } finally {
+            if (slow != null) {
+                // Ended and committed here, not in a helper, so the event's stack trace starts at the await.
+                slow.end();
+                if (slow.shouldCommit()) {
+                    slow.device = stream.deviceName();
+                    slow.stream = stream.toString();
+                    slow.path = SlowAwaitEvent.DRAIN;
+                    slow.outcome = result;
+                    slow.commit();
+                }
+            }
+        }
+    }
+
+    private boolean awaitOutcome(boolean interruptible, boolean timed, long nanos) throws InterruptedException {
+        try {
+            if (!timed) {
+                if (interruptible) {
+                    settled.get();
+                } else {
+                    settled.join();
+                }
+            } else if (nanos <= 0) {
+                if (!settled.isDone()) {
+                    return false;
+                }
+                settled.join();
+            } else {
+                settled.get(nanos, TimeUnit.NANOSECONDS);
+            }
+            return true;
+        } catch (TimeoutException e) {
+            return false;
+        } catch (ExecutionException | CompletionException e) {
+            throw anew(e.getCause());
+        }
+    }
+
+    /**
+     * Hands {@code deliver} the outcome (null on success) once it is known: at once, on this
+     * thread, if it is known now (then whatever {@code deliver} throws reaches the caller), else on
+     * the delivering thread, which reports what {@code deliver} throws to its uncaught-exception
+     * handler (as {@code Completion.deliverGuarded} does). The returned registration withdraws it
+     * (not counted in ReactorStats); {@link Registration#DELIVERED} if the outcome was handed over
+     * at once.
+     */
+    public Registration subscribe(Consumer<@Nullable RuntimeException> deliver) {
+        if (outcome.isDone()) {
+            deliver.accept(failureOf(outcome));
+            return Registration.DELIVERED;
+        }
+        AtomicReference<@Nullable Consumer<@Nullable RuntimeException>> cell = new AtomicReference<>(deliver);
+        outcome.whenComplete((ignored, thrown) -> {
+            Consumer<@Nullable RuntimeException> taken = cell.getAndSet(null);
+            if (taken != null) {
+                try {
+                    taken.accept(thrown == null ? null : runtime(thrown));
+                } catch (Throwable t) {
+                    Thread self = Thread.currentThread();
+                    self.getUncaughtExceptionHandler().uncaughtException(self, t);
+                }
+            }
+        });
+        return () -> cell.getAndSet(null) != null;
+    }
+
+    private static @Nullable RuntimeException failureOf(CompletableFuture<?> done) {
+        return done.isCompletedExceptionally() ? runtime(done.exceptionNow()) : null;
+    }
+
+    /** The drain is only ever failed with a RuntimeException (see {@link #register}). */
+    private static RuntimeException runtime(Throwable t) {
+        Throwable cause = t instanceof CompletionException && t.getCause() != null ? t.getCause() : t;
+        return cause instanceof RuntimeException r ? r : new IllegalStateException(cause);
+    }
+
+    /** The failure, thrown anew for a waiter, exactly as a registration's own (BlockingWait, {@link Failures}). */
+    private static RuntimeException anew(@Nullable Throwable thrown) {
+        return Failures.anew(runtime(Objects.requireNonNull(thrown, "failure")));
+    }
+
+    @Override
+    public String toString() {
+        return "StreamDrain[" + stream + ", covers " + covered + (isSettled() ? ", settled]" : "]");
+    }
+}

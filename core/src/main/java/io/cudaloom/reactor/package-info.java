@@ -1,0 +1,75 @@
+/**
+ * The reactor's parts: the maintainer's overview. Not API: the module {@code io.cudaloom} does not
+ * export this package (on the class path its public classes are public only so that the facade,
+ * {@code io.cudaloom.CompletionReactor}, can build them). The facade builds every part and hands each
+ * what it uses; no part names the facade, a device, a stream, an event or a kernel (ClassCycleTest),
+ * and no two parts are in a class cycle.
+ *
+ * <p>The life of a registration. A waiter (or a callback, or a coalesced group) is
+ * registered by the Registrar: a slot is claimed, its flag
+ * reset, the device's flag write enqueued behind the stream's work, and the
+ * payload published (the active bit; the first publish into an idle table unparks the
+ * scanner). Without a free slot, or if the write is refused, a host callback serves it instead
+ * (FallbackRegistration). It then ends in exactly one of three ways, each decided by one
+ * atomic operation on one cell: retired by the Scanner when the flag reads 1 (its
+ * get-and-set takes the payload, the waiter is delivered its ticket and unparked);
+ * withdrawn by the registrant on timeout, interrupt, inline completion or a cancelled
+ * future or subscription (a compare-and-set on the same cell, which the scanner's get-and-set then
+ * finds empty); or
+ * failed by the scanner's fault probe or by close (the scanner's failArmed).
+ * Finally the slot is recycled (retired slots at once, since the device's write has
+ * landed), or quarantined while a write into it might still land (a faulted stream, or
+ * close), and recycled or freed once the stream has settled.
+ *
+ * <p>Who decides. The registrant decides claim, publish and withdrawal; the scanner (the
+ * single consumer) decides retirement, failure and recycling; close decides the lifecycle (one
+ * compare-and-set from OPEN) and then becomes the consumer after joining the scanner.
+ *
+ * <p>Access modes. SlotTable's javadoc lists every ordering and where it is enforced. The
+ * rules in short: what another thread must see is published by a volatile write or an atomic
+ * read-modify-write (the active bit, the delivered ticket, the lifecycle state), and read by an
+ * acquire or volatile load; a thread that will be unparked must have that write made before the
+ * unpark (ordering 9); single-writer counters use opaque stores; nothing here takes a lock.
+ *
+ * <p>Spin budgets, one reason each. The waiter spins up to 50 us on its own flag while few
+ * threads wait: a short kernel then completes without any wake-up; when the stream's recent
+ * waits were longer, it sleeps through most of the predicted wait and spins only its end
+ * (BlockingWait). The scanner's idle strategy (BackoffIdleStrategy) predicts the next
+ * retirement from the recent ones, parks until shortly before it (2% of it or 5 us) and spins
+ * through it; without a prediction it spins 250 us after its last retirement, then backs off
+ * with parks of 2% of the wait, at most 1 ms; with nothing armed it parks at once (no linger by
+ * default, ReactorConfig.Builder.scannerLinger says why) until a registration's idle-to-active
+ * wake-up.
+ *
+ * <p>Where things are. RegistrationChecks: the checks before registering (open,
+ * done, faulted, may this thread block); BlockingWait and CoalescedWait: the
+ * blocking wait; CallbackRegistrations: the non-blocking registration of futures and
+ * callbacks; Registrar: arming and fallback; Scanner: the loop, delivery, fault
+ * probe and quarantine, and the consumer's half of shutdown; DeviceFaults (the device's, not
+ * the reactor's): everything about faults, the first fault, each stream's, the probe's verdict,
+ * the quarantine rule and the one factory of GpuFaultException; ReactorLifecycle: the one
+ * lifecycle state, close and reclaim; ReactorThreads: the threads it starts;
+ * Counter: every counter, declared once (its names, who writes it, where it is shown);
+ * ReactorCounters: the multi-writer counters and the stats snapshot; ReactorEvents: the JFR
+ * events, each allocation-free while disabled; ReactorObservability: the
+ * ReactorMXBean and the periodic JFR hook, installed when the reactor opens and removed
+ * when it closes; LatencyRecorder: the await-latency histogram; StreamRecord: each stream's
+ * admission, group-commit sequence, completion proof and wait average; StreamDrain: the one
+ * registration a stream's close leaves; Waiter and WaitGroup: the hand-offs; TimerSlack: the
+ * scanner's timer slack; UnclosedDeviceReport: the Cleaner of a device dropped unclosed. The facade
+ * (io.cudaloom.CompletionReactor) wires them together and is what the API classes call.
+ *
+ * <p>The await path, in the order a blocking await runs it: GpuEvent.await() (the API: the ticket it
+ * waits for) → CompletionReactor.await (the facade: the one call into the parts) →
+ * BlockingWait.await (RegistrationChecks.checkMayBlock and precheck: open, done, faulted; the spin
+ * decision; with coalescing CoalescedWait.await, which joins or leads a WaitGroup) →
+ * Registrar.tryArm (SlotTable.claim, the flag reset, the stream's flag write through its
+ * ReactorStream port, SlotTable.publish; the first publish into an idle table wakes the scanner) →
+ * BlockingWait.parkUntilDelivered (LockSupport.park until Waiter.isDelivered), woken by Scanner.step
+ * (SlotTable.scanOnce: the flag read 1, the payload taken, Waiter.deliver: the volatile ticket write,
+ * then LockSupport.unpark).
+ */
+@NullMarked
+package io.cudaloom.reactor;
+
+import org.jspecify.annotations.NullMarked;

@@ -1,0 +1,190 @@
+package io.cudaloom.reactor;
+
+import io.cudaloom.CompletionStrategy;
+import io.cudaloom.ReactorConfig;
+import io.cudaloom.TestAccess;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.cudaloom.protocol.OffHeapFlagArray;
+import io.cudaloom.protocol.SlotTable;
+import io.cudaloom.spi.FlagMemory;
+import io.cudaloom.spi.StreamState;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
+import org.jspecify.annotations.Nullable;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The reactor's parts built alone, with no device, no facade and no public stream: the real
+ * {@link BlockingWait} registers through the real {@link Registrar} on a real {@link SlotTable},
+ * on a fake {@link ReactorStream} whose "device" is this test, and the real {@link Scanner}'s
+ * {@link Scanner#step}, driven by this thread, delivers it. What {@code ClassCycleTest} says of the
+ * structure, run: each part takes only what it uses.
+ */
+class PartsStandAloneTest {
+    /** No waiter spin, no coalescing: the waiter parks on its own slot, and only the scanner can wake it. */
+    private static final ReactorConfig CONFIG = ReactorConfig.builder().capacity(4).coalesce(false)
+            .waiterSpin(Duration.ZERO).build();
+
+    @Test
+    void aBlockingWaitOnAFakeStreamIsDeliveredByTheScannerStep() throws Exception {
+        OffHeapFlagArray flags = OffHeapFlagArray.allocate(4);
+        SlotTable<Completion> table = new SlotTable<>(4, flags);
+        ReactorState state = new ReactorState("parts");
+        ReactorCounters counters = new ReactorCounters();
+        AtomicInteger wakeUps = new AtomicInteger();
+        Registrar registrar = new Registrar(state, wakeUps::incrementAndGet, table,
+                new FlagMemory(flags, () -> { }), counters, CompletionStrategy.REACTOR);
+        Thread self = Thread.currentThread(); // this thread is the scanner
+        RegistrationChecks checks = new RegistrationChecks(state, counters, "parts", () -> self);
+        Object blocker = new Object();
+        BlockingWait wait = new BlockingWait(state, checks, table, registrar, CONFIG, counters,
+                new LatencyRecorder(CONFIG.slowAwaitFactor(), TestAccess.awaitLatencies()), "parts", blocker, Runnable::run);
+        Scanner scanner = new Scanner(OPEN, registrar, table, CONFIG, new DeviceFaults(), blocker);
+
+        FakeStream stream = new FakeStream();
+        stream.submissions.set(1); // one kernel "launched", still running
+        AtomicBoolean completed = new AtomicBoolean();
+        Thread waiter = Thread.ofVirtual().start(() -> {
+            try {
+                completed.set(wait.await(stream, 1, false, true, TimeUnit.SECONDS.toNanos(30)));
+            } catch (InterruptedException e) {
+                throw new AssertionError(e);
+            }
+        });
+        await().atMost(Duration.ofSeconds(10)).until(() -> stream.flagSlot.get() >= 0
+                && TestAccess.parkedOn(waiter, blocker));
+        assertEquals(1, table.armedCount(), "premise: the waiter armed one slot and parked on it");
+        assertEquals(1, wakeUps.get(), "premise: the idle-to-active arm woke the scanner once");
+        assertTrue(waiter.isAlive() && !completed.get(), "premise: nothing delivered yet");
+
+        flags.setRelease(stream.flagSlot.get(), 1); // the device's write lands
+        scanner.resume();
+        await().atMost(Duration.ofSeconds(10)).until(() -> {
+            scanner.step();
+            return !waiter.isAlive();
+        });
+        assertTrue(completed.get(), "the await returned completed, not timed out");
+        assertEquals(0, table.armedCount(), "the scanner retired the slot");
+        assertTrue(stream.isKnownComplete(1), "a completed await proves its work done");
+    }
+
+    private static final Scanner.Owner OPEN = new Scanner.Owner() {
+        @Override
+        public boolean isClosed() {
+            return false;
+        }
+
+        @Override
+        public boolean closeAfterScannerError(Error error) {
+            throw new AssertionError("the scanner failed", error);
+        }
+
+        @Override
+        public void finishClose() {
+            throw new AssertionError("not closed");
+        }
+    };
+
+    /** A stream whose work is always running; its flag write is recorded for the test to land. */
+    private static final class FakeStream implements ReactorStream {
+        final AtomicLong submissions = new AtomicLong();
+        final AtomicInteger flagSlot = new AtomicInteger(-1);
+        final StreamRecord record = new StreamRecord(CONFIG);
+        final DeviceFaults.Sink faults = new DeviceFaults().sink(this, record);
+
+        @Override
+        public long submissionCount() {
+            return submissions.get();
+        }
+
+        @Override
+        public void completedThrough(long count) {
+            record.completedThrough(count);
+        }
+
+        @Override
+        public boolean isKnownComplete(long required) {
+            return record.completedThrough() >= required;
+        }
+
+        @Override
+        public boolean hasWorkNotKnownComplete() {
+            return submissions.get() > record.completedThrough();
+        }
+
+        @Override
+        public boolean isClosed() {
+            return false;
+        }
+
+        @Override
+        public boolean isOwnWorkerThread() {
+            return false;
+        }
+
+        @Override
+        public boolean mayParkForAdmission() {
+            return true;
+        }
+
+        @Override
+        public StreamState queryState() {
+            return StreamState.BUSY;
+        }
+
+        @Override
+        public DeviceFaults.Sink faults() {
+            return faults;
+        }
+
+        @Override
+        public boolean enqueueFlagWrite(FlagMemory memory, int slot) {
+            flagSlot.set(slot);
+            return true;
+        }
+
+        @Override
+        public boolean enqueueHostCallback(Runnable callback) {
+            return false;
+        }
+
+        @Override
+        public boolean flagWritesSettled() {
+            return true;
+        }
+
+        @Override
+        public void drained() {}
+
+        @Override
+        public StreamRecord record() {
+            return record;
+        }
+
+        @Override
+        public void track() {}
+
+        @Override
+        public Registration registerCompletion(Consumer<@Nullable RuntimeException> onDone) {
+            throw new UnsupportedOperationException("no drain here");
+        }
+
+        @Override
+        public String deviceName() {
+            return "parts";
+        }
+
+        @Override
+        public String toString() {
+            return "fake stream";
+        }
+    }
+}
