@@ -1,5 +1,6 @@
 package io.cudaloom;
 
+import io.cudaloom.protocol.SlotTable;
 import io.cudaloom.reactor.BlockingWait;
 import io.cudaloom.reactor.CallbackRegistrations;
 import io.cudaloom.reactor.Completion;
@@ -20,8 +21,6 @@ import io.cudaloom.reactor.RegistrationChecks;
 import io.cudaloom.reactor.Scanner;
 import io.cudaloom.reactor.StreamRecord;
 import io.cudaloom.reactor.UnclosedDeviceReport;
-
-import io.cudaloom.protocol.SlotTable;
 import io.cudaloom.spi.DeviceBackend;
 import io.cudaloom.spi.FlagMemory;
 import java.util.Objects;

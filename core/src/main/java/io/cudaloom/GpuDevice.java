@@ -3,14 +3,13 @@ package io.cudaloom;
 import io.cudaloom.reactor.DeviceFaults;
 import io.cudaloom.reactor.Registration;
 import io.cudaloom.reactor.UnclosedDeviceReport;
-
 import io.cudaloom.spi.DeviceBackend;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
-import java.util.Iterator;
 import java.util.ServiceConfigurationError;
 import java.util.ServiceLoader;
 import org.jspecify.annotations.Nullable;

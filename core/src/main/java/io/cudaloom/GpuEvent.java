@@ -1,9 +1,8 @@
 package io.cudaloom;
 
+import io.cudaloom.reactor.BlockingWait;
 import io.cudaloom.reactor.Registration;
 import io.cudaloom.reactor.StreamDrain;
-import io.cudaloom.reactor.BlockingWait;
-
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;

@@ -6,7 +6,6 @@ import io.cudaloom.reactor.ReactorStream;
 import io.cudaloom.reactor.Registration;
 import io.cudaloom.reactor.StreamDrain;
 import io.cudaloom.reactor.StreamRecord;
-
 import io.cudaloom.spi.FaultSink;
 import io.cudaloom.spi.FlagMemory;
 import io.cudaloom.spi.StreamBackend;

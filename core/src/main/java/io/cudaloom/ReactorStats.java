@@ -2,7 +2,6 @@ package io.cudaloom;
 
 import io.cudaloom.reactor.Counter;
 import io.cudaloom.reactor.CounterSnapshot;
-
 import org.jspecify.annotations.Nullable;
 
 /**

@@ -21,5 +21,3 @@ extern "C" __global__ void scale_f32(float* data, float factor, unsigned int n) 
     if (i < n) data[i] = data[i] * factor;
 }
 
-// Pass an unmapped address: the store faults with CUDA_ERROR_ILLEGAL_ADDRESS.
-extern "C" __global__ void fault_kernel(unsigned int* bogus) { *bogus = 1; }

@@ -1,9 +1,8 @@
 package io.cudaloom;
 
-import io.cudaloom.reactor.SlowAwaitEvent;
-
 import static org.junit.jupiter.api.Assertions.*;
 
+import io.cudaloom.reactor.SlowAwaitEvent;
 import java.lang.management.ManagementFactory;
 import java.time.Duration;
 import jdk.jfr.EventType;

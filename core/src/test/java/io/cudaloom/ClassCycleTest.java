@@ -65,7 +65,7 @@ class ClassCycleTest {
             "CompletionReactor DeviceMemory GpuDevice GpuDeviceProvider GpuEvent GpuKernel GpuStream HostMemory "
                     + "KernelThread LiveResources ResourceLedger",
             "cuda.Cuda cuda.CudaDevice cuda.CudaDeviceProvider cuda.CudaDriverException cuda.CudaKernel "
-                    + "cuda.CudaModule cuda.CudaStream cuda.DeviceBuffer cuda.KernelArgs cuda.Kernels "
+                    + "cuda.CudaModule cuda.CudaStream cuda.DeviceBuffer cuda.KernelArgs "
                     + "cuda.PinnedBuffer cuda.StreamHandle",
             "junit.GpuExtension junit.GpuTest junit.LeakCheck",
             "kotlin.GpuEventCoroutines kotlin.ResumeExecutor",

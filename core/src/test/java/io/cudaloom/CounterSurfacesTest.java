@@ -1,13 +1,12 @@
 package io.cudaloom;
 
-import io.cudaloom.reactor.Counter;
-import io.cudaloom.reactor.ReactorCountersEvent;
-import io.cudaloom.reactor.ReactorEvents;
-
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 
 import io.cudaloom.micrometer.CudaLoomMetrics;
+import io.cudaloom.reactor.Counter;
+import io.cudaloom.reactor.ReactorCountersEvent;
+import io.cudaloom.reactor.ReactorEvents;
 import io.cudaloom.sim.SimulatedDevice;
 import io.cudaloom.sim.SimulatedStream;
 import io.micrometer.core.instrument.FunctionCounter;

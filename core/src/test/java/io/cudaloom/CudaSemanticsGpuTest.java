@@ -167,7 +167,7 @@ class CudaSemanticsGpuTest {
          * loads a kernel's code at its first launch, is the likely reason (not isolated further).
          */
         private static Kernels loadAndWarm(CudaDevice device) {
-            Kernels k = device.loadKernels();
+            Kernels k = Kernels.load(device);
             CudaStream s = device.newStream();
             try (DeviceBuffer b = device.allocate(4L * WORDS)) {
                 s.launch(k.fill, 1, WORDS, b, 0, WORDS);
@@ -195,7 +195,7 @@ class CudaSemanticsGpuTest {
             DeviceBuffer buf;
             PinnedBuffer host;
             synchronized (this) {
-                k = kernels.computeIfAbsent(device, CudaDevice::loadKernels);
+                k = kernels.computeIfAbsent(device, Kernels::load);
                 buf = device.allocate(4L * WORDS);
                 host = device.allocateHost(4L * WORDS);
                 buffers.add(buf);

@@ -1,7 +1,5 @@
 package io.cudaloom;
 
-import io.cudaloom.reactor.DeviceFaults;
-
 import static io.cudaloom.ReactorTestSupport.LONG;
 import static io.cudaloom.ReactorTestSupport.parked;
 import static org.awaitility.Awaitility.await;
@@ -15,6 +13,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.cudaloom.InstantDevice.InstantStream;
+import io.cudaloom.reactor.DeviceFaults;
 import io.cudaloom.sim.SimulatedDevice;
 import io.cudaloom.sim.SimulatedStream;
 import java.time.Duration;

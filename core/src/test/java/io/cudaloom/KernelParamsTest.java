@@ -12,12 +12,12 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.cudaloom.internal.WorkChecks;
 import io.cudaloom.cuda.CudaDevice;
 import io.cudaloom.cuda.CudaStream;
 import io.cudaloom.cuda.DeviceBuffer;
 import io.cudaloom.cuda.Kernels;
 import io.cudaloom.cuda.PinnedBuffer;
+import io.cudaloom.internal.WorkChecks;
 import io.cudaloom.junit.GpuTest;
 import io.cudaloom.sim.SimulatedDevice;
 import java.lang.management.ManagementFactory;
@@ -98,7 +98,7 @@ class KernelParamsTest {
     @Tag("gpu")
     @GpuTest
     void cudaKernelsCheckTheirArgumentsAtTheLaunch(CudaDevice gpu, CudaStream stream) throws InterruptedException {
-        try (Kernels k = gpu.loadKernels(); DeviceBuffer buf = gpu.allocate(4096);
+        try (Kernels k = Kernels.load(gpu); DeviceBuffer buf = gpu.allocate(4096);
                 PinnedBuffer host = gpu.allocateHost(4096)) {
             assertEquals(List.of(POINTER_OR_LONG, INT, INT), k.fill.params());
             assertMessage(assertThrows(IllegalArgumentException.class, () -> stream.launch(k.fill, 1, 1024, buf, 4f, 1024)),
@@ -144,7 +144,9 @@ class KernelParamsTest {
         for (GpuKernel k : List.of(GpuKernel.EMPTY, GpuKernel.SPIN, GpuKernel.FILL_U32, GpuKernel.SCALE_F32)) {
             GpuKernel.checkMatches(k.entry(), k.params(), GpuKernel.paramsOf(ptx, k.entry()), "kernels.ptx");
         }
-        assertEquals(List.of(POINTER_OR_LONG), GpuKernel.paramsOf(ptx, "fault_kernel"));
+        assertEquals(List.of(POINTER_OR_LONG), GpuKernel.paramsOf(io.cudaloom.cuda.Kernels.faultPtx(), "fault_kernel"));
+        assertThrows(IllegalArgumentException.class, () -> GpuKernel.paramsOf(ptx, "fault_kernel"),
+                "the shipped PTX has no fault kernel (a test fixture's)");
         assertEquals(List.of(POINTER_OR_LONG, FLOAT, INT), GpuKernel.paramsOf(ptx, "scale_f32"));
     }
 

@@ -1,11 +1,5 @@
 package io.cudaloom;
 
-import io.cudaloom.reactor.DeviceFaultEvent;
-import io.cudaloom.reactor.FallbackEvent;
-import io.cudaloom.reactor.ReactorCountersEvent;
-import io.cudaloom.reactor.ReactorObservability;
-import io.cudaloom.reactor.SlowAwaitEvent;
-
 import static io.cudaloom.ReactorTestSupport.LONG;
 import static io.cudaloom.ReactorTestSupport.gate;
 import static io.cudaloom.ReactorTestSupport.parkedOn;
@@ -20,6 +14,11 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.cudaloom.InstantDevice.InstantStream;
+import io.cudaloom.reactor.DeviceFaultEvent;
+import io.cudaloom.reactor.FallbackEvent;
+import io.cudaloom.reactor.ReactorCountersEvent;
+import io.cudaloom.reactor.ReactorObservability;
+import io.cudaloom.reactor.SlowAwaitEvent;
 import io.cudaloom.sim.SimulatedDevice;
 import io.cudaloom.sim.SimulatedStream;
 import java.io.File;

@@ -1,7 +1,5 @@
 package io.cudaloom;
 
-import io.cudaloom.reactor.DeviceFaults;
-
 import static io.cudaloom.ReactorTestSupport.gate;
 import static io.cudaloom.ReactorTestSupport.parked;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -13,6 +11,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.cudaloom.InstantDevice.InstantStream;
+import io.cudaloom.reactor.DeviceFaults;
 import io.cudaloom.sim.SimulatedDevice;
 import io.cudaloom.sim.SimulatedStream;
 import java.lang.management.ManagementFactory;

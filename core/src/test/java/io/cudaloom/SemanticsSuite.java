@@ -1,13 +1,12 @@
 package io.cudaloom;
 
-import io.cudaloom.reactor.StreamDrain;
-
 import static io.cudaloom.ReactorTestSupport.parkedOn;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
+import io.cudaloom.reactor.StreamDrain;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;

@@ -1,13 +1,12 @@
 package io.cudaloom;
 
-import io.cudaloom.reactor.Registration;
-
 import static io.cudaloom.ReactorTestSupport.LONG;
 import static io.cudaloom.ReactorTestSupport.assertNothingLeaked;
 import static io.cudaloom.ReactorTestSupport.gate;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.*;
 
+import io.cudaloom.reactor.Registration;
 import io.cudaloom.sim.SimulatedDevice;
 import io.cudaloom.sim.SimulatedStream;
 import java.util.concurrent.CountDownLatch;

@@ -8,10 +8,10 @@ import io.cudaloom.GpuKernel;
 import io.cudaloom.LiveResources;
 import io.cudaloom.ReactorClosedException;
 import io.cudaloom.ReactorConfig;
+import io.cudaloom.internal.WorkChecks;
 import io.cudaloom.protocol.LifetimeGuard;
 import io.cudaloom.protocol.OffHeapFlagArray;
 import io.cudaloom.spi.FlagMemory;
-import io.cudaloom.internal.WorkChecks;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.Objects;
@@ -323,11 +323,6 @@ public final class CudaDevice extends GpuDevice {
         }
     }
 
-    /** Loads the library's own kernels ({@link Kernels#PTX_RESOURCE}). */
-    public Kernels loadKernels() {
-        return new Kernels(loadModule(Kernels.ptx()));
-    }
-
     /**
      * Blocks the calling thread until all work on the device is done ({@code cuCtxSynchronize}). A
      * synchronize in flight keeps the context alive: the device's close returns at once, and the
@@ -366,14 +361,6 @@ public final class CudaDevice extends GpuDevice {
      */
     public @Nullable String fault() {
         return firstFault();
-    }
-
-    /**
-     * Pinned buffers allocated with {@link #allocateHost} and not yet closed: 0 once every one is
-     * closed (a leak check for tests, e.g. {@code io.cudaloom.junit.GpuTest}).
-     */
-    public int livePinnedBuffers() {
-        return liveResources().count(LiveResources.Kind.HOST_MEMORY);
     }
 
     /**

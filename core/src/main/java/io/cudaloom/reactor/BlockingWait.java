@@ -1,11 +1,10 @@
 package io.cudaloom.reactor;
 
+import io.cudaloom.GpuEvent;
 import io.cudaloom.GpuFaultException;
+import io.cudaloom.GpuStream;
 import io.cudaloom.ReactorClosedException;
 import io.cudaloom.ReactorConfig;
-import io.cudaloom.GpuEvent;
-import io.cudaloom.GpuStream;
-
 import io.cudaloom.protocol.BackoffIdleStrategy;
 import io.cudaloom.protocol.SlotTable;
 import io.cudaloom.spi.StreamState;

@@ -1,8 +1,7 @@
 package io.cudaloom.reactor;
 
-import io.cudaloom.GpuFaultException;
 import io.cudaloom.GpuEvent;
-
+import io.cudaloom.GpuFaultException;
 import io.cudaloom.protocol.SlotTable;
 import io.cudaloom.spi.StreamState;
 import java.util.function.Consumer;

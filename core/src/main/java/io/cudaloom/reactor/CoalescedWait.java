@@ -1,7 +1,6 @@
 package io.cudaloom.reactor;
 
 import io.cudaloom.ReactorConfig;
-
 import io.cudaloom.spi.StreamState;
 import java.util.concurrent.Executor;
 import org.jspecify.annotations.Nullable;

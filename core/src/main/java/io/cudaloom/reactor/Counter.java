@@ -3,7 +3,6 @@ package io.cudaloom.reactor;
 import io.cudaloom.ReactorInternalsMXBean;
 import io.cudaloom.ReactorMXBean;
 import io.cudaloom.ReactorStats;
-
 import java.util.List;
 import java.util.Locale;
 import org.jspecify.annotations.Nullable;

@@ -1,7 +1,6 @@
 package io.cudaloom.reactor;
 
 import io.cudaloom.GpuFaultException;
-
 import jdk.jfr.Category;
 import jdk.jfr.Description;
 import jdk.jfr.Label;

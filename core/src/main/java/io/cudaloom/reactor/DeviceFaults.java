@@ -1,9 +1,8 @@
 package io.cudaloom.reactor;
 
-import io.cudaloom.GpuFaultException;
 import io.cudaloom.GpuDevice;
+import io.cudaloom.GpuFaultException;
 import io.cudaloom.GpuStream;
-
 import io.cudaloom.spi.FaultSink;
 import io.cudaloom.spi.StreamState;
 import java.lang.invoke.MethodHandles;

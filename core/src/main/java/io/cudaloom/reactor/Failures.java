@@ -2,7 +2,6 @@ package io.cudaloom.reactor;
 
 import io.cudaloom.GpuFaultException;
 import io.cudaloom.ReactorClosedException;
-
 import java.util.Objects;
 
 /**

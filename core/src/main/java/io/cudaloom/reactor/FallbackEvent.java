@@ -2,7 +2,6 @@ package io.cudaloom.reactor;
 
 import io.cudaloom.CompletionStrategy;
 import io.cudaloom.ReactorStats;
-
 import jdk.jfr.Category;
 import jdk.jfr.Description;
 import jdk.jfr.Label;

@@ -1,7 +1,6 @@
 package io.cudaloom.reactor;
 
 import io.cudaloom.CompletionStrategy;
-
 import java.util.List;
 
 /**

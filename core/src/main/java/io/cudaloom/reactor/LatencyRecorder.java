@@ -2,7 +2,6 @@ package io.cudaloom.reactor;
 
 import io.cudaloom.AwaitLatency;
 import io.cudaloom.ReactorConfig;
-
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 import org.HdrHistogram.Histogram;

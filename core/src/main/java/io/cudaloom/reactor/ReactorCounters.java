@@ -1,7 +1,6 @@
 package io.cudaloom.reactor;
 
 import io.cudaloom.CompletionReactor;
-
 import io.cudaloom.protocol.SlotTable;
 import java.util.concurrent.atomic.LongAdder;
 

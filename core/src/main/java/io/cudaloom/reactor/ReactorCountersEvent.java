@@ -1,7 +1,6 @@
 package io.cudaloom.reactor;
 
 import io.cudaloom.ReactorStats;
-
 import jdk.jfr.Category;
 import jdk.jfr.Description;
 import jdk.jfr.Label;

@@ -3,7 +3,6 @@ package io.cudaloom.reactor;
 import io.cudaloom.AwaitLatency;
 import io.cudaloom.GpuFaultException;
 import io.cudaloom.ReactorClosedException;
-
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.function.Supplier;

@@ -1,7 +1,6 @@
 package io.cudaloom.reactor;
 
 import io.cudaloom.CompletionReactor;
-
 import io.cudaloom.spi.FlagMemory;
 import java.util.concurrent.locks.LockSupport;
 import org.jspecify.annotations.Nullable;

@@ -4,7 +4,6 @@ import io.cudaloom.AwaitLatency;
 import io.cudaloom.ReactorConfig;
 import io.cudaloom.ReactorInternalsMXBean;
 import io.cudaloom.ReactorMXBean;
-
 import java.lang.management.ManagementFactory;
 import java.lang.ref.WeakReference;
 import java.lang.reflect.InvocationHandler;

@@ -1,7 +1,6 @@
 package io.cudaloom.reactor;
 
 import io.cudaloom.ReactorClosedException;
-
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import org.jspecify.annotations.Nullable;

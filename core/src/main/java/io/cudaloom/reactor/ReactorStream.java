@@ -1,7 +1,6 @@
 package io.cudaloom.reactor;
 
 import io.cudaloom.GpuStream;
-
 import io.cudaloom.spi.FlagMemory;
 import java.util.function.Consumer;
 import org.jspecify.annotations.Nullable;

@@ -1,8 +1,7 @@
 package io.cudaloom.reactor;
 
-import io.cudaloom.CompletionStrategy;
 import io.cudaloom.CompletionReactor;
-
+import io.cudaloom.CompletionStrategy;
 import io.cudaloom.protocol.SlotTable;
 import io.cudaloom.spi.FlagMemory;
 import io.cudaloom.spi.StreamState;

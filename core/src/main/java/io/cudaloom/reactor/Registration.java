@@ -1,8 +1,8 @@
 package io.cudaloom.reactor;
 
-import io.cudaloom.Subscription;
 import io.cudaloom.GpuEvent;
 import io.cudaloom.ReactorStats;
+import io.cudaloom.Subscription;
 
 /**
  * A registration that can be withdrawn: the one handle type of the reactor's registrations that

@@ -4,7 +4,6 @@ import io.cudaloom.GpuFaultException;
 import io.cudaloom.ReactorClosedException;
 import io.cudaloom.ReactorConfig;
 import io.cudaloom.ReactorStats;
-
 import io.cudaloom.protocol.BackoffIdleStrategy;
 import io.cudaloom.protocol.RetiredBatch;
 import io.cudaloom.protocol.SlotTable;

@@ -1,12 +1,11 @@
 package io.cudaloom.reactor;
 
-import io.cudaloom.GpuFaultException;
-import io.cudaloom.ReactorClosedException;
 import io.cudaloom.GpuEvent;
+import io.cudaloom.GpuFaultException;
 import io.cudaloom.GpuStream;
+import io.cudaloom.ReactorClosedException;
 import io.cudaloom.ReactorStats;
 import io.cudaloom.Subscription;
-
 import io.cudaloom.spi.StreamState;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;

@@ -1,8 +1,7 @@
 package io.cudaloom.reactor;
 
-import io.cudaloom.ReactorConfig;
 import io.cudaloom.GpuStream;
-
+import io.cudaloom.ReactorConfig;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.atomic.AtomicLong;
 import org.jspecify.annotations.Nullable;

@@ -1,7 +1,6 @@
 package io.cudaloom.reactor;
 
 import io.cudaloom.GpuDevice;
-
 import java.lang.ref.Cleaner;
 import java.util.List;
 

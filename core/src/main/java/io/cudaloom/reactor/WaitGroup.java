@@ -2,7 +2,6 @@ package io.cudaloom.reactor;
 
 import io.cudaloom.GpuStream;
 import io.cudaloom.ReactorConfig;
-
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import org.jspecify.annotations.Nullable;

@@ -1,7 +1,6 @@
 package io.cudaloom.reactor;
 
 import io.cudaloom.CompletionReactor;
-
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.concurrent.locks.LockSupport;

@@ -4,6 +4,7 @@ import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.*;
 
 import io.cudaloom.GpuDevice;
+import io.cudaloom.LiveResources;
 import io.cudaloom.ReactorConfig;
 import io.cudaloom.ReactorStats;
 import io.cudaloom.junit.GpuTest;
@@ -78,7 +79,7 @@ class CudaReactorGpuTest {
     @Test
     void abandonedAwaitsThenMoreRoundsWithCorrectData(CudaDevice device, CudaStream stream) throws Exception {
         ReactorStats before = device.reactor().stats();
-        try (Kernels k = device.loadKernels();
+        try (Kernels k = Kernels.load(device);
                 DeviceBuffer buf = device.allocate(4L * 4096);
                 PinnedBuffer host = device.allocateHost(4L * 4096)) {
             k.launchSpin(stream, 200_000_000L);
@@ -126,7 +127,7 @@ class CudaReactorGpuTest {
     @Test
     void sequentialAwaitsWithIdleGaps(CudaDevice device, CudaStream stream) throws Exception {
         long parks = device.reactor().stats().scannerParks();
-        try (Kernels k = device.loadKernels();
+        try (Kernels k = Kernels.load(device);
                 DeviceBuffer buf = device.allocate(4096);
                 PinnedBuffer host = device.allocateHost(4096)) {
             Thread scanner = io.cudaloom.TestAccess.scannerThread(device);
@@ -147,7 +148,7 @@ class CudaReactorGpuTest {
     @Test
     void thousandVirtualThreadsOnEightStreamsKeepTheirOwnData(CudaDevice device) throws Exception {
         List<CudaStream> streams = new ArrayList<>();
-        try (Kernels k = device.loadKernels()) {
+        try (Kernels k = Kernels.load(device)) {
             for (int i = 0; i < 8; i++) {
                 streams.add(device.newStream());
             }
@@ -205,7 +206,7 @@ class CudaReactorGpuTest {
         assertEquals("true", result.get("closed"), "the faulted device closes");
 
         try (CudaDevice fresh = CudaDevice.open(0, GpuTestSupport.reactorOnly());
-                Kernels k = fresh.loadKernels();
+                Kernels k = Kernels.load(fresh);
                 DeviceBuffer buf = fresh.allocate(4096);
                 PinnedBuffer host = fresh.allocateHost(4096)) {
             CudaStream s = fresh.newStream();
@@ -219,7 +220,7 @@ class CudaReactorGpuTest {
     /** Awaits and launches from virtual threads that migrate between carriers keep the context current. */
     @Test
     void contextStaysCurrentForVirtualThreadsThatMigrate(CudaDevice device, CudaStream stream) throws Exception {
-        try (Kernels k = device.loadKernels()) {
+        try (Kernels k = Kernels.load(device)) {
             Set<String> carriers = ConcurrentHashMap.newKeySet();
             AtomicInteger migrations = new AtomicInteger();
             AtomicReference<Throwable> failure = new AtomicReference<>();
@@ -265,7 +266,7 @@ class CudaReactorGpuTest {
     @Test
     void launchOnAClosedDeviceIsRefused() {
         CudaDevice device = CudaDevice.open(0, ReactorConfig.defaults()); // its own: the test closes it
-        Kernels k = device.loadKernels();
+        Kernels k = Kernels.load(device);
         CudaStream stream = device.newStream();
         device.close();
         io.cudaloom.ReactorClosedException e = assertThrows(io.cudaloom.ReactorClosedException.class,
@@ -276,16 +277,16 @@ class CudaReactorGpuTest {
     /** Pinned buffers are counted until closed (what the extension's check after each test reads). */
     @Test
     void pinnedBuffersAreCountedUntilClosedAndAFaultFreeDeviceSaysSo(CudaDevice device) {
-        int before = device.livePinnedBuffers();
+        int before = device.liveResources().count(LiveResources.Kind.HOST_MEMORY);
         PinnedBuffer a = device.allocateHost(64);
         try (PinnedBuffer b = device.allocateHost(64)) {
-            assertEquals(before + 2, device.livePinnedBuffers());
+            assertEquals(before + 2, device.liveResources().count(LiveResources.Kind.HOST_MEMORY));
             a.close();
             a.close(); // a second close neither frees nor counts again
-            assertEquals(before + 1, device.livePinnedBuffers());
+            assertEquals(before + 1, device.liveResources().count(LiveResources.Kind.HOST_MEMORY));
             assertEquals(64, b.bytes());
         }
-        assertEquals(before, device.livePinnedBuffers());
+        assertEquals(before, device.liveResources().count(LiveResources.Kind.HOST_MEMORY));
         assertFalse(device.isFaulted());
         assertNull(device.fault());
     }
@@ -298,7 +299,7 @@ class CudaReactorGpuTest {
     @Test
     void aKernelWritingThroughTheAddressPlusAnOffsetLandsThere(CudaDevice device) throws Exception {
         int words = 1024;
-        try (Kernels k = device.loadKernels(); CudaStream stream = device.newStream();
+        try (Kernels k = Kernels.load(device); CudaStream stream = device.newStream();
                 DeviceBuffer buf = device.allocate(4L * words); PinnedBuffer host = device.allocateHost(4L * words)) {
             assertNotEquals(0L, buf.address(), "a device address");
             stream.launch(k.fill, 1, words, buf, 5, words);

@@ -19,7 +19,7 @@ public final class FaultScenario {
         AtomicReference<Long> visibleAt = new AtomicReference<>();
         long start;
         CudaDevice device = CudaDevice.open(0, GpuTestSupport.reactorOnly());
-        Kernels k = device.loadKernels();
+        Kernels k = Kernels.load(device);
         CudaStream stream = device.newStream();
         start = System.nanoTime();
         k.launchSpin(stream, 50_000_000L);

@@ -37,7 +37,7 @@ class StreamLifetimeGpuTest {
     void aHundredThousandStreamsClosedWhileBusyAreAllDestroyed(CudaDevice device) throws Exception {
         int liveBefore = device.liveStreams();
         int driverBefore = device.driverStreams();
-        try (Kernels k = device.loadKernels()) {
+        try (Kernels k = Kernels.load(device)) {
             CudaStream warm = device.newStream();
             k.launchSpin(warm, 20_000L);
             warm.close();
@@ -83,7 +83,7 @@ class StreamLifetimeGpuTest {
         AtomicInteger ran = new AtomicInteger();
         AtomicInteger refused = new AtomicInteger();
         AtomicReference<Throwable> unexpected = new AtomicReference<>();
-        try (Kernels k = device.loadKernels()) {
+        try (Kernels k = Kernels.load(device)) {
             for (int round = 0; round < rounds; round++) {
                 CudaStream s = device.newStream();
                 CountDownLatch started = new CountDownLatch(4);

@@ -43,7 +43,7 @@ class GpuExtensionGpuTest {
             throws Exception {
         assertSame(device, same, "one device for the class, whatever the declared type");
         assertSame(device, stream.cudaDevice());
-        try (Kernels k = device.loadKernels();
+        try (Kernels k = Kernels.load(device);
                 DeviceBuffer buf = device.allocate(4096);
                 PinnedBuffer host = device.allocateHost(4096)) {
             stream.launch(k.fill, 1, 1024, buf, 77, 1024);

@@ -5,7 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.cudaloom.CompletionReactor;
+import io.cudaloom.GpuDevice;
 import io.cudaloom.GpuEvent;
+import io.cudaloom.GpuKernel;
 import io.cudaloom.GpuStream;
 import io.cudaloom.KernelThread;
 import java.lang.reflect.Modifier;
@@ -44,5 +46,27 @@ class BackendPlumbingTest {
     void theArgumentChecksAreNotInTheApiPackage() throws Exception {
         assertThrows(ClassNotFoundException.class, () -> Class.forName("io.cudaloom.WorkChecks"));
         assertEquals("io.cudaloom.internal", Class.forName("io.cudaloom.internal.WorkChecks").getPackageName());
+    }
+
+    @Test
+    void theTestFixturesAndTheReactorsPartsAreNotInTheLibrary() throws Exception {
+        // The CUDA backend's raw kernel catalogue and its fault kernel are core's test fixtures.
+        java.nio.file.Path main = java.nio.file.Path.of(GpuDevice.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+        assertTrue(java.nio.file.Files.exists(main.resolve("io/cudaloom/cuda/CudaDevice.class")),
+                "premise: the main classes are a directory here: " + main);
+        assertTrue(!java.nio.file.Files.exists(main.resolve("io/cudaloom/cuda/Kernels.class")), "Kernels is in the main classes");
+        assertTrue(Arrays.stream(io.cudaloom.cuda.CudaDevice.class.getMethods()).noneMatch(m -> m.getName().equals("loadKernels")
+                || m.getName().equals("livePinnedBuffers")), "CudaDevice.loadKernels / livePinnedBuffers are gone");
+        String ptx = new String(GpuKernel.class.getResourceAsStream("/io/cudaloom/kernels.ptx").readAllBytes(),
+                java.nio.charset.StandardCharsets.US_ASCII);
+        assertTrue(!ptx.contains("fault_kernel") && ptx.contains("spin_kernel"), "the shipped PTX has no fault kernel");
+        // The reactor's parts: not in the API package, and their package is not exported.
+        assertThrows(ClassNotFoundException.class, () -> Class.forName("io.cudaloom.Scanner"));
+        assertEquals("io.cudaloom.reactor", Class.forName("io.cudaloom.reactor.Scanner").getPackageName());
+        Module core = GpuDevice.class.getModule();
+        if (core.isNamed()) {
+            assertTrue(!core.getDescriptor().exports().stream().anyMatch(e -> e.source().equals("io.cudaloom.reactor")),
+                    "io.cudaloom.reactor is exported");
+        }
     }
 }

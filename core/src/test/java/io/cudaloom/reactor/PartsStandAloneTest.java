@@ -1,13 +1,12 @@
 package io.cudaloom.reactor;
 
-import io.cudaloom.CompletionStrategy;
-import io.cudaloom.ReactorConfig;
-import io.cudaloom.TestAccess;
-
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.cudaloom.CompletionStrategy;
+import io.cudaloom.ReactorConfig;
+import io.cudaloom.TestAccess;
 import io.cudaloom.protocol.OffHeapFlagArray;
 import io.cudaloom.protocol.SlotTable;
 import io.cudaloom.spi.FlagMemory;

@@ -1,15 +1,14 @@
 package io.cudaloom.reactor;
 
-import io.cudaloom.AwaitLatency;
-import io.cudaloom.GpuDevice;
-import io.cudaloom.ReactorConfig;
-import io.cudaloom.TestAccess;
-
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.cudaloom.AwaitLatency;
+import io.cudaloom.GpuDevice;
+import io.cudaloom.ReactorConfig;
+import io.cudaloom.TestAccess;
 import io.cudaloom.sim.SimulatedDevice;
 import io.cudaloom.sim.SimulatedStream;
 import java.nio.file.Path;

@@ -1,5 +1,6 @@
 package io.cudaloom.kotlin
 
+import io.cudaloom.cuda.Kernels
 import io.cudaloom.GpuDevice
 import io.cudaloom.ReactorConfig
 import io.cudaloom.cuda.Cuda
@@ -59,7 +60,7 @@ class AwaitSuspendingGpuTest {
     @Test
     fun aKernelAndACopyAreAwaitedBySuspending() {
         openOrSkip(GpuTestSupport.reactorOnly()).use { gpu ->
-            gpu.loadKernels().use { k ->
+            Kernels.load(gpu).use { k ->
                 gpu.allocate(4096).use { buf ->
                     gpu.allocateHost(4096).use { host ->
                         val stream = gpu.newStream()
@@ -110,7 +111,7 @@ class AwaitSuspendingGpuTest {
     @Test
     fun cancellingWithdrawsAndTheSlotComesBackWhenTheKernelEnds() {
         openOrSkip(ReactorConfig.defaults()).use { gpu ->
-            gpu.loadKernels().use { k ->
+            Kernels.load(gpu).use { k ->
                 val stream = gpu.newStream()
                 k.launchSpin(stream, 300_000_000L) // 300 ms
                 runBlocking {

@@ -1,5 +1,6 @@
 package io.cudaloom.kotlin
 
+import io.cudaloom.cuda.Kernels
 import io.cudaloom.ReactorConfig
 import io.cudaloom.cuda.CudaDevice
 import java.time.Duration
@@ -64,7 +65,7 @@ object TenThousandCoroutinesScenario {
         println("RESULT connections=${System.getenv("CUDA_DEVICE_MAX_CONNECTIONS")}")
         var ok = true
         CudaDevice.open(0, ReactorConfig.builder().capacity(16_384).build()).use { gpu ->
-            gpu.loadKernels().use { k ->
+            Kernels.load(gpu).use { k ->
                 val streams = List(STREAMS) { gpu.newStream() }
                 streams.forEach { k.launchEmpty(it) }
                 streams.forEach { it.await() } // kernels loaded and warm before the clock starts

@@ -1,10 +1,9 @@
 package io.cudaloom.reactor;
 
-import io.cudaloom.ReactorConfig;
-
 import static org.openjdk.jcstress.annotations.Expect.ACCEPTABLE;
 import static org.openjdk.jcstress.annotations.Expect.FORBIDDEN;
 
+import io.cudaloom.ReactorConfig;
 import org.openjdk.jcstress.annotations.Actor;
 import org.openjdk.jcstress.annotations.Arbiter;
 import org.openjdk.jcstress.annotations.Description;

@@ -16,9 +16,12 @@ import org.openjdk.jcstress.annotations.State;
 import org.openjdk.jcstress.infra.results.IIII_Result;
 
 /**
- * Await's own completion check, as {@code CompletionReactor.await} runs it, with the real
+ * Await's own completion check, the steps of {@code BlockingWait.await} written out, with the real
  * {@link SlotTable} and the real per-thread {@link Waiter} record (this test lives in package
- * {@code io.cudaloom} because Waiter is package-private).
+ * {@code io.cudaloom.reactor} because Waiter is package-private). A model on purpose: its broken
+ * twin ({@code BrokenAwaitAbaTest}) runs it on a mutated copy of the table, which the reactor's own
+ * {@code BlockingWait} cannot take (it takes the final {@code SlotTable}). The real
+ * {@code BlockingWait} on the real table and scanner is {@link BlockingWaitTimeoutTest}.
  *
  * <p>The thread's first await is armed on the table's only slot and its kernel is still running;
  * it times out and withdraws ({@code cancel}). If the scanner has already taken the payload the

@@ -1,7 +1,6 @@
 package io.cudaloom.reactor;
 
 import io.cudaloom.ReactorConfig;
-
 import io.cudaloom.sim.SimulatedDevice;
 import io.cudaloom.sim.SimulatedStream;
 import java.lang.invoke.MethodHandles;

@@ -1,12 +1,11 @@
 package io.cudaloom.reactor;
 
-import io.cudaloom.CompletionStrategy;
-import io.cudaloom.ReactorConfig;
-
 import static org.openjdk.jcstress.annotations.Expect.ACCEPTABLE;
 import static org.openjdk.jcstress.annotations.Expect.ACCEPTABLE_INTERESTING;
 import static org.openjdk.jcstress.annotations.Expect.FORBIDDEN;
 
+import io.cudaloom.CompletionStrategy;
+import io.cudaloom.ReactorConfig;
 import io.cudaloom.protocol.BackoffIdleStrategy;
 import io.cudaloom.protocol.OffHeapFlagArray;
 import io.cudaloom.protocol.SlotTable;
@@ -71,6 +70,8 @@ public class ScannerParkGateTest {
     static final ReactorConfig CONFIG = ReactorConfig.builder().scannerSpin(Duration.ZERO)
             .scannerLinger(Duration.ZERO).faultProbeInterval(Duration.ofSeconds(10)).build();
     static final Completion NOTHING = (ticket, failure) -> { };
+    /** The parks' blocker (the reactor's is the facade). */
+    static final Object BLOCKER = new Object();
 
     final OffHeapFlagArray flags = OffHeapFlagArray.allocate(2);
     final SlotTable<Completion> table = new SlotTable<>(2, flags);
@@ -78,7 +79,7 @@ public class ScannerParkGateTest {
     final SeamRecorder seam = new SeamRecorder();
     final Registrar registrar = new Registrar(new ReactorState("jcstress"), scannerThread::unpark, table,
             new FlagMemory(flags, () -> { }), new ReactorCounters(), CompletionStrategy.REACTOR);
-    final Scanner scanner = new Scanner(OPEN, registrar, table, CONFIG, new DeviceFaults(), this, seam);
+    final Scanner scanner = new Scanner(OPEN, registrar, table, CONFIG, new DeviceFaults(), BLOCKER, seam);
     final long b;
 
     public ScannerParkGateTest() {

@@ -4,10 +4,10 @@ import static org.openjdk.jcstress.annotations.Expect.ACCEPTABLE;
 import static org.openjdk.jcstress.annotations.Expect.ACCEPTABLE_INTERESTING;
 import static org.openjdk.jcstress.annotations.Expect.FORBIDDEN;
 
+import io.cudaloom.protocol.BrokenNoGenerationSlotTable;
 import io.cudaloom.protocol.HeapFlagArray;
 import io.cudaloom.protocol.RetiredBatch;
 import io.cudaloom.protocol.SlotTable;
-import io.cudaloom.protocol.BrokenNoGenerationSlotTable;
 import org.openjdk.jcstress.annotations.Actor;
 import org.openjdk.jcstress.annotations.Arbiter;
 import org.openjdk.jcstress.annotations.Description;

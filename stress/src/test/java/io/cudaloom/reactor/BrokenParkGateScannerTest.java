@@ -1,11 +1,10 @@
 package io.cudaloom.reactor;
 
-import io.cudaloom.CompletionStrategy;
-
 import static org.openjdk.jcstress.annotations.Expect.ACCEPTABLE;
 import static org.openjdk.jcstress.annotations.Expect.ACCEPTABLE_INTERESTING;
 import static org.openjdk.jcstress.annotations.Expect.FORBIDDEN;
 
+import io.cudaloom.CompletionStrategy;
 import io.cudaloom.protocol.OffHeapFlagArray;
 import io.cudaloom.protocol.SlotTable;
 import io.cudaloom.spi.FlagMemory;
@@ -50,7 +49,7 @@ public class BrokenParkGateScannerTest {
     final Registrar registrar = new Registrar(new ReactorState("jcstress"), scannerThread::unpark, table,
             new FlagMemory(flags, () -> { }), new ReactorCounters(), CompletionStrategy.REACTOR);
     final BrokenParkGateScanner scanner = new BrokenParkGateScanner(OPEN, registrar, table, ScannerParkGateTest.CONFIG,
-            new DeviceFaults(), this, seam);
+            new DeviceFaults(), ScannerParkGateTest.BLOCKER, seam);
     final long b;
 
     public BrokenParkGateScannerTest() {

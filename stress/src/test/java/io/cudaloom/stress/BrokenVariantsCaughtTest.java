@@ -39,7 +39,8 @@ class BrokenVariantsCaughtTest {
             "io.cudaloom.stress.jcstress.BrokenGroupCommitTest",
             "io.cudaloom.reactor.BrokenAdmissionProofTest",
             "io.cudaloom.stress.jcstress.BrokenLifetimeGuardTest",
-            "io.cudaloom.reactor.BrokenParkGateScannerTest");
+            "io.cudaloom.reactor.BrokenParkGateScannerTest",
+            "io.cudaloom.reactor.BrokenBlockingWaitTimeoutTest");
 
     @Test
     @Timeout(value = 8, unit = TimeUnit.MINUTES)

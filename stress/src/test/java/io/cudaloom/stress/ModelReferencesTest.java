@@ -26,7 +26,7 @@ import org.junit.jupiter.api.Test;
 class ModelReferencesTest {
     private static final Pattern REFERENCE = Pattern.compile(
             "\\{@(?:code|link|linkplain)\\s+(?:io\\.cudaloom\\.(?:[a-z]+\\.)*)?([A-Z]\\w*)[#.]([a-z]\\w*)");
-    private static final List<String> CORE_PACKAGES = List.of("io.cudaloom.", "io.cudaloom.protocol.",
+    private static final List<String> CORE_PACKAGES = List.of("io.cudaloom.", "io.cudaloom.reactor.", "io.cudaloom.protocol.",
             "io.cudaloom.spi.", "io.cudaloom.cuda.", "io.cudaloom.sim.");
 
     @Test

@@ -420,7 +420,7 @@ public final class LifetimeStress {
         for (int i = 0; i < STREAMS; i++) {
             streams.add(d.newStream());
         }
-        Kernels kernels = cuda ? ((CudaDevice) d).loadKernels() : null;
+        Kernels kernels = cuda ? Kernels.load((CudaDevice) d) : null;
         CountDownLatch simGate = new CountDownLatch(1);
         ReactorStats before0 = d.reactor().stats();
         long registeredBefore = before0.registrations() + before0.coalesced();

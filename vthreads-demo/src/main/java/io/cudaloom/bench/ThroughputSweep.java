@@ -299,7 +299,7 @@ final class ThroughputSweep {
     /** One row on a fresh device: warm-up, then {@code total} launches by {@code workers} threads. */
     static Row measure(Method m, int workers, long total, long kernelNanos, int round, PrintStream err) throws Exception {
         ReactorConfig config = m == Method.AWAIT ? awaitConfig(workers) : ReactorConfig.defaults();
-        try (CudaDevice d = CudaDevice.open(0, config); Kernels k = d.loadKernels()) {
+        try (CudaDevice d = CudaDevice.open(0, config); Kernels k = Kernels.load(d)) {
             List<CudaStream> s = GpuBench.streams(d);
             Thread watchdog = Thread.ofPlatform().daemon().name("sweep-watchdog").start(() -> {
                 try {

@@ -174,7 +174,7 @@ public final class WaitLatencyBench {
             throws Exception {
         AtomicReference<double[]> result = new AtomicReference<>();
         AtomicReference<Throwable> failure = new AtomicReference<>();
-        try (CudaDevice device = CudaDevice.open(0, m.config()); Kernels k = device.loadKernels()) {
+        try (CudaDevice device = CudaDevice.open(0, m.config()); Kernels k = Kernels.load(device)) {
             CudaStream stream = device.newStream();
             Runnable body = () -> {
                 try {

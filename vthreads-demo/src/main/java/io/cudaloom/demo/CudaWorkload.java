@@ -50,7 +50,7 @@ final class CudaWorkload implements DemoWorkload {
         }
         this.waitBy = java.util.Objects.requireNonNull(waitBy, "waitBy");
         this.device = device;
-        this.kernels = device.loadKernels();
+        this.kernels = Kernels.load(device);
         this.streams = new CudaStream[streams];
         for (int i = 0; i < streams; i++) {
             this.streams[i] = device.newStream();

@@ -4,10 +4,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.cudaloom.GpuDevice;
+import io.cudaloom.GpuKernel;
 import io.cudaloom.cuda.CudaDevice;
 import io.cudaloom.cuda.CudaStream;
 import io.cudaloom.cuda.DeviceBuffer;
-import io.cudaloom.cuda.Kernels;
 import io.cudaloom.cuda.PinnedBuffer;
 import io.cudaloom.junit.GpuTest;
 import java.time.Duration;
@@ -41,9 +41,9 @@ class ReadmeGpuTestExampleTest {
     @Test
     @GpuTest                                // needs the GPU itself: skipped (and says why) without one
     void fillsOnTheGpu(CudaDevice gpu, CudaStream stream) throws Exception {   // a fresh stream per test
-        try (Kernels k = gpu.loadKernels(); DeviceBuffer buf = gpu.allocate(4096);
+        try (DeviceBuffer buf = gpu.allocate(4096);
              PinnedBuffer host = gpu.allocateHost(4096)) {
-            stream.launch(k.fill, 1, 1024, buf, 42, 1024);
+            stream.launch(GpuKernel.FILL_U32, 1, 1024, buf, 42, 1024);
             stream.copy(buf, host, 4096);
             stream.await();
             assertEquals(42, host.ints().get(1023));
