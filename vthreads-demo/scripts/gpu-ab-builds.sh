@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# gpu-ab-builds.sh: one build against another in one device call, each step alternating between
+# them: WaitLatencyBench (one waiter; empty, 20 us and 200 us kernels) and the 10 us sweep.
+# The new build is .gpu (../shared/tools/gpu-bundle); the old one is its core and vthreads-demo
+# classes under .gpu/old/{core-classes,vthreads-demo-classes} (from `mvn package` of that
+# commit), run with the same runtime, natives and libraries (but the bundle's own core jars).
+# Outputs under $OUT: latency-{old,new}-{1,2}.md (+ .err), sweep10-{old,new}.md (+ .err).
+set -u
+source .gpu/env.sh
+LIBS=$(ls .gpu/lib/*.jar | grep -v 'cuda-loom-core' | tr '\n' ':')
+OLDCP=.gpu/old/core-classes:.gpu/old/vthreads-demo-classes:${LIBS%:}
+run() { # build, output name, args...
+  local b=$1 name=$2; shift 2
+  local cp=$CP; [ "$b" = old ] && cp=$OLDCP
+  timeout 120 "$J/bin/java" "${JOPTS[@]}" -cp "$cp" "$@" > "$OUT/$name.md" 2> "$OUT/$name.err"
+  echo "$name: exit $?"
+}
+for round in 1 2; do
+  order="old new"; [ "$round" = 2 ] && order="new old"
+  for b in $order; do
+    run "$b" "latency-$b-$round" io.cudaloom.bench.WaitLatencyBench iterations=2000 warmup=2000 methods=await,sync kernelsUs=0,20,200
+  done
+done
+for b in old new; do
+  run "$b" "sweep10-$b" io.cudaloom.bench.GpuBench sweep kernelsUs=10 rounds=1
+done
