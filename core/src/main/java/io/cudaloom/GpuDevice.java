@@ -163,6 +163,14 @@ public abstract class GpuDevice implements AutoCloseable {
     }
 
     /**
+     * For backends: what identifies {@code kernel}'s PTX module (kernels of one module share it,
+     * so a backend loads it once per device).
+     */
+    protected static Object kernelModule(GpuKernel kernel) {
+        return kernel.module();
+    }
+
+    /**
      * For backends: starts this device's reactor, with flag memory from {@code backend}; called
      * once by the backend's factory after construction.
      */

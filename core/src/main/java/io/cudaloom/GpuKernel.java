@@ -218,14 +218,14 @@ public final class GpuKernel {
 
     /**
      * Identifies the PTX module (kernels of one module share it, so a backend loads it once per
-     * device); for backends.
+     * device). Not API: backends read it through {@code GpuDevice.kernelModule}.
      */
-    public Object module() {
+    Object module() {
         return ptx;
     }
 
-    /** The Java body the simulated device runs; for backends. */
-    public Body body() {
+    /** The Java body the simulated device runs. Not API: backends read it through {@code GpuStream.kernelBody}. */
+    Body body() {
         return body;
     }
 

@@ -178,6 +178,11 @@ public abstract class GpuStream implements AutoCloseable {
         record.completedThrough(count);
     }
 
+    /** For backends: the Java body of {@code kernel}, which the simulated device runs. */
+    protected static GpuKernel.Body kernelBody(GpuKernel kernel) {
+        return kernel.body();
+    }
+
     /**
      * For backends: where to report that this stream faulted, and ask whether it has: the device's
      * fault owner keeps the fault (the first report wins), so the backend keeps no copy. Report a

@@ -311,7 +311,7 @@ public final class CudaDevice extends GpuDevice {
         CudaKernel k = kernels.get(kernel);
         if (k == null) {
             checkOpen("loads no kernels");
-            CudaModule module = modules.computeIfAbsent(kernel.module(), m -> loadModule(kernel.ptx()));
+            CudaModule module = modules.computeIfAbsent(kernelModule(kernel), m -> loadModule(kernel.ptx()));
             k = kernels.computeIfAbsent(kernel, g -> module.kernel(g.entry(), g.params()));
         }
         return k;

@@ -68,7 +68,7 @@ public final class SimulatedStream extends GpuStream {
     @Override
     public void launch(GpuKernel kernel, int gridX, int blockX, Object... args) {
         WorkChecks.launch(device, kernel, gridX, blockX, args);
-        Runnable threads = KernelRuns.prepare(gridX, blockX, args, m -> device.memory(m, false).byteBuffer(), kernel.body());
+        Runnable threads = KernelRuns.prepare(gridX, blockX, args, m -> device.memory(m, false).byteBuffer(), kernelBody(kernel));
         submit(threads::run);
     }
 

@@ -49,6 +49,25 @@ class BackendPlumbingTest {
     }
 
     @Test
+    void aKernelsModuleAndBodyAreForBackendsOnly() {
+        assertTrue(Arrays.stream(GpuKernel.class.getMethods()).noneMatch(m -> m.getName().equals("module")
+                || m.getName().equals("body")), "GpuKernel.module()/body() are not public");
+        assertTrue(Arrays.stream(GpuKernel.class.getMethods()).anyMatch(m -> m.getName().equals("params")),
+                "premise: GpuKernel's public methods were read");
+        int found = 0;
+        for (Class<?> base : new Class<?>[] {GpuDevice.class, GpuStream.class}) {
+            for (java.lang.reflect.Method m : base.getDeclaredMethods()) {
+                if (m.getName().equals("kernelModule") || m.getName().equals("kernelBody")) {
+                    found++;
+                    assertTrue(Modifier.isProtected(m.getModifiers()) && Modifier.isStatic(m.getModifiers()),
+                            m + ": protected, for the backends (subclasses) alone");
+                }
+            }
+        }
+        assertEquals(2, found, "GpuDevice.kernelModule and GpuStream.kernelBody");
+    }
+
+    @Test
     void theTestFixturesAndTheReactorsPartsAreNotInTheLibrary() throws Exception {
         // The CUDA backend's raw kernel catalogue and its fault kernel are core's test fixtures.
         java.nio.file.Path main = java.nio.file.Path.of(GpuDevice.class.getProtectionDomain().getCodeSource().getLocation().toURI());
