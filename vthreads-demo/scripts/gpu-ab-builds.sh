@@ -4,16 +4,20 @@
 # The new build is .gpu (../shared/tools/gpu-bundle); the old one is its core and vthreads-demo
 # classes under .gpu/old/{core-classes,vthreads-demo-classes} (from `mvn package` of that
 # commit), run with the same runtime, natives and libraries (but the bundle's own core jars).
-# Outputs under $OUT: latency-{old,new}-{1,2}.md (+ .err), sweep10-{old,new}.md (+ .err).
+# Outputs, packed into "$OUT/ab.tgz" after every step (a device call brings back at most 8 files):
+# latency-{old,new}-{1,2}.md (+ .err), sweep10-{old,new}.md (+ .err).
 set -u
 source .gpu/env.sh
+R=$(mktemp -d /tmp/gpu-ab.XXXXXX)
+pack() { tar czf "$OUT/ab.tgz" -C "$R" . 2>/dev/null; }
 LIBS=$(ls .gpu/lib/*.jar | grep -v 'cuda-loom-core' | tr '\n' ':')
 OLDCP=.gpu/old/core-classes:.gpu/old/vthreads-demo-classes:${LIBS%:}
 run() { # build, output name, args...
   local b=$1 name=$2; shift 2
   local cp=$CP; [ "$b" = old ] && cp=$OLDCP
-  timeout 120 "$J/bin/java" "${JOPTS[@]}" -cp "$cp" "$@" > "$OUT/$name.md" 2> "$OUT/$name.err"
+  timeout 120 "$J/bin/java" "${JOPTS[@]}" -cp "$cp" "$@" > "$R/$name.md" 2> "$R/$name.err"
   echo "$name: exit $?"
+  pack
 }
 for round in 1 2; do
   order="old new"; [ "$round" = 2 ] && order="new old"
