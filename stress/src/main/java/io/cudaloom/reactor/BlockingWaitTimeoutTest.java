@@ -66,8 +66,8 @@ public class BlockingWaitTimeoutTest {
     static final long TIMEOUT_NANOS = 1;
     /** How long the device waits for the first registration's flag write before giving up. */
     static final int MAX_WAIT_SPINS = 1 << 18;
-    /** Bound on the scanner's passes; retiring the one slot takes a few. */
-    static final int MAX_PASSES = 1 << 16;
+    /** Bound on the scanner's steps after the landing; retiring the one slot takes a few passes. */
+    static final long MAX_SCAN_NANOS = 10_000_000_000L;
     /** The parks' blocker (the reactor's is the facade). */
     static final Object BLOCKER = new Object();
     /** The registration check's "scanner thread": never the waiter (an await on the scanner is refused). */
@@ -106,25 +106,37 @@ public class BlockingWaitTimeoutTest {
 
     @Actor
     public void deviceAndScanner(IIII_Result r) {
+        r.r4 = landAndScan(stream, flags, table, scanner);
+    }
+
+    /**
+     * The device and scanner actor of this test and its broken twin: waits for the first
+     * registration's flag write, lands it, then runs the scanner's steps until that registration
+     * has retired: its slot is back on the free list, or the next await has claimed it again and
+     * reset its flag, or has armed it, or the scanner is idle. Returns r4: 1 landed, 0 no
+     * registration came (the actors ran one after the other), -1 the slot never retired within
+     * {@link #MAX_SCAN_NANOS} (graded FORBIDDEN). Bounded by time, not passes: the waiter may be
+     * descheduled in the middle of its next registration, with a fallback outstanding that keeps
+     * the scanner from going idle.
+     */
+    static int landAndScan(FakeStream stream, OffHeapFlagArray flags, SlotTable<Completion> table, Scanner scanner) {
         int slot = -1;
         for (int i = 0; i < MAX_WAIT_SPINS && (slot = stream.firstFlag.get()) < 0; i++) {
             Thread.onSpinWait();
         }
         if (slot < 0) {
-            r.r4 = 0; // the registration did not come (the actors ran one after the other)
-            return;
+            return 0; // the registration did not come (the actors ran one after the other)
         }
         flags.setRelease(slot, 1); // the first await's kernel completes: the device writes its flag
-        r.r4 = 1;
         scanner.resume();
-        for (int pass = 0; pass < MAX_PASSES; pass++) {
-            // Done when idle (the first slot retired, nothing armed) or when the second await
-            // armed the recycled slot (its flag never lands: nothing more to deliver).
-            if (scanner.step() || stream.flagWrites.get() >= 2) {
-                return;
+        long deadline = System.nanoTime() + MAX_SCAN_NANOS;
+        while (System.nanoTime() - deadline < 0) {
+            if (scanner.step() || table.freeCount() == 1 || flags.getAcquire(slot) == 0
+                    || stream.flagWrites.get() >= 2) {
+                return 1;
             }
         }
-        r.r4 = -1; // the slot never retired: graded FORBIDDEN
+        return -1; // the slot never retired: graded FORBIDDEN
     }
 
     static io.cudaloom.AwaitLatency noSnapshot(long count, long p50, long p90, long p99, long p999, long max, double mean,

@@ -64,22 +64,6 @@ public class BrokenBlockingWaitTimeoutTest {
 
     @Actor
     public void deviceAndScanner(IIII_Result r) {
-        int slot = -1;
-        for (int i = 0; i < BlockingWaitTimeoutTest.MAX_WAIT_SPINS && (slot = stream.firstFlag.get()) < 0; i++) {
-            Thread.onSpinWait();
-        }
-        if (slot < 0) {
-            r.r4 = 0;
-            return;
-        }
-        flags.setRelease(slot, 1);
-        r.r4 = 1;
-        scanner.resume();
-        for (int pass = 0; pass < BlockingWaitTimeoutTest.MAX_PASSES; pass++) {
-            if (scanner.step() || stream.flagWrites.get() >= 2) {
-                return;
-            }
-        }
-        r.r4 = -1;
+        r.r4 = BlockingWaitTimeoutTest.landAndScan(stream, flags, table, scanner);
     }
 }
