@@ -6,25 +6,47 @@
 # commit), run with the same runtime, natives and libraries (but the bundle's own core jars).
 # Outputs, packed into "$OUT/ab.tgz" after every step (a device call brings back at most 8 files):
 # latency-{old,new}-{1,2}.md (+ .err), sweep10-{old,new}.md (+ .err).
+# AB_STEPS picks the steps in order (default "latency sweep10"); "sweep1000" is the sweep of 1 ms
+# kernels old, new, new, old (sweep1000-{old,new}-{1,2}.md), "sweep200" that of 200 us kernels
+# old, new (sweep200-{old,new}.md), each with its .err.
 set -u
 source .gpu/env.sh
 R=$(mktemp -d /tmp/gpu-ab.XXXXXX)
 pack() { tar czf "$OUT/ab.tgz" -C "$R" . 2>/dev/null; }
 LIBS=$(ls .gpu/lib/*.jar | grep -v 'cuda-loom-core' | tr '\n' ':')
-OLDCP=.gpu/old/core-classes:.gpu/old/vthreads-demo-classes:${LIBS%:}
+OLDCP=.gpu/old/core-classes:.gpu/old/vthreads-demo-classes:.gpu/cp/core-test-classes:${LIBS%:}
 run() { # build, output name, args...
   local b=$1 name=$2; shift 2
   local cp=$CP; [ "$b" = old ] && cp=$OLDCP
-  timeout 120 "$J/bin/java" "${JOPTS[@]}" -cp "$cp" "$@" > "$R/$name.md" 2> "$R/$name.err"
+  timeout ${AB_TIMEOUT:-150} "$J/bin/java" "${JOPTS[@]}" -cp "$cp" "$@" > "$R/$name.md" 2> "$R/$name.err"
   echo "$name: exit $?"
   pack
 }
-for round in 1 2; do
-  order="old new"; [ "$round" = 2 ] && order="new old"
-  for b in $order; do
-    run "$b" "latency-$b-$round" io.cudaloom.bench.WaitLatencyBench iterations=2000 warmup=2000 methods=await,sync kernelsUs=0,20,200
-  done
+for step in ${AB_STEPS:-latency sweep10}; do
+  case "$step" in
+    latency)
+      for round in 1 2; do
+        order="old new"; [ "$round" = 2 ] && order="new old"
+        for b in $order; do
+          run "$b" "latency-$b-$round" io.cudaloom.bench.WaitLatencyBench iterations=2000 warmup=2000 methods=await,sync kernelsUs=0,20,200
+        done
+      done ;;
+    sweep10)
+      for b in old new; do
+        run "$b" "sweep10-$b" io.cudaloom.bench.GpuBench sweep kernelsUs=10 rounds=1
+      done ;;
+    sweep1000)
+      for round in 1 2; do
+        order="old new"; [ "$round" = 2 ] && order="new old"
+        for b in $order; do
+          run "$b" "sweep1000-$b-$round" io.cudaloom.bench.GpuBench sweep kernelsUs=1000 rounds=1
+        done
+      done ;;
+    sweep200)
+      for b in old new; do
+        run "$b" "sweep200-$b" io.cudaloom.bench.GpuBench sweep kernelsUs=200 rounds=1
+      done ;;
+    *) echo "unknown step $step" ;;
+  esac
 done
-for b in old new; do
-  run "$b" "sweep10-$b" io.cudaloom.bench.GpuBench sweep kernelsUs=10 rounds=1
-done
+grep -h "await()" "$R"/*.md | cut -c1-240

@@ -282,7 +282,11 @@ public final class ReactorConfig {
             return this;
         }
 
-        /** Bounds of the scanner's timed parks while slots are armed but nothing completes. */
+        /**
+         * Bounds of the scanner's timed parks while slots are armed but nothing completes. The
+         * maximum is also how late, at most (plus the timer's slack), the scanner sees a completion
+         * that comes earlier than it predicted: no park while something is armed is longer.
+         */
         public Builder scannerPark(Duration min, Duration max) {
             checked("scannerPark min", min, false);
             checked("scannerPark max", max, false);

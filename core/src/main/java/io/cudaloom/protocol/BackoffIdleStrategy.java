@@ -8,9 +8,10 @@ import java.util.concurrent.locks.LockSupport;
  * <ul>
  *   <li>something is armed and the consumer has a <em>prediction</em>: the average time from one
  *       wake-up or retirement to the next retirement ({@link #progress}, an exponential moving
- *       average of weight 1/4). It parks once until shortly before the predicted retirement (less
+ *       average of weight 1/4). It parks until shortly before the predicted retirement (less
  *       a margin of 2% of the prediction or 5 us, whichever is larger, less its own measured park
- *       overshoot), then spins through the predicted time and a little past it (a quarter of the
+ *       overshoot), in parks of at most {@code maxParkNanos}, so that a retirement earlier than
+ *       predicted is seen within {@code maxParkNanos} and the timer's slack; then it spins through the predicted time and a little past it (a quarter of the
  *       prediction, at most {@code spinNanos}). A retirement that comes as predicted is therefore
  *       seen within the margin while the core sleeps through most of the wait: one waiter on a
  *       200 us kernel costs a few microseconds of scanner CPU, not 200. A prediction shorter than
@@ -183,7 +184,13 @@ public final class BackoffIdleStrategy {
             long margin = marginFor(expected);
             long wakeAt = expected - margin - parkOvershoot;
             if (wakeAt - waited >= minParkNanos) {
-                timedPark(Math.min(wakeAt - waited, untilDeadline), now);
+                // In parks of at most maxParkNanos: a retirement that comes earlier than predicted
+                // (the gaps of many streams' completions vary) is seen within maxParkNanos and the
+                // timer's slack, not at the end of the whole prediction. What such a late look costs
+                // under load: the permits of admission come back only when the scanner sees a
+                // completion, so a stream whose queued work was all covered by the landed write
+                // stands idle until then.
+                timedPark(Math.min(Math.min(wakeAt - waited, maxParkNanos), untilDeadline), now);
                 afterPredictedPark = true;
                 return Step.TIMED_PARK;
             }

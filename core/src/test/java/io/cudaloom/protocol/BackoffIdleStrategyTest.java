@@ -85,4 +85,46 @@ class BackoffIdleStrategyTest {
         assertTrue(latePerWait <= latencyBound,
                 "retirements seen " + latePerWait + " ns after they landed (bound " + latencyBound + ")");
     }
+
+    /**
+     * A prediction is a guess: under load the gaps between many streams' completions vary, and one
+     * that comes far earlier than predicted must not wait for the end of the predicted park (its
+     * stream's admission permits come back only when the scanner sees it). After learning 30 ms
+     * gaps, a retirement that lands 2 ms after the wake-up is seen within maxPark and the slack.
+     * Before the cap, the scanner parked once through about 29 ms and saw it 27 ms late.
+     */
+    @ParameterizedTest(name = "slack {0} ns")
+    @CsvSource({"55000", "6000"})
+    void aRetirementEarlierThanPredictedIsSeenWithinMaxPark(long slack) {
+        Model m = new Model(slack);
+        long maxPark = 1_000_000L;
+        BackoffIdleStrategy idle = new BackoffIdleStrategy(250_000L, 100_000L, 20_000L, maxPark, m, this,
+                () -> m.now);
+        long learned = 30_000_000L;
+        for (int i = 0; i < 50; i++) { // learn 30 ms gaps
+            idle.reset(m.now);
+            long lands = m.now + learned;
+            while (m.now < lands) {
+                if (idle.idle(true, m.now, BackoffIdleStrategy.NO_DEADLINE) == BackoffIdleStrategy.Step.SPUN) {
+                    m.now += PASS_NANOS;
+                }
+            }
+            idle.progress(m.now);
+        }
+        idle.reset(m.now);
+        long lands = m.now + 2_000_000L; // far earlier than predicted
+        long longestPark = 0;
+        while (m.now < lands) {
+            long before = m.now;
+            if (idle.idle(true, m.now, BackoffIdleStrategy.NO_DEADLINE) == BackoffIdleStrategy.Step.SPUN) {
+                m.now += PASS_NANOS;
+            }
+            longestPark = Math.max(longestPark, m.now - before);
+        }
+        long late = m.now - lands;
+        assertTrue(longestPark >= maxPark,
+                "premise: the learned prediction (30 ms) makes the scanner park, its longest step was " + longestPark + " ns");
+        assertTrue(late <= maxPark + slack,
+                "a retirement 28 ms earlier than predicted was seen " + late + " ns after it landed (bound " + (maxPark + slack) + ")");
+    }
 }
