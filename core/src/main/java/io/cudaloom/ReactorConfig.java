@@ -9,8 +9,8 @@ import java.util.Objects;
  * <p>Defaults: 4,096 slots; the waiter spins on its own flag for up to 50 us before parking
  * (only while at most half as many threads as processors are inside {@code await()}, and only if
  * its stream's recent awaits were that short), then parks untimed until its completer unparks it;
- * the scanner predicts the next retirement from the recent ones and parks until shortly before it
- * (without a prediction it spins 250 us after its last wake-up or retirement, then parks for 2% of
+ * the scanner predicts the next retirement from the recent ones and parks until shortly before it,
+ * in parks of at most 1 ms (without a prediction it spins 250 us after its last wake-up or retirement, then parks for 2% of
  * the time it has waited so far, between 20 us and 1 ms), and parks untimed as soon as nothing is
  * armed (no linger); streams of slots that stay armed are probed for device faults at most once per
  * millisecond; the reactor's {@link ReactorMXBean} is registered while the device is open.

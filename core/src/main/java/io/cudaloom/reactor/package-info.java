@@ -35,7 +35,8 @@
  * threads wait: a short kernel then completes without any wake-up; when the stream's recent
  * waits were longer, it sleeps through most of the predicted wait and spins only its end
  * (BlockingWait). The scanner's idle strategy (BackoffIdleStrategy) predicts the next
- * retirement from the recent ones, parks until shortly before it (2% of it or 5 us) and spins
+ * retirement from the recent ones, parks until shortly before it (2% of it or 5 us), in parks of
+ * at most 1 ms (scannerPark's maximum: an earlier completion is seen within it), and spins
  * through it; without a prediction it spins 250 us after its last retirement, then backs off
  * with parks of 2% of the wait, at most 1 ms; with nothing armed it parks at once (no linger by
  * default, ReactorConfig.Builder.scannerLinger says why) until a registration's idle-to-active
