@@ -21,7 +21,7 @@
 #   (c) WaitLatencyBench, await() and cuStreamSynchronize, empty / 20 us / 200 us kernels, 2,000
 #       timed waits after 2,000 warm-up, rounds A and B, CPU per wait side by side: ~20 s
 #       expected (12 runs, each on a fresh device, the 200 us ones ~0.9 s of waiting); killed
-#       after 60 s
+#       after 60 s; LATENCY_METHODS replaces the methods (e.g. await,await-noprewake,sync)
 #   (d) DemoMain --device cuda --iterations 60, 10,000 virtual threads, steady state after a
 #       warm-up of the first iteration: ~25 s expected (600,000 steps at ~30,000/s); killed after 70 s
 # Limits: 150 + 200 + 60 + 70 = 480 s, plus up to 5 s per step between TERM and KILL: 500 s.
@@ -54,7 +54,7 @@ step "(a) sweep" sweep.md 150 \
 step "(b) servlet" servlet.md 200 \
   bash .gpu/java io.cudaloom.bench.GpuBench servlet concurrency=100,10000 seconds=8
 step "(c) wait latency" latency.md 60 \
-  bash .gpu/java io.cudaloom.bench.WaitLatencyBench iterations=2000 warmup=2000 methods=await,sync kernelsUs=0,20,200
+  bash .gpu/java io.cudaloom.bench.WaitLatencyBench iterations=2000 warmup=2000 methods="${LATENCY_METHODS:-await,sync}" kernelsUs=0,20,200
 step "(d) demo steady state" demo.txt 70 \
   bash .gpu/java io.cudaloom.demo.DemoMain --device cuda --iterations 60
 

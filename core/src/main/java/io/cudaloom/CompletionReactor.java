@@ -9,6 +9,7 @@ import io.cudaloom.reactor.CounterSnapshot;
 import io.cudaloom.reactor.FallbackReason;
 import io.cudaloom.reactor.FallbackRegistration;
 import io.cudaloom.reactor.LatencyRecorder;
+import io.cudaloom.reactor.PreWake;
 import io.cudaloom.reactor.ReactorCounters;
 import io.cudaloom.reactor.ReactorLifecycle;
 import io.cudaloom.reactor.ReactorObservability;
@@ -94,10 +95,11 @@ public final class CompletionReactor {
         int id = IDS.incrementAndGet();
         this.callbackExecutor = ReactorThreads.callbackExecutor(id);
         // The parts get what they use, never this facade; `this` is only the parks' blocker.
-        this.blockingWait = new BlockingWait(state, checks, table, registrar, config, counters, latency, device.name(),
-                this, callbackExecutor);
+        PreWake preWake = new PreWake(config, this::wakeScanner);
+        this.blockingWait = new BlockingWait(state, checks, table, registrar, preWake, config, counters, latency,
+                device.name(), this, callbackExecutor);
         this.callbacks = new CallbackRegistrations(checks, table, registrar, counters);
-        this.scanner = new Scanner(lifecycle, registrar, table, config, device.faults, this);
+        this.scanner = new Scanner(lifecycle, registrar, table, config, device.faults, preWake, this);
         this.scannerThread = ReactorThreads.system("cuda-loom-scanner-" + id + " (" + device.name() + ")", scanner.task());
         this.observability = new ReactorObservability(observed, device.name(), id);
         ReactorObservability o = observability;

@@ -44,6 +44,7 @@ public final class ReactorConfig {
     private final int admissionLimit;
     private final int flagWritesInFlight;
     private final boolean relayWakeups;
+    private final boolean waiterPreWake;
     private final boolean jmx;
     private final double slowAwaitFactor;
 
@@ -61,6 +62,7 @@ public final class ReactorConfig {
         this.admissionLimit = b.admissionLimit;
         this.flagWritesInFlight = b.flagWritesInFlight;
         this.relayWakeups = b.relayWakeups;
+        this.waiterPreWake = b.waiterPreWake;
         this.jmx = b.jmx;
         this.slowAwaitFactor = b.slowAwaitFactor;
     }
@@ -86,6 +88,7 @@ public final class ReactorConfig {
                 .admissionLimit(admissionLimit)
                 .flagWritesInFlight(flagWritesInFlight)
                 .relayWakeups(relayWakeups)
+                .waiterPreWake(waiterPreWake)
                 .jmx(jmx)
                 .slowAwaitFactor(slowAwaitFactor);
     }
@@ -106,6 +109,8 @@ public final class ReactorConfig {
     public int flagWritesInFlight() { return flagWritesInFlight; }
     /** Whether woken members of a shared flag write wake the others ({@link Builder#relayWakeups}). */
     public boolean relayWakeups() { return relayWakeups; }
+    /** Whether the scanner wakes a waiter that sleeps through a predicted wait ({@link Builder#waiterPreWake}). */
+    public boolean waiterPreWake() { return waiterPreWake; }
     /** Whether the reactor registers its {@link ReactorMXBean} while open (see {@link Builder#jmx}). */
     public boolean jmx() { return jmx; }
     /** The relative {@code SlowAwait} threshold's factor over the recent p99 ({@link Builder#slowAwaitFactor}); 0: off. */
@@ -118,7 +123,7 @@ public final class ReactorConfig {
                 + ", scannerSpin=" + scannerSpinNanos + "ns, scannerLinger=" + scannerLingerNanos + "ns, scannerPark=" + scannerMinParkNanos
                 + ".." + scannerMaxParkNanos + "ns, faultProbeInterval=" + faultProbeIntervalNanos + "ns"
                 + ", admissionLimit=" + admissionLimit + (coalesce ? ", coalesce (flagWritesInFlight="
-                + flagWritesInFlight + (relayWakeups ? ", relayed wake-ups" : "") + ")" : ", no coalesce") + (jmx ? "" : ", no jmx") + "]";
+                + flagWritesInFlight + (relayWakeups ? ", relayed wake-ups" : "") + ")" : ", no coalesce") + (waiterPreWake ? "" : ", no pre-wake") + (jmx ? "" : ", no jmx") + "]";
     }
 
     /** Builder; each setter rejects bad values at once with a message naming the setting. */
@@ -136,6 +141,7 @@ public final class ReactorConfig {
         private int admissionLimit = DEFAULT_ADMISSION_LIMIT;
         private int flagWritesInFlight = 1;
         private boolean relayWakeups = true;
+        private boolean waiterPreWake = true;
         private boolean jmx = true;
         private double slowAwaitFactor = DEFAULT_SLOW_AWAIT_FACTOR;
 
@@ -212,6 +218,22 @@ public final class ReactorConfig {
          */
         public Builder relayWakeups(boolean relay) {
             this.relayWakeups = relay;
+            return this;
+        }
+
+        /**
+         * Whether the scanner wakes a waiter that sleeps through a predicted wait (default true).
+         * A waiter whose stream's recent awaits were longer than its spin sleeps until shortly
+         * before the predicted end, then spins on its flag; a virtual thread's own timed park
+         * returns 65-78 us late on the H200 (the JDK's timer thread has Linux's default 50 us of
+         * timer slack, then the carrier wakes), so it must wake that much earlier and spin
+         * through the difference. With this on, the waiter asks the scanner instead, whose parks
+         * have 1 us of slack, and its park is only a backstop: it wakes a carrier's wake-up after
+         * the planned time and spins a few microseconds. False: the waiter's own timed park
+         * (for comparisons; docs/BENCHMARKS.md).
+         */
+        public Builder waiterPreWake(boolean preWake) {
+            this.waiterPreWake = preWake;
             return this;
         }
 

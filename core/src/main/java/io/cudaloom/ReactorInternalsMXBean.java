@@ -35,6 +35,9 @@ public interface ReactorInternalsMXBean {
     /** {@link ReactorStats.Internals#scannerUnparks()}. */
     long getScannerUnparks();
 
+    /** {@link ReactorStats.Internals#preWakes()}. */
+    long getPreWakes();
+
     /** {@link ReactorStats.Internals#scanPasses()}. */
     long getScanPasses();
 

@@ -99,6 +99,9 @@ public final class ReactorStats {
     /** Unparks of the scanner by registrants (idle-to-active transitions). */
     public long scannerUnparks() { return get(Counter.SCANNER_UNPARKS); }
 
+    /** Waiters the scanner woke at the time they asked, shortly before their predicted completion. */
+    public long preWakes() { return get(Counter.PRE_WAKES); }
+
     /** Scan passes. */
     public long scanPasses() { return get(Counter.SCAN_PASSES); }
 
@@ -177,6 +180,8 @@ public final class ReactorStats {
         public long scannerTimedParks() { return get(Counter.SCANNER_TIMED_PARKS); }
         /** {@link ReactorStats#scannerUnparks()}. */
         public long scannerUnparks() { return get(Counter.SCANNER_UNPARKS); }
+        /** {@link ReactorStats#preWakes()}. */
+        public long preWakes() { return get(Counter.PRE_WAKES); }
         /** {@link ReactorStats#scanPasses()}. */
         public long scanPasses() { return get(Counter.SCAN_PASSES); }
         /** {@link ReactorStats#faultProbes()}. */
@@ -248,6 +253,7 @@ public final class ReactorStats {
         public Builder scannerParks(long v) { return set(Counter.SCANNER_PARKS, v); }
         public Builder scannerTimedParks(long v) { return set(Counter.SCANNER_TIMED_PARKS, v); }
         public Builder scannerUnparks(long v) { return set(Counter.SCANNER_UNPARKS, v); }
+        public Builder preWakes(long v) { return set(Counter.PRE_WAKES, v); }
         public Builder scanPasses(long v) { return set(Counter.SCAN_PASSES, v); }
         public Builder faultProbes(long v) { return set(Counter.FAULT_PROBES, v); }
         public Builder quarantined(int v) { return set(Counter.QUARANTINED, v); }

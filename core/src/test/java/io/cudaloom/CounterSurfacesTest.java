@@ -67,6 +67,7 @@ class CounterSurfacesTest {
             "scannerParks", "cudaloom.internal.scanner.parks",
             "scannerTimedParks", "cudaloom.internal.scanner.timed.parks",
             "scannerUnparks", "cudaloom.internal.scanner.unparks",
+            "preWakes", "cudaloom.internal.pre.wakes",
             "scanPasses", "cudaloom.internal.scan.passes",
             "faultProbes", "cudaloom.internal.fault.probes",
             "quarantined", "cudaloom.slots.quarantined",

@@ -226,4 +226,38 @@ class LoadPathTest {
         // shortly before the predicted retirement leaves the margin's spin and a late kernel's.
         assertTrue(passes < n * 5_000L, "scan passes per 2 ms wait: " + passes / n);
     }
+    /** {@code n} awaits of 2 ms kernels on one stream after 20 that teach the stream its wait; returns the pre-wakes they made. */
+    private long preWakesOfALoneWaiterOnLongKernels(ReactorConfig config, int n) throws Exception {
+        SimulatedDevice device = device(config, SimulatedDevice.DEFAULT_QUEUE_ENTRIES);
+        SimulatedStream stream = device.newStream();
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        Thread waiter = Thread.ofVirtual().start(() -> {
+            try {
+                for (int i = 0; i < 20 + n; i++) {
+                    stream.launchKernel(Duration.ofMillis(2));
+                    stream.await();
+                }
+            } catch (Throwable e) {
+                failure.set(e);
+            }
+        });
+        assertTrue(waiter.join(LONG), "the waiter did not finish");
+        if (failure.get() != null) {
+            throw new AssertionError("the waiter failed", failure.get());
+        }
+        return device.reactor().stats().preWakes();
+    }
+
+    @Test
+    void aLoneWaiterSleepingThroughAPredictedWaitIsWokenByTheScannerAtTheTimeItAsked() throws Exception {
+        int n = 20;
+        long preWakes = preWakesOfALoneWaiterOnLongKernels(ReactorConfig.defaults(), n);
+        assertTrue(preWakes >= 1 && preWakes <= 20 + n, "pre-wakes: " + preWakes);
+    }
+
+    @Test
+    void withPreWakesOffTheScannerWakesNobodyBeforeTheirWork() throws Exception {
+        long preWakes = preWakesOfALoneWaiterOnLongKernels(ReactorConfig.builder().waiterPreWake(false).build(), 20);
+        assertEquals(0, preWakes, "pre-wakes with the setting off");
+    }
 }

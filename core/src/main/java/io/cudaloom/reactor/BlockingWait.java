@@ -28,9 +28,11 @@ import org.jspecify.annotations.Nullable;
  * and the spinning on); and not while a quarter of the slots are armed (back-pressure on a scanner
  * that is behind). If the stream's recent awaits ({@link StreamRecord#recentWaitNanos}) were longer
  * than the spin (up to {@link #MAX_PREDICTED_WAIT_NANOS}), a spin from the start would be pure
- * waste: the waiter sleeps (a timed park) until shortly before the predicted end and spins only
- * through it, so one waiter on a 200 us kernel is woken by no one and spins some microseconds, not
- * 200 (the scanner, which would otherwise wake it, sees a retirement late by a carrier's wake-up).
+ * waste: the waiter sleeps until shortly before the predicted end and spins only through it. The
+ * sleep is ended by the scanner at the time the waiter posted ({@link PreWake}), its own timed park
+ * being the backstop, so one waiter on a 200 us kernel spins through a carrier's wake-up and the
+ * margin, not through the JDK timer's slack, and its completion is seen by its own spin (the
+ * scanner, which would otherwise deliver it, would add a carrier's wake-up after the landing).
  *
  * <p>Driver calls: a stream with counted work not yet proven complete
  * ({@link GpuStream#hasWorkNotKnownComplete}) is taken as busy without a query; registering on a
@@ -48,6 +50,8 @@ public final class BlockingWait implements CoalescedWait.Parking {
     private final Object parkBlocker;
     private final SlotTable<Completion> table;
     private final Registrar registrar;
+    /** Where a sleep through a predicted wait asks the scanner to end it (see {@link #sleepThroughPrediction}). */
+    private final PreWake preWake;
     private final ReactorConfig config;
     private final ReactorCounters counters;
     private final @Nullable CoalescedWait coalesced;
@@ -61,9 +65,10 @@ public final class BlockingWait implements CoalescedWait.Parking {
     private final int spinArmedLimit;
 
     public BlockingWait(ReactorState state, RegistrationChecks checks, SlotTable<Completion> table, Registrar registrar,
-            ReactorConfig config, ReactorCounters counters, LatencyRecorder latency, String deviceName,
+            PreWake preWake, ReactorConfig config, ReactorCounters counters, LatencyRecorder latency, String deviceName,
             Object parkBlocker, Executor callbackExecutor) {
         this.state = state;
+        this.preWake = preWake;
         this.checks = checks;
         this.latency = latency;
         this.deviceName = deviceName;
@@ -230,14 +235,16 @@ public final class BlockingWait implements CoalescedWait.Parking {
 
     /** Predictions longer than this are not slept through and spun at the end: the waiter just parks. */
     static final long MAX_PREDICTED_WAIT_NANOS = 10_000_000L;
-    /** How late a waiter's timed park returns, on average (timer slack, the carrier's wake-up); racy by design. */
+    /** How late a waiter's own timed park returns, on average (timer slack, the carrier's wake-up); racy by design. */
     private volatile long parkOvershootNanos;
+    /** How late a waiter that the scanner wakes ({@link PreWake}) runs again, on average (a carrier's wake-up); racy by design. */
+    private volatile long preWokenLateNanos;
 
     /**
      * How a waiter spins ({@link #spinOnOwnFlag}, {@link #spinOnGroupFlag}): for
      * {@link ReactorConfig#waiterSpinNanos()}, or, when {@code predicted > 0} (the stream's
      * recent waits were longer than that), asleep until shortly before the predicted end, less a
-     * margin of 2% or 5 us (whichever is larger) and the learned overshoot of such parks, then
+     * margin of 2% or 5 us (whichever is larger) and the learned lateness of such sleeps, then
      * spinning through the prediction and {@code waiterSpinNanos} past it. A flag that lands early
      * is delivered by the scanner meanwhile, whose unpark ends the sleep. An interrupt or the
      * deadline ends the spin (the park that follows handles them).
@@ -246,43 +253,68 @@ public final class BlockingWait implements CoalescedWait.Parking {
         return interruptible && Thread.currentThread().isInterrupted();
     }
 
-    /** Sleeps through most of a predicted wait (see the note above); returns when the spin that follows ends. */
+    /**
+     * Sleeps through most of a predicted wait (see the note above); returns when the spin that
+     * follows ends. The sleep is ended by the scanner where it can be ({@link PreWake}: a post of
+     * the wake-up time, which the scanner honours within its 1 us timer slack), so it is late by a
+     * carrier's wake-up only; the waiter's own timed park is the backstop, and the whole sleep
+     * where every cell is taken or pre-wakes are off, with its own (larger) learned lateness. Each
+     * lateness is learned apart, from the sleeps that ended its way.
+     */
     private long sleepThroughPrediction(Waiter waiter, long ticket, long predicted, boolean interruptible, boolean timed,
             long deadline) {
         long start = System.nanoTime();
         long end = start + Math.max(0L, predicted) + config.waiterSpinNanos();
         if (predicted > 0) {
-            long margin = BackoffIdleStrategy.marginFor(predicted); // the scanner's margin, the same rule
-            long sleep = predicted - margin - parkOvershootNanos;
-            if (timed) {
-                sleep = Math.min(sleep, deadline - start);
+            long untilMargin = predicted - BackoffIdleStrategy.marginFor(predicted); // the scanner's margin, the same rule
+            long wakeAt = wakeAt(start, untilMargin - preWokenLateNanos, timed, deadline);
+            int cell = wakeAt - start > 0 ? preWake.post(waiter, wakeAt) : PreWake.NOT_POSTED;
+            if (cell == PreWake.NOT_POSTED) {
+                wakeAt = wakeAt(start, untilMargin - parkOvershootNanos, timed, deadline);
             }
-            long wakeAt = start + sleep;
             long remaining;
             // A spurious or stale wake-up (an unpark meant for an earlier wait) sleeps again for the rest.
             while (!waiter.isDelivered(ticket) && (remaining = wakeAt - System.nanoTime()) > 0) {
-                LockSupport.parkNanos(parkBlocker, remaining);
+                boolean posted = cell != PreWake.NOT_POSTED;
+                LockSupport.parkNanos(parkBlocker, remaining); // posted: a backstop the scanner's unpark ends first
                 long now = System.nanoTime();
                 long late;
                 if (!waiter.isDelivered(ticket)) {
-                    late = now - wakeAt; // woken by the timer: the sleep's lateness
+                    late = now - wakeAt; // woken at the planned time (the scanner's unpark or the timer): the lateness
                 } else {
-                    // Woken by the delivery. If the work landed after the planned wake-up, the
-                    // timer had not woken this thread by then: the lateness is at least that (else
-                    // a sleep that always overshoots the landing would never learn its lateness).
+                    // Woken by the delivery. If the work landed after the planned wake-up, nothing had
+                    // woken this thread by then: the lateness is at least that (else a sleep that
+                    // always overshoots the landing would never learn its lateness).
                     long landed = waiter.landedAt();
                     late = landed != 0L && landed - wakeAt > 0 ? landed - wakeAt + BackoffIdleStrategy.MIN_MARGIN_NANOS : -1L;
                 }
                 if (late >= 0 && late < BackoffIdleStrategy.MAX_OVERSHOOT_NANOS) {
-                    long old = parkOvershootNanos;
-                    parkOvershootNanos = old + ((late - old) >> 2);
+                    if (posted) {
+                        long old = preWokenLateNanos;
+                        preWokenLateNanos = old + ((late - old) >> 2);
+                    } else {
+                        long old = parkOvershootNanos;
+                        parkOvershootNanos = old + ((late - old) >> 2);
+                    }
+                }
+                if (posted && !preWake.holds(cell, waiter)) {
+                    // Taken by the scanner: its unpark woke us, or will leave a permit. Woken early
+                    // all the same (an ABA of the cell, WakeBoard): post again for the rest.
+                    cell = !waiter.isDelivered(ticket) && wakeAt - now > 0 ? preWake.post(waiter, wakeAt) : PreWake.NOT_POSTED;
                 }
                 if (interrupted(interruptible)) {
                     break; // the park that follows the spin handles it
                 }
             }
+            if (cell != PreWake.NOT_POSTED) {
+                preWake.withdraw(cell, waiter); // fails only if the scanner took it: a permit may be left, re-checked
+            }
         }
         return timed && deadline - end < 0 ? deadline : end;
+    }
+
+    private static long wakeAt(long start, long sleep, boolean timed, long deadline) {
+        return start + (timed ? Math.min(sleep, deadline - start) : sleep);
     }
 
     /**

@@ -72,6 +72,8 @@ public enum Counter {
             "cudaloom.internal.scanner.timed.parks", "Timed parks of the scanner's back-off while slots stayed armed"),
     SCANNER_UNPARKS("scannerUnparks", Source.ADDER, Type.LONG, Measure.COUNT, Unit.NONE, Group.INTERNAL,
             "cudaloom.internal.scanner.unparks", "Unparks of the scanner by registrants (idle-to-active transitions)"),
+    PRE_WAKES("preWakes", Source.SCANNER, Type.LONG, Measure.COUNT, Unit.NONE, Group.INTERNAL,
+            "cudaloom.internal.pre.wakes", "Waiters the scanner woke at the time they asked, shortly before their predicted completion"),
     SCAN_PASSES("scanPasses", Source.SCANNER, Type.LONG, Measure.COUNT, Unit.NONE, Group.INTERNAL,
             "cudaloom.internal.scan.passes", "Scan passes"),
     FAULT_PROBES("faultProbes", Source.SCANNER, Type.LONG, Measure.COUNT, Unit.NONE, Group.INTERNAL,

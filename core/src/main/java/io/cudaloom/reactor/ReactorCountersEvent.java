@@ -105,6 +105,9 @@ public final class ReactorCountersEvent extends jdk.jfr.Event {
     @Label("Scanner Unparks")
     long scannerUnparks;
 
+    @Label("Pre-wakes")
+    long preWakes;
+
     @Label("Scan Passes")
     long scanPasses;
 

@@ -92,6 +92,8 @@ public final class Scanner implements ReactorCounters.ScannerCounts {
     /** {@link #failed}, made once: what the fault owner's decisions report a throwing backend hook to. */
     private final java.util.function.Consumer<RuntimeException> hookFailed = this::failed;
     private final BackoffIdleStrategy idle;
+    /** Waiters that asked to be woken at a time ({@link PreWake}): woken by {@link #doWork}, never slept past. */
+    private final PreWake preWake;
     /**
      * The {@link Counter.Source#SCANNER} counters, by {@link Counter#ordinal()} (the other
      * counters' elements stay 0): single writer, opaque stores and loads (class comment).
@@ -119,8 +121,8 @@ public final class Scanner implements ReactorCounters.ScannerCounts {
     private volatile long cpuNanosAtExit = -1L;
 
     public Scanner(Owner lifecycle, Registrar registrar, SlotTable<Completion> table, ReactorConfig config,
-            DeviceFaults faults, Object parkBlocker) {
-        this(lifecycle, registrar, table, config, faults, parkBlocker, DEFERRED_UNTIMED_PARK);
+            DeviceFaults faults, PreWake preWake, Object parkBlocker) {
+        this(lifecycle, registrar, table, config, faults, preWake, parkBlocker, DEFERRED_UNTIMED_PARK);
     }
 
     /**
@@ -130,8 +132,9 @@ public final class Scanner implements ReactorCounters.ScannerCounts {
      * {@link #resume} and {@link #step} themselves, as {@link #runUntilIdle} does.
      */
     Scanner(Owner lifecycle, Registrar registrar, SlotTable<Completion> table, ReactorConfig config,
-            DeviceFaults faults, Object parkBlocker, BackoffIdleStrategy.Parker parker) {
+            DeviceFaults faults, PreWake preWake, Object parkBlocker, BackoffIdleStrategy.Parker parker) {
         this.parkBlocker = parkBlocker;
+        this.preWake = preWake;
         this.lifecycle = lifecycle;
         this.registrar = registrar;
         this.table = table;
@@ -139,7 +142,7 @@ public final class Scanner implements ReactorCounters.ScannerCounts {
         this.faults = faults;
         this.idle = new BackoffIdleStrategy(config.scannerSpinNanos(), config.scannerLingerNanos(),
                 config.scannerMinParkNanos(),
-                config.scannerMaxParkNanos(), parker, parkBlocker);
+                config.scannerMaxParkNanos(), preWake.parker(parker), parkBlocker); // never parks past a pre-wake
         this.batch = new RetiredBatch<>(table.capacity());
         this.failBatch = new RetiredBatch<>(table.capacity());
         this.collectProbeStream = slot -> probeStreams.add(registrar.streamOf(slot));
@@ -155,8 +158,12 @@ public final class Scanner implements ReactorCounters.ScannerCounts {
 
     /** Counts one of the scanner's counter {@code c} (the scanner thread only). */
     private void increment(Counter c) {
+        add(c, 1);
+    }
+
+    private void add(Counter c, long n) {
         int i = c.ordinal();
-        COUNT.setOpaque(counts, i, counts[i] + 1);
+        COUNT.setOpaque(counts, i, counts[i] + n);
     }
 
     private void setQuarantined() {
@@ -270,6 +277,10 @@ public final class Scanner implements ReactorCounters.ScannerCounts {
         long now = System.nanoTime();
         if (retired > 0) {
             idle.progress(now);
+        }
+        int woken = preWake.fireDue(now); // after the deliveries: a waiter whose work landed is woken by those
+        if (woken > 0) {
+            add(Counter.PRE_WAKES, woken);
         }
         if (now - nextProbeAt >= 0) {
             nextProbeAt = now + config.faultProbeIntervalNanos();

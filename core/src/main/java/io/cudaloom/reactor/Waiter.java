@@ -1,6 +1,7 @@
 package io.cudaloom.reactor;
 
 import io.cudaloom.CompletionReactor;
+import io.cudaloom.protocol.WakeBoard;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.concurrent.locks.LockSupport;
@@ -29,7 +30,7 @@ import org.jspecify.annotations.Nullable;
  * <p>The ticket comparison is the ABA guard: a delivery for any other registration (an earlier
  * one of this thread that was abandoned) never satisfies the current one.
  */
-final class Waiter implements Completion {
+final class Waiter implements Completion, WakeBoard.Sleeper {
     private static final VarHandle DELIVERED;
     private static final ThreadLocal<Waiter> CURRENT = ThreadLocal.withInitial(Waiter::new);
     static final long NONE = Long.MIN_VALUE;
@@ -47,6 +48,11 @@ final class Waiter implements Completion {
     private @Nullable RuntimeException failure;
     /** See {@link #landedAt()}: read by the waiter after its volatile read of the ticket. */
     private long landedAt;
+    /**
+     * When this thread wants the scanner to wake it ({@link PreWake}): a volatile store made before
+     * the post's compare-and-set, read by the scanner after it read the cell (WakeBoard).
+     */
+    private volatile long wakeAt;
 
     Waiter() {
         this(Thread.currentThread());
@@ -101,6 +107,16 @@ final class Waiter implements Completion {
         failure = null;
         landedAt = 0L;
         DELIVERED.set(this, NONE);
+    }
+
+    @Override
+    public long wakeAtNanos() {
+        return wakeAt;
+    }
+
+    /** Sets the time a {@link PreWake} post asks for; before the post (see the field). */
+    void wakeAt(long nanos) {
+        wakeAt = nanos;
     }
 
     boolean isDelivered(long ticket) {

@@ -88,9 +88,10 @@ public class BlockingWaitTimeoutTest {
     final Registrar registrar = new Registrar(state, () -> { }, table, new FlagMemory(flags, () -> { }), counters,
             CompletionStrategy.REACTOR);
     final BlockingWait wait = new BlockingWait(state, new RegistrationChecks(state, counters, "jcstress",
-            () -> NOT_THE_WAITER), table, registrar, CONFIG, counters, new LatencyRecorder(0, BlockingWaitTimeoutTest::noSnapshot),
+            () -> NOT_THE_WAITER), table, registrar, new PreWake(CONFIG, () -> { }), CONFIG, counters, new LatencyRecorder(0, BlockingWaitTimeoutTest::noSnapshot),
             "jcstress", BLOCKER, Runnable::run);
-    final Scanner scanner = new Scanner(ScannerParkGateTest.OPEN, registrar, table, CONFIG, new DeviceFaults(), BLOCKER, NO_PARKS);
+    final Scanner scanner = new Scanner(ScannerParkGateTest.OPEN, registrar, table, CONFIG, new DeviceFaults(),
+            new PreWake(CONFIG, () -> { }), BLOCKER, NO_PARKS);
     final FakeStream stream = new FakeStream();
 
     @Actor

@@ -79,7 +79,8 @@ public class ScannerParkGateTest {
     final SeamRecorder seam = new SeamRecorder();
     final Registrar registrar = new Registrar(new ReactorState("jcstress"), scannerThread::unpark, table,
             new FlagMemory(flags, () -> { }), new ReactorCounters(), CompletionStrategy.REACTOR);
-    final Scanner scanner = new Scanner(OPEN, registrar, table, CONFIG, new DeviceFaults(), BLOCKER, seam);
+    final Scanner scanner = new Scanner(OPEN, registrar, table, CONFIG, new DeviceFaults(),
+            new PreWake(CONFIG, () -> { }), BLOCKER, seam);
     final long b;
 
     public ScannerParkGateTest() {

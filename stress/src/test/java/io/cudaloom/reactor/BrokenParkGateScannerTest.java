@@ -49,7 +49,7 @@ public class BrokenParkGateScannerTest {
     final Registrar registrar = new Registrar(new ReactorState("jcstress"), scannerThread::unpark, table,
             new FlagMemory(flags, () -> { }), new ReactorCounters(), CompletionStrategy.REACTOR);
     final BrokenParkGateScanner scanner = new BrokenParkGateScanner(OPEN, registrar, table, ScannerParkGateTest.CONFIG,
-            new DeviceFaults(), ScannerParkGateTest.BLOCKER, seam);
+            new DeviceFaults(), new PreWake(ScannerParkGateTest.CONFIG, () -> { }), ScannerParkGateTest.BLOCKER, seam);
     final long b;
 
     public BrokenParkGateScannerTest() {

@@ -40,7 +40,8 @@ class BrokenVariantsCaughtTest {
             "io.cudaloom.reactor.BrokenAdmissionProofTest",
             "io.cudaloom.stress.jcstress.BrokenLifetimeGuardTest",
             "io.cudaloom.reactor.BrokenParkGateScannerTest",
-            "io.cudaloom.reactor.BrokenBlockingWaitTimeoutTest");
+            "io.cudaloom.reactor.BrokenBlockingWaitTimeoutTest",
+            "io.cudaloom.stress.jcstress.BrokenWakeBoardPlanTest");
 
     @Test
     @Timeout(value = 8, unit = TimeUnit.MINUTES)

@@ -63,7 +63,7 @@ class OutcomeSpecTest {
         assertEquals(List.of("BrokenAdmissionProofTest", "BrokenAwaitAbaTest", "BrokenBlockingWaitTimeoutTest",
                         "BrokenLateDeliveryAbaTest", "BrokenParkGateScannerTest",
                         "BrokenWaitGroupJoinTest", "BrokenWaitGroupRelayTest", "BrokenWaiterHandoffTest", "BrokenArmedCountTest",
-                        "BrokenGroupCommitTest", "BrokenLifetimeGuardTest"),
+                        "BrokenGroupCommitTest", "BrokenLifetimeGuardTest", "BrokenWakeBoardPlanTest"),
                 tests.stream().map(Class::getSimpleName).toList());
         for (Class<?> test : tests) {
             List<String> failing = failingOrders(test);

@@ -53,6 +53,8 @@ public final class WaitLatencyBench {
                     ReactorConfig.builder().waiterSpin(Duration.ZERO).scannerSpin(Duration.ZERO).build(), true, Wait.AWAIT),
             new Method("await-nolinger", "await(), virtual thread, scanner parks at once when nothing is armed (no linger)",
                     ReactorConfig.builder().scannerLinger(Duration.ZERO).build(), true, Wait.AWAIT),
+            new Method("await-noprewake", "await(), virtual thread, a waiter sleeping through a predicted wait ends it on its own timer (no pre-wake)",
+                    ReactorConfig.builder().waiterPreWake(false).build(), true, Wait.AWAIT),
             new Method("sync", "cuStreamSynchronize, platform thread", ReactorConfig.defaults(), false, Wait.SYNCHRONIZE),
             new Method("query-spin", "spin on cuStreamQuery, platform thread", ReactorConfig.defaults(), false, Wait.QUERY_SPIN),
             new Method("host-callback", "cuLaunchHostFunc + unpark, virtual thread",
@@ -220,12 +222,12 @@ public final class WaitLatencyBench {
                     io.cudaloom.ReactorStats after = device.reactor().stats();
                     if (before != null && m.waitBy() == Wait.AWAIT) { // which path the timed awaits took (stderr)
                         System.err.printf(Locale.ROOT, "%s, %s: registrations %d, inline %d, joined %d, already done %d,"
-                                + " scanner timed parks %d, scan passes %d, scanner CPU %.1f us per wait%n", m.key(),
+                                + " scanner timed parks %d, scan passes %d, pre-wakes %d, scanner CPU %.1f us per wait%n", m.key(),
                                 kernelLabel(kernelNanos), after.registrations() - before.registrations(),
                                 after.inlineCompletions() - before.inlineCompletions(),
                                 after.coalesced() - before.coalesced(), after.immediate() - before.immediate(),
                                 after.scannerTimedParks() - before.scannerTimedParks(),
-                                after.scanPasses() - before.scanPasses(),
+                                after.scanPasses() - before.scanPasses(), after.preWakes() - before.preWakes(),
                                 (after.scannerCpuNanos() - before.scannerCpuNanos()) / 1e3 / iterations);
                     }
                     if (csv != null && samples != null) {

@@ -1,0 +1,107 @@
+package io.cudaloom.reactor;
+
+import io.cudaloom.ReactorConfig;
+import io.cudaloom.protocol.BackoffIdleStrategy;
+import io.cudaloom.protocol.WakeBoard;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.Consumer;
+
+/**
+ * The scanner's wake-up of waiters that sleep through a predicted wait
+ * ({@link ReactorConfig.Builder#waiterPreWake}): {@link BlockingWait} posts when the waiter wants
+ * to be woken, then parks with its own timer as the backstop; the {@link Scanner} unparks it at
+ * that time ({@link #fireDue}, every pass) and never sleeps past a posted time (its timed parks go
+ * through {@link #parker}). The protocol, its orderings and what a lost race costs are
+ * {@link WakeBoard}'s; this class adds the reactor's side: the board's cells, the unpark of the
+ * waiter's thread, the scanner's wake-up when a post finds it planning to sleep past it, and the
+ * count of pre-wakes ({@link Counter#PRE_WAKES}).
+ *
+ * <p>Why the scanner: its parks have 1 us of timer slack ({@link TimerSlack}); a virtual thread's
+ * timed park is ended by the JDK's timer thread, whose slack (Linux's default, 50 us) the library
+ * cannot set, and then by a carrier's wake-up: 65-78 us late at p50 on the H200
+ * (docs/issue20/s8-run2/park-overshoot.md). A waiter that sleeps on its own timer must wake that
+ * much earlier and spin through the difference; one the scanner wakes spins only through a
+ * carrier's wake-up.
+ */
+public final class PreWake {
+    /** {@link #post} posted nothing (off, or every cell taken): the waiter sleeps on its own timer. */
+    static final int NOT_POSTED = WakeBoard.NOT_POSTED;
+
+    private final WakeBoard<Waiter> board;
+    private final boolean enabled;
+    private final Runnable wakeScanner;
+    private final Consumer<Waiter> unpark = w -> LockSupport.unpark(w.thread);
+
+    /**
+     * For a reactor with {@code config}: one cell per waiter that may spin
+     * ({@link ReactorConfig#waiterSpinMaxWaiters()}, doubled, at least 8, at most 64), as only
+     * those sleep through predictions. {@code wakeScanner} unparks the scanner thread.
+     */
+    public PreWake(ReactorConfig config, Runnable wakeScanner) {
+        this.board = new WakeBoard<>(Math.min(64, Math.max(8, 2 * config.waiterSpinMaxWaiters())));
+        this.enabled = config.waiterPreWake();
+        this.wakeScanner = wakeScanner;
+    }
+
+    // ---- the waiter's side --------------------------------------------------------------------
+
+    /**
+     * Asks the scanner to wake {@code waiter}'s thread at {@code wakeAt}; returns the cell, or
+     * {@link #NOT_POSTED}. Unparks the scanner if it plans to sleep past {@code wakeAt}
+     * (WakeBoard, ordering 2).
+     */
+    int post(Waiter waiter, long wakeAt) {
+        if (!enabled) {
+            return NOT_POSTED;
+        }
+        waiter.wakeAt(wakeAt); // volatile, before the post's compare-and-set publishes the waiter
+        int r = board.post(waiter, waiter.thread.threadId());
+        if (r == WakeBoard.NOT_POSTED) {
+            return NOT_POSTED;
+        }
+        if ((r & WakeBoard.WAKE_CONSUMER) != 0) {
+            wakeScanner.run();
+        }
+        return WakeBoard.cellOf(r);
+    }
+
+    /** Whether the scanner has not yet taken {@code waiter}'s request in {@code cell}. */
+    boolean holds(int cell, Waiter waiter) {
+        return board.holds(cell, waiter);
+    }
+
+    /** Withdraws the request; false if the scanner took it (its unpark is made or coming). */
+    boolean withdraw(int cell, Waiter waiter) {
+        return board.withdraw(cell, waiter);
+    }
+
+    // ---- the scanner's side -------------------------------------------------------------------
+
+    /** Unparks every waiter whose time has come (the scanner, every pass); returns how many. */
+    int fireDue(long now) {
+        return board.fireDue(now, unpark);
+    }
+
+    /**
+     * {@code inner} with every timed park planned on the board first (WakeBoard, ordering 1): cut
+     * short to the earliest posted wake time, or skipped if one is due. The untimed park is
+     * {@code inner}'s own (see WakeBoard: it needs no plan).
+     */
+    BackoffIdleStrategy.Parker parker(BackoffIdleStrategy.Parker inner) {
+        return new BackoffIdleStrategy.Parker() {
+            @Override
+            public void park(Object blocker) {
+                inner.park(blocker);
+            }
+
+            @Override
+            public void parkNanos(Object blocker, long nanos) {
+                long park = board.planPark(System.nanoTime(), nanos);
+                if (park > 0) {
+                    inner.parkNanos(blocker, park);
+                }
+                board.awake();
+            }
+        };
+    }
+}
