@@ -25,11 +25,10 @@ import org.jspecify.annotations.Nullable;
  * {@link #builder()} (for test doubles and tools). Two snapshots are equal when every counter is.
  * The same counters are published as JMX attributes ({@link ReactorMXBean}) and as the periodic
  * JDK Flight Recorder event {@code io.cudaloom.ReactorCounters}.
- *
- * <p>(Maintainers: each counter is declared once, by a constant of the reactor's enum
- * {@code io.cudaloom.reactor.Counter}, which also says how it is counted and where it is published;
- * a snapshot is the reactor's {@code CounterSnapshot}, indexed by it, which the accessors here read.)
  */
+// Implementation note: each counter is declared once, by a constant of the reactor's enum
+// io.cudaloom.reactor.Counter, which also says how it is counted and where it is published; a
+// snapshot is the reactor's CounterSnapshot, indexed by it, which the accessors here read.
 public final class ReactorStats {
     /** Every counter's value: {@link Counter} says what each one is. */
     private final CounterSnapshot values;

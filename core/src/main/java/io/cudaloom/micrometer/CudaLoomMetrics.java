@@ -64,12 +64,11 @@ import java.util.function.ToDoubleFunction;
  * nothing alive; a closed device's meters keep reporting its final values. Streams are named one
  * by one because a device's streams come and go: bind again ({@code bindTo} with the same registry)
  * after naming more; meters already registered are reused.
- *
- * <p>(Maintainers: every counter of {@link ReactorStats} has its meter here, under the name its
- * declaration in the core gives it; this package names only the public API, so the meters are
- * listed here one by one, and the core's CounterSurfacesTest fails for a counter left out, bound
- * under another name, or of the wrong kind.)
  */
+// Implementation note: every counter of ReactorStats has its meter here, under the name its
+// declaration in the core gives it; this package names only the public API, so the meters are
+// listed here one by one, and the core's CounterSurfacesTest fails for a counter left out, bound
+// under another name, or of the wrong kind.
 public final class CudaLoomMetrics implements MeterBinder {
     /** The quantiles published as {@code cudaloom.await.latency}. */
     private static final double[] QUANTILES = {0.5, 0.9, 0.99, 0.999};
