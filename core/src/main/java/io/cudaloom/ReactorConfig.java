@@ -45,6 +45,7 @@ public final class ReactorConfig {
     private final int flagWritesInFlight;
     private final boolean relayWakeups;
     private final boolean waiterPreWake;
+    private final boolean scannerDefersToSpinningWaiters;
     private final boolean jmx;
     private final double slowAwaitFactor;
 
@@ -63,6 +64,7 @@ public final class ReactorConfig {
         this.flagWritesInFlight = b.flagWritesInFlight;
         this.relayWakeups = b.relayWakeups;
         this.waiterPreWake = b.waiterPreWake;
+        this.scannerDefersToSpinningWaiters = b.scannerDefersToSpinningWaiters;
         this.jmx = b.jmx;
         this.slowAwaitFactor = b.slowAwaitFactor;
     }
@@ -89,6 +91,7 @@ public final class ReactorConfig {
                 .flagWritesInFlight(flagWritesInFlight)
                 .relayWakeups(relayWakeups)
                 .waiterPreWake(waiterPreWake)
+                .scannerDefersToSpinningWaiters(scannerDefersToSpinningWaiters)
                 .jmx(jmx)
                 .slowAwaitFactor(slowAwaitFactor);
     }
@@ -111,6 +114,8 @@ public final class ReactorConfig {
     public boolean relayWakeups() { return relayWakeups; }
     /** Whether the scanner wakes a waiter that sleeps through a predicted wait ({@link Builder#waiterPreWake}). */
     public boolean waiterPreWake() { return waiterPreWake; }
+    /** Whether the scanner parks while every armed slot's waiter looks at it ({@link Builder#scannerDefersToSpinningWaiters}). */
+    public boolean scannerDefersToSpinningWaiters() { return scannerDefersToSpinningWaiters; }
     /** Whether the reactor registers its {@link ReactorMXBean} while open (see {@link Builder#jmx}). */
     public boolean jmx() { return jmx; }
     /** The relative {@code SlowAwait} threshold's factor over the recent p99 ({@link Builder#slowAwaitFactor}); 0: off. */
@@ -123,7 +128,7 @@ public final class ReactorConfig {
                 + ", scannerSpin=" + scannerSpinNanos + "ns, scannerLinger=" + scannerLingerNanos + "ns, scannerPark=" + scannerMinParkNanos
                 + ".." + scannerMaxParkNanos + "ns, faultProbeInterval=" + faultProbeIntervalNanos + "ns"
                 + ", admissionLimit=" + admissionLimit + (coalesce ? ", coalesce (flagWritesInFlight="
-                + flagWritesInFlight + (relayWakeups ? ", relayed wake-ups" : "") + ")" : ", no coalesce") + (waiterPreWake ? "" : ", no pre-wake") + (jmx ? "" : ", no jmx") + "]";
+                + flagWritesInFlight + (relayWakeups ? ", relayed wake-ups" : "") + ")" : ", no coalesce") + (waiterPreWake ? "" : ", no pre-wake") + (scannerDefersToSpinningWaiters ? "" : ", scanner spins with waiters") + (jmx ? "" : ", no jmx") + "]";
     }
 
     /** Builder; each setter rejects bad values at once with a message naming the setting. */
@@ -142,6 +147,7 @@ public final class ReactorConfig {
         private int flagWritesInFlight = 1;
         private boolean relayWakeups = true;
         private boolean waiterPreWake = true;
+        private boolean scannerDefersToSpinningWaiters = true;
         private boolean jmx = true;
         private double slowAwaitFactor = DEFAULT_SLOW_AWAIT_FACTOR;
 
@@ -234,6 +240,20 @@ public final class ReactorConfig {
          */
         public Builder waiterPreWake(boolean preWake) {
             this.waiterPreWake = preWake;
+            return this;
+        }
+
+        /**
+         * Whether the scanner parks instead of spinning while every armed slot has a waiter that
+         * looks at its flag itself (default true): a lone waiter on a short kernel spins on its
+         * own flag and completes on its own thread, so a scanner spinning beside it doubles the
+         * CPU for nothing. It then parks in parks of {@link #scannerPark}'s minimum (20 us by
+         * default), cut short by a pre-wake that is due; work armed meanwhile by anyone else is
+         * seen within such a park. False: the scanner spins as if nobody watched (for comparisons;
+         * docs/BENCHMARKS.md).
+         */
+        public Builder scannerDefersToSpinningWaiters(boolean defer) {
+            this.scannerDefersToSpinningWaiters = defer;
             return this;
         }
 

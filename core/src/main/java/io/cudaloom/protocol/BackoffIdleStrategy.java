@@ -27,6 +27,10 @@ import java.util.concurrent.locks.LockSupport;
  *       {@link SlotTable#isIdle()} right before, because a registrant unparks the consumer only on
  *       the idle-to-active transition (SlotTable ordering 3): if that unpark raced ahead of the
  *       check, it is this park's permit and the park returns at once;
+ *   <li>everything armed is <em>watched</em> (another thread looks at each armed flag and
+ *       completes it itself, as a waiter spinning on its own flag does; the caller says so): where
+ *       the first two rules would spin, it parks for {@code minParkNanos} instead, so a lone
+ *       waiter's spin is not doubled by the consumer's;
  *   <li>a deadline (e.g. quarantined slots to look at again) caps every park, timed or not.
  * </ul>
  * A park is only ever shortened by an unpark (a registration's idle-to-active wake-up), never
@@ -161,6 +165,19 @@ public final class BackoffIdleStrategy {
      * @return what it did
      */
     public Step idle(boolean armed, long now, long deadlineNanos) {
+        return idle(armed, false, now, deadlineNanos);
+    }
+
+    /**
+     * One idle step, told whether every armed registration is {@code watched}: a thread other than
+     * the consumer looks at its flag and completes it on its own (a waiter spinning on its own
+     * flag). Then where the consumer would spin (a predicted retirement due, or no prediction yet)
+     * it parks for {@code minParkNanos} instead: the watcher sees the flag at spin latency, and
+     * anything armed meanwhile without a watcher is seen within that park, as after a back-off
+     * park. A gap found after such a park may have been overslept, so it teaches only its lower
+     * bound, as after a back-off park. Where it would park anyway, nothing changes.
+     */
+    public Step idle(boolean armed, boolean watched, long now, long deadlineNanos) {
         long untilDeadline = deadlineNanos == NO_DEADLINE ? Long.MAX_VALUE : Math.max(0L, deadlineNanos - now);
         if (!armed) {
             if (now - lastProgress < lingerNanos && untilDeadline > 0) {
@@ -195,12 +212,18 @@ public final class BackoffIdleStrategy {
                 return Step.TIMED_PARK;
             }
             if (waited < expected + Math.min(spinNanos, expected >> 2)) {
+                if (watched) {
+                    return watchedPark(now, untilDeadline);
+                }
                 afterPredictedPark = false;
                 afterBackOffPark = false;
                 Thread.onSpinWait(); // the predicted retirement is due: look for it at spin latency
                 return Step.SPUN;
             }
         } else if (waited < spinNanos) {
+            if (watched) {
+                return watchedPark(now, untilDeadline);
+            }
             afterBackOffPark = false;
             Thread.onSpinWait();
             return Step.SPUN;
@@ -210,6 +233,19 @@ public final class BackoffIdleStrategy {
         backOffFrom = now; // nothing retired up to this look (see progress)
         long park = Math.max(minParkNanos, Math.min(maxParkNanos, waited / 50));
         timedPark(Math.min(park, untilDeadline), now);
+        return Step.TIMED_PARK;
+    }
+
+    /**
+     * Where a watched registration would have been spun for: a short park, which teaches what a
+     * back-off park does (a gap found after it may be overslept: only its lower bound, the look
+     * before it, is learned; see {@link #progress}).
+     */
+    private Step watchedPark(long now, long untilDeadline) {
+        afterPredictedPark = false;
+        afterBackOffPark = true;
+        backOffFrom = now; // nothing retired up to this look
+        timedPark(Math.min(minParkNanos, untilDeadline), now);
         return Step.TIMED_PARK;
     }
 

@@ -194,6 +194,16 @@ public final class BlockingWait implements CoalescedWait.Parking {
      */
     private boolean spinOnOwnFlag(Waiter waiter, long ticket, long predicted, boolean interruptible, boolean timed,
             long deadline) {
+        preWake.watch(); // after the arm: this thread looks at its own armed flag (PreWake#watching)
+        try {
+            return watchOwnFlag(waiter, ticket, predicted, interruptible, timed, deadline);
+        } finally {
+            preWake.unwatch();
+        }
+    }
+
+    private boolean watchOwnFlag(Waiter waiter, long ticket, long predicted, boolean interruptible, boolean timed,
+            long deadline) {
         long end = sleepThroughPrediction(waiter, ticket, predicted, interruptible, timed, deadline);
         while (!waiter.isDelivered(ticket)) {
             if (table.flagSet(ticket)) {
@@ -325,6 +335,16 @@ public final class BlockingWait implements CoalescedWait.Parking {
      */
     @Override
     public void spinOnGroupFlag(Waiter waiter, long memberTicket, long slotTicket, Completion payload, long predicted,
+            boolean interruptible, boolean timed, long deadline) {
+        preWake.watch(); // after the group's arm: this thread looks at the group's armed flag (PreWake#watching)
+        try {
+            watchGroupFlag(waiter, memberTicket, slotTicket, payload, predicted, interruptible, timed, deadline);
+        } finally {
+            preWake.unwatch();
+        }
+    }
+
+    private void watchGroupFlag(Waiter waiter, long memberTicket, long slotTicket, Completion payload, long predicted,
             boolean interruptible, boolean timed, long deadline) {
         long end = sleepThroughPrediction(waiter, memberTicket, predicted, interruptible, timed, deadline);
         while (!waiter.isDelivered(memberTicket)) {

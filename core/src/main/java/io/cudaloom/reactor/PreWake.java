@@ -2,7 +2,9 @@ package io.cudaloom.reactor;
 
 import io.cudaloom.ReactorConfig;
 import io.cudaloom.protocol.BackoffIdleStrategy;
+import io.cudaloom.protocol.SlotTable;
 import io.cudaloom.protocol.WakeBoard;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
 
@@ -29,6 +31,15 @@ public final class PreWake {
 
     private final WakeBoard<Waiter> board;
     private final boolean enabled;
+    /** Whether the scanner parks while every armed slot is watched ({@link #everyArmedSlotWatched}). */
+    private final boolean deferToWatchers;
+    /**
+     * Threads that look at their own armed flag now, asleep through a prediction or spinning
+     * ({@link #watch}): each watches one armed slot, its own or its group's, and on seeing the flag
+     * withdraws the payload and completes it on its own thread. Read by the scanner
+     * ({@link #everyArmedSlotWatched}); a hint, never needed for correctness (see there).
+     */
+    private final AtomicInteger watching = new AtomicInteger();
     private final Runnable wakeScanner;
     private final Consumer<Waiter> unpark = w -> LockSupport.unpark(w.thread);
 
@@ -40,7 +51,39 @@ public final class PreWake {
     public PreWake(ReactorConfig config, Runnable wakeScanner) {
         this.board = new WakeBoard<>(Math.min(64, Math.max(8, 2 * config.waiterSpinMaxWaiters())));
         this.enabled = config.waiterPreWake();
+        this.deferToWatchers = config.scannerDefersToSpinningWaiters();
         this.wakeScanner = wakeScanner;
+    }
+
+    // ---- watchers ------------------------------------------------------------------------------
+
+    /** This thread starts looking at its own armed flag (made after its arm); {@link #unwatch} follows. */
+    void watch() {
+        watching.incrementAndGet();
+    }
+
+    /** This thread no longer looks at its flag (it saw it, was delivered, or its spin ended). */
+    void unwatch() {
+        watching.decrementAndGet();
+    }
+
+    /**
+     * Whether every armed slot of {@code table} has a thread looking at its flag (the scanner's
+     * idle step asks, {@link BackoffIdleStrategy#idle}): then the scanner need not look at spin
+     * latency, and parks in short parks instead ({@code scannerMinPark}, cut to any posted
+     * pre-wake). A hint only, both ways. A watcher is counted only after its own arm, so a wrong
+     * "yes" (an armed slot nobody looks at) needs a watcher whose slot is no longer armed: one
+     * that lost its flag to the scanner and spins for the delivery (at most its spin window), or
+     * the racy pair of reads here; it costs that other slot at most one short park of latency, as
+     * a scanner that backs off would. A wrong "no" costs a spin. Liveness never rests on it: the
+     * scanner still scans after every park and never parks untimed while anything is armed.
+     */
+    boolean everyArmedSlotWatched(SlotTable<?> table) {
+        if (!deferToWatchers) {
+            return false;
+        }
+        int w = watching.get();
+        return w > 0 && w >= table.armedCount();
     }
 
     // ---- the waiter's side --------------------------------------------------------------------

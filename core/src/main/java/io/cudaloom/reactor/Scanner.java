@@ -303,7 +303,9 @@ public final class Scanner implements ReactorCounters.ScannerCounts {
         // orderings 3 and 9): that unpark is our permit, so an untimed park returns at once.
         boolean armed = !table.isIdle() || registrar.fallbacksOutstanding();
         long deadline = quarantine.isEmpty() ? BackoffIdleStrategy.NO_DEADLINE : nextQuarantineCheckAt;
-        switch (idle.idle(armed, System.nanoTime(), deadline)) {
+        // Watched: every armed slot has a waiter looking at its flag (a hint, see PreWake).
+        boolean watched = armed && !registrar.fallbacksOutstanding() && preWake.everyArmedSlotWatched(table);
+        switch (idle.idle(armed, watched, System.nanoTime(), deadline)) {
             case PARK -> {
                 increment(Counter.SCANNER_PARKS);
                 return true; // the strategy's park is deferred to the task (see task())

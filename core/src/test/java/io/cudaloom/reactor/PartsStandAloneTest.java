@@ -48,7 +48,7 @@ class PartsStandAloneTest {
                 new LatencyRecorder(CONFIG.slowAwaitFactor(), TestAccess.awaitLatencies()), "parts", blocker, Runnable::run);
         Scanner scanner = new Scanner(OPEN, registrar, table, CONFIG, new DeviceFaults(), new PreWake(CONFIG, () -> { }), blocker);
 
-        FakeStream stream = new FakeStream();
+        FakeStream stream = new FakeStream(CONFIG);
         stream.submissions.set(1); // one kernel "launched", still running
         AtomicBoolean completed = new AtomicBoolean();
         Thread waiter = Thread.ofVirtual().start(() -> {
@@ -91,99 +91,4 @@ class PartsStandAloneTest {
             throw new AssertionError("not closed");
         }
     };
-
-    /** A stream whose work is always running; its flag write is recorded for the test to land. */
-    private static final class FakeStream implements ReactorStream {
-        final AtomicLong submissions = new AtomicLong();
-        final AtomicInteger flagSlot = new AtomicInteger(-1);
-        final StreamRecord record = new StreamRecord(CONFIG);
-        final DeviceFaults.Sink faults = new DeviceFaults().sink(this, record);
-
-        @Override
-        public long submissionCount() {
-            return submissions.get();
-        }
-
-        @Override
-        public void completedThrough(long count) {
-            record.completedThrough(count);
-        }
-
-        @Override
-        public boolean isKnownComplete(long required) {
-            return record.completedThrough() >= required;
-        }
-
-        @Override
-        public boolean hasWorkNotKnownComplete() {
-            return submissions.get() > record.completedThrough();
-        }
-
-        @Override
-        public boolean isClosed() {
-            return false;
-        }
-
-        @Override
-        public boolean isOwnWorkerThread() {
-            return false;
-        }
-
-        @Override
-        public boolean mayParkForAdmission() {
-            return true;
-        }
-
-        @Override
-        public StreamState queryState() {
-            return StreamState.BUSY;
-        }
-
-        @Override
-        public DeviceFaults.Sink faults() {
-            return faults;
-        }
-
-        @Override
-        public boolean enqueueFlagWrite(FlagMemory memory, int slot) {
-            flagSlot.set(slot);
-            return true;
-        }
-
-        @Override
-        public boolean enqueueHostCallback(Runnable callback) {
-            return false;
-        }
-
-        @Override
-        public boolean flagWritesSettled() {
-            return true;
-        }
-
-        @Override
-        public void drained() {}
-
-        @Override
-        public StreamRecord record() {
-            return record;
-        }
-
-        @Override
-        public void track() {}
-
-        @Override
-        public Registration registerCompletion(Consumer<@Nullable RuntimeException> onDone) {
-            throw new UnsupportedOperationException("no drain here");
-        }
-
-        @Override
-        public String deviceName() {
-            return "parts";
-        }
-
-        @Override
-        public String toString() {
-            return "fake stream";
-        }
-    }
 }

@@ -55,6 +55,8 @@ public final class WaitLatencyBench {
                     ReactorConfig.builder().scannerLinger(Duration.ZERO).build(), true, Wait.AWAIT),
             new Method("await-noprewake", "await(), virtual thread, a waiter sleeping through a predicted wait ends it on its own timer (no pre-wake)",
                     ReactorConfig.builder().waiterPreWake(false).build(), true, Wait.AWAIT),
+            new Method("await-nodefer", "await(), virtual thread, the scanner spins beside a waiter that spins on its own flag (no deferral)",
+                    ReactorConfig.builder().scannerDefersToSpinningWaiters(false).build(), true, Wait.AWAIT),
             new Method("sync", "cuStreamSynchronize, platform thread", ReactorConfig.defaults(), false, Wait.SYNCHRONIZE),
             new Method("query-spin", "spin on cuStreamQuery, platform thread", ReactorConfig.defaults(), false, Wait.QUERY_SPIN),
             new Method("host-callback", "cuLaunchHostFunc + unpark, virtual thread",
