@@ -75,7 +75,8 @@ class PartsStandAloneTest {
         assertTrue(stream.isKnownComplete(1), "a completed await proves its work done");
     }
 
-    private static final Scanner.Owner OPEN = new Scanner.Owner() {
+    /** A lifecycle that is always open (the parts' tests drive the scanner themselves). */
+    static final Scanner.Owner OPEN = new Scanner.Owner() {
         @Override
         public boolean isClosed() {
             return false;

@@ -52,7 +52,7 @@ class ScannerDefersToWatchersTest {
                 new ReactorCounters(), CompletionStrategy.REACTOR);
         PreWake preWake = new PreWake(config, () -> { });
         Recorder parker = new Recorder();
-        Scanner scanner = new Scanner(OPEN, registrar, table, config, new DeviceFaults(), preWake, new Object(), parker);
+        Scanner scanner = new Scanner(PartsStandAloneTest.OPEN, registrar, table, config, new DeviceFaults(), preWake, new Object(), parker);
         for (int i = 0; i < armed; i++) {
             FakeStream stream = new FakeStream(config);
             stream.submissions.set(1); // its kernel runs for good
@@ -90,21 +90,4 @@ class ScannerDefersToWatchersTest {
         ReactorConfig off = CONFIG.toBuilder().scannerDefersToSpinningWaiters(false).build();
         assertEquals(List.of(), timedParks(off, 1, 1));
     }
-
-    private static final Scanner.Owner OPEN = new Scanner.Owner() {
-        @Override
-        public boolean isClosed() {
-            return false;
-        }
-
-        @Override
-        public boolean closeAfterScannerError(Error error) {
-            throw new AssertionError("the scanner failed", error);
-        }
-
-        @Override
-        public void finishClose() {
-            throw new AssertionError("not closed");
-        }
-    };
 }
