@@ -128,7 +128,7 @@ public final class ReactorConfig {
                 + ", scannerSpin=" + scannerSpinNanos + "ns, scannerLinger=" + scannerLingerNanos + "ns, scannerPark=" + scannerMinParkNanos
                 + ".." + scannerMaxParkNanos + "ns, faultProbeInterval=" + faultProbeIntervalNanos + "ns"
                 + ", admissionLimit=" + admissionLimit + (coalesce ? ", coalesce (flagWritesInFlight="
-                + flagWritesInFlight + (relayWakeups ? ", relayed wake-ups" : "") + ")" : ", no coalesce") + (waiterPreWake ? "" : ", no pre-wake") + (scannerDefersToSpinningWaiters ? "" : ", scanner spins with waiters") + (jmx ? "" : ", no jmx") + "]";
+                + flagWritesInFlight + (relayWakeups ? ", relayed wake-ups" : "") + ")" : ", no coalesce") + (waiterPreWake ? "" : ", no pre-wake") + (scannerDefersToSpinningWaiters ? ", scanner defers to spinning waiters" : "") + (jmx ? "" : ", no jmx") + "]";
     }
 
     /** Builder; each setter rejects bad values at once with a message naming the setting. */
@@ -147,7 +147,7 @@ public final class ReactorConfig {
         private int flagWritesInFlight = 1;
         private boolean relayWakeups = true;
         private boolean waiterPreWake = true;
-        private boolean scannerDefersToSpinningWaiters = true;
+        private boolean scannerDefersToSpinningWaiters = false;
         private boolean jmx = true;
         private double slowAwaitFactor = DEFAULT_SLOW_AWAIT_FACTOR;
 
@@ -245,12 +245,15 @@ public final class ReactorConfig {
 
         /**
          * Whether the scanner parks instead of spinning while every armed slot has a waiter that
-         * looks at its flag itself (default true): a lone waiter on a short kernel spins on its
-         * own flag and completes on its own thread, so a scanner spinning beside it doubles the
-         * CPU for nothing. It then parks in parks of {@link #scannerPark}'s minimum (20 us by
-         * default), cut short by a pre-wake that is due; work armed meanwhile by anyone else is
-         * seen within such a park. False: the scanner spins as if nobody watched (for comparisons;
-         * docs/BENCHMARKS.md).
+         * spins on its flag itself (default false, opt-in): a lone waiter on a short kernel spins
+         * on its own flag and completes on its own thread, so a scanner spinning beside it doubles
+         * the CPU. With this on it parks in parks of {@link #scannerPark}'s minimum (20 us by
+         * default) instead, cut short by a pre-wake that is due; work armed meanwhile by anyone
+         * else is seen within such a park. On the H200 it halved the scanner's CPU per 20 us wait
+         * at the same latency, but in that build a waiter asleep through a prediction counted as
+         * watching too, and 200 us waits came 1.07-1.12 x later than {@code cuStreamSynchronize}
+         * in 4 of 6 rounds; waiters now count only while they spin, which has not been measured on
+         * a GPU yet, so it stays off by default (docs/BENCHMARKS.md, sixth pass).
          */
         public Builder scannerDefersToSpinningWaiters(boolean defer) {
             this.scannerDefersToSpinningWaiters = defer;

@@ -194,17 +194,19 @@ public final class BlockingWait implements CoalescedWait.Parking {
      */
     private boolean spinOnOwnFlag(Waiter waiter, long ticket, long predicted, boolean interruptible, boolean timed,
             long deadline) {
+        long end = sleepThroughPrediction(waiter, ticket, predicted, interruptible, timed, deadline);
+        // Counted as watching only now, while it spins: asleep, it would see its flag only when it
+        // wakes, and a scanner deferring to it would leave a kernel that landed early, or a sleep
+        // that overran, to that late look (measured on the H200: docs/BENCHMARKS.md, sixth pass).
         preWake.watch(); // after the arm: this thread looks at its own armed flag (PreWake#watching)
         try {
-            return watchOwnFlag(waiter, ticket, predicted, interruptible, timed, deadline);
+            return watchOwnFlag(waiter, ticket, end, interruptible);
         } finally {
             preWake.unwatch();
         }
     }
 
-    private boolean watchOwnFlag(Waiter waiter, long ticket, long predicted, boolean interruptible, boolean timed,
-            long deadline) {
-        long end = sleepThroughPrediction(waiter, ticket, predicted, interruptible, timed, deadline);
+    private boolean watchOwnFlag(Waiter waiter, long ticket, long end, boolean interruptible) {
         while (!waiter.isDelivered(ticket)) {
             if (table.flagSet(ticket)) {
                 if (table.cancel(ticket, waiter)) {
@@ -336,17 +338,17 @@ public final class BlockingWait implements CoalescedWait.Parking {
     @Override
     public void spinOnGroupFlag(Waiter waiter, long memberTicket, long slotTicket, Completion payload, long predicted,
             boolean interruptible, boolean timed, long deadline) {
-        preWake.watch(); // after the group's arm: this thread looks at the group's armed flag (PreWake#watching)
+        long end = sleepThroughPrediction(waiter, memberTicket, predicted, interruptible, timed, deadline);
+        preWake.watch(); // after the group's arm and the sleep: it looks at the group's flag now (see spinOnOwnFlag)
         try {
-            watchGroupFlag(waiter, memberTicket, slotTicket, payload, predicted, interruptible, timed, deadline);
+            watchGroupFlag(waiter, memberTicket, slotTicket, payload, end, interruptible);
         } finally {
             preWake.unwatch();
         }
     }
 
-    private void watchGroupFlag(Waiter waiter, long memberTicket, long slotTicket, Completion payload, long predicted,
-            boolean interruptible, boolean timed, long deadline) {
-        long end = sleepThroughPrediction(waiter, memberTicket, predicted, interruptible, timed, deadline);
+    private void watchGroupFlag(Waiter waiter, long memberTicket, long slotTicket, Completion payload, long end,
+            boolean interruptible) {
         while (!waiter.isDelivered(memberTicket)) {
             if (table.flagSet(slotTicket)) {
                 if (table.cancel(slotTicket, payload)) {

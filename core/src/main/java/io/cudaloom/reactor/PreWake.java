@@ -34,8 +34,8 @@ public final class PreWake {
     /** Whether the scanner parks while every armed slot is watched ({@link #everyArmedSlotWatched}). */
     private final boolean deferToWatchers;
     /**
-     * Threads that look at their own armed flag now, asleep through a prediction or spinning
-     * ({@link #watch}): each watches one armed slot, its own or its group's, and on seeing the flag
+     * Threads that spin on their own armed flag now ({@link #watch}; not while they sleep through
+     * a prediction): each watches one armed slot, its own or its group's, and on seeing the flag
      * withdraws the payload and completes it on its own thread. Read by the scanner
      * ({@link #everyArmedSlotWatched}); a hint, never needed for correctness (see there).
      */
@@ -57,7 +57,7 @@ public final class PreWake {
 
     // ---- watchers ------------------------------------------------------------------------------
 
-    /** This thread starts looking at its own armed flag (made after its arm); {@link #unwatch} follows. */
+    /** This thread starts spinning on its own armed flag (after its arm and any sleep); {@link #unwatch} follows. */
     void watch() {
         watching.incrementAndGet();
     }

@@ -25,7 +25,7 @@ import org.junit.jupiter.api.Test;
 class ScannerDefersToWatchersTest {
     private static final int STEPS = 40;
     private static final ReactorConfig CONFIG = ReactorConfig.builder().capacity(4).coalesce(false)
-            .scannerSpin(Duration.ofSeconds(10)).build();
+            .scannerSpin(Duration.ofSeconds(10)).scannerDefersToSpinningWaiters(true).build();
 
     /** The park seam: records what the idle strategy asked for. */
     private static final class Recorder implements BackoffIdleStrategy.Parker {
@@ -89,5 +89,6 @@ class ScannerDefersToWatchersTest {
     void withTheSettingOffTheScannerSpinsBesideAWatcher() {
         ReactorConfig off = CONFIG.toBuilder().scannerDefersToSpinningWaiters(false).build();
         assertEquals(List.of(), timedParks(off, 1, 1));
+        assertFalse(ReactorConfig.defaults().scannerDefersToSpinningWaiters(), "off by default: not yet measured as it is now");
     }
 }
