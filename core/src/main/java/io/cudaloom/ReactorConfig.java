@@ -249,7 +249,7 @@ public final class ReactorConfig {
          * on its own flag and completes on its own thread, so a scanner spinning beside it doubles
          * the CPU. With this on it parks in parks of {@link #scannerPark}'s minimum (20 us by
          * default) instead, cut short by a pre-wake that is due; work armed meanwhile by anyone
-         * else is seen within such a park. On the H200 it halved the scanner's CPU per 20 us wait
+         * else is seen within such a park. On the H200 it about halved the scanner's CPU per 20 us wait
          * at the same latency, but in that build a waiter asleep through a prediction counted as
          * watching too, and 200 us waits came 1.07-1.12 x later than {@code cuStreamSynchronize}
          * in 4 of 6 rounds; waiters now count only while they spin, which has not been measured on
