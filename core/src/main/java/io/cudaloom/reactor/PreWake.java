@@ -108,6 +108,11 @@ public final class PreWake {
         return WakeBoard.cellOf(r);
     }
 
+    /** Whether any waiter has a request posted now (tests and diagnostics). */
+    boolean anyPosted() {
+        return board.anyPosted();
+    }
+
     /** Whether the scanner has not yet taken {@code waiter}'s request in {@code cell}. */
     boolean holds(int cell, Waiter waiter) {
         return board.holds(cell, waiter);

@@ -1,10 +1,12 @@
 package io.cudaloom.reactor;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.cudaloom.CompletionStrategy;
+import io.cudaloom.TestAccess;
 import io.cudaloom.ReactorConfig;
 import io.cudaloom.protocol.BackoffIdleStrategy;
 import io.cudaloom.protocol.OffHeapFlagArray;
@@ -13,6 +15,8 @@ import io.cudaloom.spi.FlagMemory;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -90,5 +94,76 @@ class ScannerDefersToWatchersTest {
         ReactorConfig off = CONFIG.toBuilder().scannerDefersToSpinningWaiters(false).build();
         assertEquals(List.of(), timedParks(off, 1, 1));
         assertFalse(ReactorConfig.defaults().scannerDefersToSpinningWaiters(), "off by default: not yet measured as it is now");
+    }
+    /**
+     * The regression the H200 found (docs/BENCHMARKS.md, sixth pass): a waiter asleep through a
+     * predicted wait looks at its flag only when it wakes, so it must not count as watching, or
+     * the scanner defers to it and a kernel that lands early is left to that late look. The real
+     * {@link BlockingWait} sleeps through a learned 9 ms wait with its pre-wake posted; caught in
+     * that sleep, its armed slot must not count as watched. Then the flag lands and the real
+     * scanner (this thread) delivers it. The sleep lasts only the prediction, so a look that
+     * misses it (a slow machine) tries again with the next await.
+     */
+    @Test
+    void aWaiterAsleepThroughAPredictionIsNotCountedAsWatching() throws Exception {
+        OffHeapFlagArray flags = OffHeapFlagArray.allocate(8);
+        SlotTable<Completion> table = new SlotTable<>(8, flags);
+        ReactorConfig config = ReactorConfig.builder().capacity(8).coalesce(false)
+                .waiterSpin(Duration.ofNanos(50_000), 4).scannerDefersToSpinningWaiters(true).build();
+        ReactorState state = new ReactorState("defer");
+        ReactorCounters counters = new ReactorCounters();
+        Registrar registrar = new Registrar(state, () -> { }, table, new FlagMemory(flags, () -> { }), counters,
+                CompletionStrategy.REACTOR);
+        Thread self = Thread.currentThread(); // this thread is the scanner
+        PreWake preWake = new PreWake(config, () -> { });
+        Object blocker = new Object();
+        BlockingWait wait = new BlockingWait(state, new RegistrationChecks(state, counters, "defer", () -> self), table,
+                registrar, preWake, config, counters, new LatencyRecorder(0, TestAccess.awaitLatencies()),
+                "defer", blocker, Runnable::run);
+        Scanner scanner = new Scanner(PartsStandAloneTest.OPEN, registrar, table, config, new DeviceFaults(), preWake,
+                blocker);
+        FakeStream stream = new FakeStream(config);
+        int caughtAsleep = 0;
+        for (int attempt = 1; attempt <= 20 && caughtAsleep == 0; attempt++) {
+            for (int i = 0; i < 40; i++) {
+                stream.record.recordWait(9_000_000L); // the stream's recent waits: 9 ms
+            }
+            stream.flagSlot.set(-1);
+            stream.submissions.set(attempt); // one more kernel, running
+            long required = attempt;
+            AtomicBoolean completed = new AtomicBoolean();
+            Thread waiter = Thread.ofVirtual().start(() -> {
+                try {
+                    completed.set(wait.await(stream, required, false, true, TimeUnit.SECONDS.toNanos(30)));
+                } catch (InterruptedException e) {
+                    throw new AssertionError(e);
+                }
+            });
+            long lookUntil = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+            while (System.nanoTime() - lookUntil < 0 && waiter.isAlive()
+                    && !(preWake.anyPosted() && TestAccess.parkedOn(waiter, blocker))) {
+                Thread.onSpinWait();
+            }
+            boolean watched = preWake.everyArmedSlotWatched(table);
+            // Still posted after that read: the sleep had not ended, so watch() (after the sleep's
+            // withdrawal) had not run when `watched` was read.
+            if (preWake.anyPosted() && table.armedCount() == 1) {
+                caughtAsleep++;
+                assertFalse(watched, "asleep through its prediction, the waiter does not watch its flag");
+            }
+            await().atMost(Duration.ofSeconds(10)).until(() -> stream.flagSlot.get() >= 0);
+            flags.setRelease(stream.flagSlot.get(), 1); // the kernel lands, early for the prediction
+            scanner.resume();
+            await().atMost(Duration.ofSeconds(10)).until(() -> {
+                scanner.step();
+                return !waiter.isAlive();
+            });
+            assertTrue(completed.get(), "delivered, not timed out");
+            await().atMost(Duration.ofSeconds(10)).until(() -> {
+                scanner.step();
+                return table.armedCount() == 0;
+            });
+        }
+        assertTrue(caughtAsleep > 0, "premise: a waiter was seen asleep through its prediction, its pre-wake posted");
     }
 }
