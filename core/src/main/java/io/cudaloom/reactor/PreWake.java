@@ -57,14 +57,22 @@ public final class PreWake {
 
     // ---- watchers ------------------------------------------------------------------------------
 
-    /** This thread starts spinning on its own armed flag (after its arm and any sleep); {@link #unwatch} follows. */
+    /**
+     * This thread starts spinning on its own armed flag (after its arm and any sleep);
+     * {@link #unwatch} follows. Counted only where the scanner defers to watchers: otherwise no
+     * one reads the count, and the spin path pays no read-modify-write for it.
+     */
     void watch() {
-        watching.incrementAndGet();
+        if (deferToWatchers) {
+            watching.incrementAndGet();
+        }
     }
 
     /** This thread no longer looks at its flag (it saw it, was delivered, or its spin ended). */
     void unwatch() {
-        watching.decrementAndGet();
+        if (deferToWatchers) {
+            watching.decrementAndGet();
+        }
     }
 
     /**
