@@ -7,7 +7,9 @@
  * <p>Not exported: {@code io.cudaloom.reactor} (the completion reactor's parts, which the facade
  * {@code CompletionReactor} builds; its package-info is the maintainer's overview),
  * {@code io.cudaloom.protocol} (the lock-free slot protocol), {@code io.cudaloom.spi} (the backend
- * SPI) and {@code io.cudaloom.internal} (what the backends share: the argument checks). On the module path no other module can name them; on
+ * SPI), {@code io.cudaloom.internal} (what the backends share: the argument checks, the provider
+ * interface, the API's hooks for its backends) and {@code io.cudaloom.provider} (the two backends'
+ * service providers). On the module path no other module can name them; on
  * the class path they stay public classes, but are no API (the stress module uses them there).
  *
  * <p>The optional dependencies are {@code requires static}: JCuda ({@code jcuda}, an automatic
@@ -45,6 +47,7 @@ module io.cudaloom {
     // @Blocking (class retention, compile time only)
     requires static org.jetbrains.annotations;
 
-    uses io.cudaloom.GpuDeviceProvider;
-    provides io.cudaloom.GpuDeviceProvider with io.cudaloom.cuda.CudaDeviceProvider, io.cudaloom.sim.SimulatedDeviceProvider;
+    uses io.cudaloom.internal.GpuDeviceProvider;
+    provides io.cudaloom.internal.GpuDeviceProvider
+            with io.cudaloom.provider.CudaDeviceProvider, io.cudaloom.provider.SimulatedDeviceProvider;
 }

@@ -122,7 +122,7 @@ public final class CompletionReactor {
     }
 
     /** True once the flag memory has been freed (after {@link #close()}, when nothing can land). */
-    public boolean isMemoryReleased() {
+    boolean isMemoryReleased() {
         return state.isMemoryReleased();
     }
 

@@ -1,17 +1,18 @@
 package io.cudaloom;
 
+import io.cudaloom.internal.BackendAccess;
+import io.cudaloom.internal.GpuDeviceProvider;
 import io.cudaloom.reactor.DeviceFaults;
 import io.cudaloom.reactor.Registration;
 import io.cudaloom.reactor.UnclosedDeviceReport;
 import io.cudaloom.spi.DeviceBackend;
-import java.util.ArrayList;
-import java.util.Comparator;
-import java.util.Iterator;
+import io.cudaloom.spi.DeviceProbes;
+import io.cudaloom.spi.StreamBackend;
 import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
-import java.util.ServiceConfigurationError;
 import java.util.ServiceLoader;
+import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -19,16 +20,14 @@ import org.jspecify.annotations.Nullable;
  * {@link #open()}, make streams with {@link #newStream()}, close it when done ({@code use {}} in
  * Kotlin, try-with-resources in Java).
  *
- * <p>Backends (found through {@link GpuDeviceProvider}) subclass it and start the reactor with
- * {@link #startReactor}, handing over their side as a {@link DeviceBackend}.
+ * <p>Only cuda-loom's own backends subclass it (a CUDA GPU, {@code io.cudaloom.cuda.CudaDevice}; the
+ * simulated device, {@code io.cudaloom.sim.SimulatedDevice}); any other subclass is refused.
  */
 public abstract class GpuDevice implements AutoCloseable {
     /** System property choosing the backend of {@link #open()}: {@code auto} (default), {@code cuda}, {@code sim}. */
     public static final String BACKEND_PROPERTY = "cudaloom.device";
 
     private static final System.Logger LOG = System.getLogger(GpuDevice.class.getName());
-    /** At most this many failed providers in a row are skipped before the lookup gives up. */
-    private static final int MAX_PROVIDER_FAILURES = 16;
 
     private volatile @Nullable CompletionReactor reactor;
     /** Reports this device if it becomes unreachable unclosed; set with the reactor. */
@@ -39,6 +38,15 @@ public abstract class GpuDevice implements AutoCloseable {
     final DeviceFaults faults = new DeviceFaults();
     /** Its entry in {@link LiveResources#openDevices()}; 0 until the reactor starts. */
     private volatile long openSequence;
+    /** The backend's side of each new stream; set with the reactor, before any stream exists. */
+    private volatile @Nullable Function<? super GpuStream, ? extends StreamBackend> streamBackends;
+    /** The backend's side of this device; set with the reactor. */
+    private volatile @Nullable DeviceBackend backend;
+
+    static {
+        // What the backends may do to devices, streams and kernels, and nobody else (BackendHooks).
+        BackendAccess.install(new BackendHooks());
+    }
 
     /**
      * For the library's backends only ({@code io.cudaloom.sim}, {@code io.cudaloom.cuda}).
@@ -57,7 +65,7 @@ public abstract class GpuDevice implements AutoCloseable {
     /**
      * Opens a device of the best backend available: a CUDA device if JCuda is on the class path and
      * the driver finds a device, else the embedded simulated device. Backends are
-     * {@link GpuDeviceProvider}s found through {@link ServiceLoader}; the system property
+     * backends found through {@link ServiceLoader}; the system property
      * {@value #BACKEND_PROPERTY} names one to use instead ({@code cuda}, {@code sim}, or
      * {@code auto}, the default): a named backend is opened even if it says it is unavailable, so
      * its own error says why, and no other backend is asked whether it is available.
@@ -67,7 +75,7 @@ public abstract class GpuDevice implements AutoCloseable {
      * DEBUG by the {@code System.Logger} named after this class), and no JCuda class is loaded
      * unless the CUDA backend is asked for ({@code auto} or {@code cuda}). When JCuda is there but
      * the backend cannot open a device (no driver, no device), {@code auto} still falls back, and
-     * logs one WARNING saying why ({@link GpuDeviceProvider#isInstalled()}).
+     * logs one WARNING saying why.
      *
      * @throws RuntimeException from the backend: with {@code cuda}, a {@code CudaDriverException}
      *     if the driver cannot be loaded ("no CUDA driver: ...") or initialised
@@ -79,7 +87,7 @@ public abstract class GpuDevice implements AutoCloseable {
     public static GpuDevice open(ReactorConfig config) {
         Objects.requireNonNull(config, "config");
         String choice = System.getProperty(BACKEND_PROPERTY, "auto").trim().toLowerCase(Locale.ROOT);
-        List<GpuDeviceProvider> providers = providers();
+        List<GpuDeviceProvider> providers = GpuDeviceProvider.installed();
         if (choice.equals("auto") || choice.isEmpty()) {
             for (GpuDeviceProvider p : providers) {
                 if (isAvailable(p)) {
@@ -134,56 +142,37 @@ public abstract class GpuDevice implements AutoCloseable {
     }
 
     /**
-     * The backends on the class path, the highest priority first. A provider that cannot be loaded
-     * or instantiated (a {@link ServiceConfigurationError}, or a {@link LinkageError} when a library
-     * it needs is absent) is left out and logged at DEBUG; the others are still returned.
+     * Starts this device's reactor, with flag memory from {@code backend}; called once by the
+     * backend's factory after construction, through {@link BackendAccess.Hooks#startReactor}.
      */
-    public static List<GpuDeviceProvider> providers() {
-        List<GpuDeviceProvider> found = new ArrayList<>();
-        Iterator<GpuDeviceProvider> it = ServiceLoader.load(GpuDeviceProvider.class, GpuDevice.class.getClassLoader()).iterator();
-        int failures = 0;
-        while (true) {
-            try {
-                if (!it.hasNext()) {
-                    break;
-                }
-                found.add(it.next());
-                failures = 0;
-            } catch (ServiceConfigurationError | LinkageError e) {
-                // ServiceLoader goes on with the next provider after an error, "best effort": bound
-                // the retries in case it keeps failing on the same one.
-                LOG.log(System.Logger.Level.DEBUG, "a device backend could not be loaded; skipped", e);
-                if (++failures >= MAX_PROVIDER_FAILURES) {
-                    break;
-                }
-            }
-        }
-        found.sort(Comparator.comparingInt(GpuDeviceProvider::priority).reversed());
-        return List.copyOf(found);
-    }
-
-    /**
-     * For backends: what identifies {@code kernel}'s PTX module (kernels of one module share it,
-     * so a backend loads it once per device).
-     */
-    protected static Object kernelModule(GpuKernel kernel) {
-        return kernel.module();
-    }
-
-    /**
-     * For backends: starts this device's reactor, with flag memory from {@code backend}; called
-     * once by the backend's factory after construction.
-     */
-    protected final void startReactor(ReactorConfig config, DeviceBackend backend) {
+    void startReactor(ReactorConfig config, DeviceBackend backend,
+            Function<? super GpuStream, ? extends StreamBackend> streams) {
         if (reactor != null) {
             throw new IllegalStateException("reactor of " + name() + " already started");
         }
+        this.streamBackends = Objects.requireNonNull(streams, "streams");
+        this.backend = backend;
         CompletionReactor r = new CompletionReactor(this, config, backend);
         reactor = r;
         long seq = LiveResources.deviceOpened(this);
         openSequence = seq;
         unclosed = UnclosedDeviceReport.watch(this, name(), List.of(r.cleanupIfUnclosed(), backend.cleanupIfUnclosed(),
                 () -> LiveResources.deviceClosed(seq)));
+    }
+
+    /** The backend side of a new stream of this device (from the stream's constructor). */
+    StreamBackend streamBackendOf(GpuStream stream) {
+        Function<? super GpuStream, ? extends StreamBackend> streams = streamBackends;
+        if (streams == null) {
+            throw new IllegalStateException("reactor of " + name() + " was never started");
+        }
+        return Objects.requireNonNull(streams.apply(stream), "stream backend");
+    }
+
+    /** The backend's own counters (tests, the lifetime stress). */
+    DeviceProbes probes() {
+        DeviceBackend b = backend;
+        return b == null ? DeviceProbes.NONE : b.probes();
     }
 
     /**
@@ -199,7 +188,7 @@ public abstract class GpuDevice implements AutoCloseable {
     }
 
     /**
-     * For backends: counts one piece of memory ({@link LiveResources.Kind#DEVICE_MEMORY} or
+     * Counts one piece of memory ({@link LiveResources.Kind#DEVICE_MEMORY} or
      * {@link LiveResources.Kind#HOST_MEMORY}) handed out by {@link #allocate} or
      * {@link #allocateHost}, once the allocation has succeeded. Run the returned action from the
      * memory's {@code close()}; it counts the memory back once, however often it runs. Streams and
@@ -207,7 +196,7 @@ public abstract class GpuDevice implements AutoCloseable {
      *
      * @throws IllegalArgumentException for another kind
      */
-    protected final Runnable tracked(LiveResources.Kind kind) {
+    final Runnable tracked(LiveResources.Kind kind) {
         if (kind != LiveResources.Kind.DEVICE_MEMORY && kind != LiveResources.Kind.HOST_MEMORY) {
             throw new IllegalArgumentException("backends count only memory, not " + kind);
         }
@@ -215,12 +204,12 @@ public abstract class GpuDevice implements AutoCloseable {
     }
 
     /**
-     * For backends: the first fault of any of this device's streams, {@code "<error> on <stream>"}
+     * The first fault of any of this device's streams, {@code "<error> on <stream>"}
      * (e.g. {@code "CUDA_ERROR_ILLEGAL_ADDRESS (700) on cuda-stream@1b6d3586"}), or null while none
-     * has faulted. Backends report their streams' faults through {@link GpuStream#faultSink()}; the
+     * has faulted. Backends report their streams' faults through {@code BackendAccess.Hooks#faultSink}; the
      * first one reported is kept, once.
      */
-    protected final @Nullable String firstFault() {
+    final @Nullable String firstFault() {
         return faults.firstDescription();
     }
 

@@ -165,13 +165,13 @@ public final class GpuKernel {
     }
 
     /**
-     * For backends: checks that {@code declared} fits the parameters {@code ptxParams} read from
+     * Checks that {@code declared} fits the parameters {@code ptxParams} read from
      * {@code where}, one for one ({@link Param#POINTER}, {@link Param#LONG} and
      * {@link Param#POINTER_OR_LONG} are all a 64-bit word).
      *
      * @throws IllegalArgumentException naming the kernel and the first parameter that differs
      */
-    public static void checkMatches(String entry, List<Param> declared, List<Param> ptxParams, String where) {
+    static void checkMatches(String entry, List<Param> declared, List<Param> ptxParams, String where) {
         if (declared.size() != ptxParams.size()) {
             throw new IllegalArgumentException("kernel " + entry + " is declared with " + declared.size()
                     + " parameter(s) " + declared + ", but its .entry in " + where + " has " + ptxParams.size()
@@ -192,7 +192,7 @@ public final class GpuKernel {
      * @throws IllegalArgumentException if there is no such entry, or a parameter is of a type no
      *     launch can pass
      */
-    public static List<Param> paramsOf(String ptx, String entry) {
+    static List<Param> paramsOf(String ptx, String entry) {
         return PtxEntries.params(Objects.requireNonNull(ptx, "ptx"), Objects.requireNonNull(entry, "entry"));
     }
 
@@ -218,13 +218,13 @@ public final class GpuKernel {
 
     /**
      * Identifies the PTX module (kernels of one module share it, so a backend loads it once per
-     * device). Not API: backends read it through {@code GpuDevice.kernelModule}.
+     * device). Not API: backends read it through {@code BackendAccess.Hooks#kernelModule}.
      */
     Object module() {
         return ptx;
     }
 
-    /** The Java body the simulated device runs. Not API: backends read it through {@code GpuStream.kernelBody}. */
+    /** The Java body the simulated device runs. Not API: backends read it through {@code BackendAccess.Hooks#kernelBody}. */
     Body body() {
         return body;
     }

@@ -13,21 +13,20 @@ import io.cudaloom.spi.StreamState;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.function.Consumer;
-import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
 
 /**
  * An ordered queue of GPU work on one {@link GpuDevice}. Backends (CUDA, simulated) add the ways to
  * submit work; this class adds the way to wait for it: {@link #event()} and {@link #await()}.
  *
- * <p>A backend makes its streams with the protected constructor, handing over its side of the
- * stream as an {@link StreamBackend} (the SPI, {@code io.cudaloom.spi}); callers never see it.
+ * <p>Only cuda-loom's own backends subclass it ({@code io.cudaloom.cuda.CudaStream},
+ * {@code io.cudaloom.sim.SimulatedStream}); any other subclass is refused.
  */
 public abstract class GpuStream implements AutoCloseable {
     private final GpuDevice device;
     /** The reactor's state of this stream: counts, proof, admission, shared flag writes (see StreamRecord). */
     private final StreamRecord record;
-    /** This stream's fault, kept by the device's fault owner (DeviceFaults); the backend's {@link #faultSink()}. */
+    /** This stream's fault, kept by the device's fault owner (DeviceFaults); the backend's {@code BackendAccess.Hooks#faultSink}. */
     private final DeviceFaults.Sink faults;
     private static final java.lang.invoke.VarHandle DRAIN;
 
@@ -52,30 +51,25 @@ public abstract class GpuStream implements AutoCloseable {
      */
     private volatile @Nullable StreamDrain drain;
     /**
-     * For backends: {@code backendOf} is given this stream (not yet fully constructed: keep the
-     * reference, call nothing on it) and returns the backend side the reactor will use. For the
-     * library's backends only ({@code io.cudaloom.sim}, {@code io.cudaloom.cuda}).
+     * For cuda-loom's backends only ({@code io.cudaloom.sim}, {@code io.cudaloom.cuda}): the device
+     * gives the stream its backend side.
      *
      * @throws IllegalCallerException for a subclass of any other package or module
      */
-    @SuppressWarnings("this-escape") // backendOf only keeps the reference; see above
-    protected GpuStream(GpuDevice device, Function<? super GpuStream, ? extends StreamBackend> backendOf) {
+    @SuppressWarnings("this-escape") // the device's stream factory only keeps the reference (BackendAccess.Hooks#startReactor)
+    protected GpuStream(GpuDevice device) {
         BackendSubclasses.check(getClass(), GpuStream.class);
         this.device = Objects.requireNonNull(device, "device");
         CompletionReactor reactor = device.reactor();
         this.record = new StreamRecord(reactor.config());
         this.faults = device.faults.sink(port, record);
-        this.backend = Objects.requireNonNull(backendOf.apply(this), "backend");
+        this.backend = device.streamBackendOf(this);
         reactor.streamOpened(record);
         this.lease = device.ledger.open(LiveResources.Kind.STREAM);
     }
 
-    /**
-     * For backends whose constructor fails after this class's (e.g. the driver refused to create
-     * the stream): the stream was never handed out, so it is not counted in the device's
-     * {@link GpuDevice#liveResources()}. Call it before rethrowing.
-     */
-    protected final void notCreated() {
+    /** A backend's constructor failed after this class's: the stream was never handed out (BackendAccess.Hooks#notCreated). */
+    final void notCreated() {
         lease.run();
     }
 
@@ -138,17 +132,9 @@ public abstract class GpuStream implements AutoCloseable {
         noteSubmission();
     }
 
-    /**
-     * For backends, before every call that enqueues work on the stream (launch, copy, memset): takes
-     * room for one entry in the stream's admission bound ({@link ReactorConfig.Builder#admissionLimit}),
-     * parking the calling thread (FIFO, keeping its interrupt status) while the stream is full, so
-     * no thread ever waits for room inside the driver. Returns whether room was taken: if the
-     * enqueue then fails, hand that to {@link #submissionFailed}. After a successful enqueue call
-     * {@link #noteSubmission()}. A thread the stream's completions depend on (the reactor's scanner,
-     * a host callback, the stream's own worker) never parks here. After it returns the backend must
-     * check again that the stream is open and unfaulted: a close or fault lets parked callers through.
-     */
-    protected final boolean admit() {
+    // ---- what the backends do, through BackendAccess.Hooks (which documents each) --------------
+
+    final boolean admit() {
         long waited = record.admit(port);
         if (waited > 0) {
             device.reactor().countAdmissionWait(waited);
@@ -156,40 +142,22 @@ public abstract class GpuStream implements AutoCloseable {
         return waited >= 0;
     }
 
-    /** For backends: the enqueue after {@link #admit()} failed; {@code admitted} is what admit returned. */
-    protected final void submissionFailed(boolean admitted) {
+    final void submissionFailed(boolean admitted) {
         if (admitted) {
             record.admissionUnused();
         }
     }
 
-    /** Backends call this after each submission's driver call (or enqueue) has returned. */
-    protected final void noteSubmission() {
+    final void noteSubmission() {
         record.submissions.incrementAndGet();
         record.afterSubmission(port);
     }
 
-    /**
-     * For backends: the first {@code count} counted submissions are known complete (e.g. a
-     * blocking synchronize returned after {@link #submissionCount()} read {@code count}): a proof,
-     * which returns their admission room.
-     */
-    protected final void noteCompletedThrough(long count) {
+    final void noteCompletedThrough(long count) {
         record.completedThrough(count);
     }
 
-    /** For backends: the Java body of {@code kernel}, which the simulated device runs. */
-    protected static GpuKernel.Body kernelBody(GpuKernel kernel) {
-        return kernel.body();
-    }
-
-    /**
-     * For backends: where to report that this stream faulted, and ask whether it has: the device's
-     * fault owner keeps the fault (the first report wins), so the backend keeps no copy. Report a
-     * fault before {@code queryState()} answers {@code FAULTED}; throw
-     * {@link FaultSink#failure}{@code ("work refused, ...")} for a call refused after it.
-     */
-    protected final FaultSink faultSink() {
+    final FaultSink faultSink() {
         return faults;
     }
 

@@ -19,7 +19,7 @@ import org.jspecify.annotations.Nullable;
  * What one device has handed out and not had back: device and host memory, streams, and waits in
  * progress (a blocking await, or a future, callback or subscription not yet delivered or
  * withdrawn). Backend-independent: {@link GpuStream} and {@link GpuEvent} count streams and waits
- * themselves, and every backend's memory counts itself through {@link GpuDevice#tracked}, so
+ * themselves, and every backend's memory counts itself through {@code GpuDevice.tracked} (BackendAccess.Hooks#tracked), so
  * the counts mean the same on every device.
  *
  * <p>Cost: with site capture off (the default), an allocation costs one atomic increment and one

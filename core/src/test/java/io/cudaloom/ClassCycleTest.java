@@ -50,11 +50,17 @@ class ClassCycleTest {
      * <ul>
      *   <li>the public API, by design: a device opens streams and hands out memory, each of which
      *       names its device; an event names its stream and its device's reactor; a kernel names
-     *       the thread its body reads; the provider opens devices. {@code ResourceLedger}, the
+     *       the thread its body reads; the provider interface ({@code internal.GpuDeviceProvider},
+     *       unexported) opens devices and the device looks the providers up. {@code ResourceLedger}, the
      *       device's count of what it handed out, builds the public {@link LiveResources}
-     *       snapshot, which names the devices it lists;
+     *       snapshot, which names the devices it lists. The backends' hooks
+     *       ({@code internal.BackendAccess}, unexported, the JDK's SharedSecrets pattern) name the
+     *       device, stream and kernel they act on, and {@code GpuDevice} installs them
+     *       ({@code BackendHooks}) when it is initialised;
      *   <li>{@code cuda}: the backend's device, streams, buffers and kernels refer to each other
      *       (a stream names its device and buffers, the device opens streams and loads modules);
+     *       and, apart, the driver's entry point and its exception ({@code Cuda} builds
+     *       {@code CudaDriverException}, whose message names the error through {@code Cuda});
      *   <li>{@code sim}: the same for the simulated device;
      *   <li>{@code junit}: the annotation names its extension, the extension reads the annotation and
      *       runs the leak check, which reports through it;
@@ -62,10 +68,10 @@ class ClassCycleTest {
      * </ul>
      */
     private static final List<String> KNOWN = List.of(
-            "CompletionReactor DeviceMemory GpuDevice GpuDeviceProvider GpuEvent GpuKernel GpuStream HostMemory "
-                    + "KernelThread LiveResources ResourceLedger",
-            "cuda.Cuda cuda.CudaDevice cuda.CudaDeviceProvider cuda.CudaDriverException cuda.CudaKernel "
-                    + "cuda.CudaModule cuda.CudaStream cuda.DeviceBuffer cuda.KernelArgs "
+            "BackendHooks CompletionReactor DeviceMemory GpuDevice GpuEvent GpuKernel GpuStream HostMemory "
+                    + "KernelThread LiveResources ResourceLedger internal.BackendAccess internal.GpuDeviceProvider",
+            "cuda.Cuda cuda.CudaDriverException",
+            "cuda.CudaDevice cuda.CudaKernel cuda.CudaModule cuda.CudaStream cuda.DeviceBuffer cuda.KernelArgs "
                     + "cuda.PinnedBuffer cuda.StreamHandle",
             "junit.GpuExtension junit.GpuTest junit.LeakCheck",
             "kotlin.GpuEventCoroutines kotlin.ResumeExecutor",

@@ -240,7 +240,7 @@ class ClosedStreamDrainTest {
             assertTrue(before.isDone(), "round " + round);
         }
         assertNothingLeaked(device); // a stranded registration's slot would never come back
-        await().atMost(LONG).until(() -> device.liveStreams() == 0); // every stream ran to its end
+        await().atMost(LONG).until(() -> TestAccess.probes(device).liveStreams() == 0); // every stream ran to its end
         System.out.println("ClosedStreamDrainTest race (" + strategy + "): " + refusedLateEvents.get() + " of "
                 + rounds + " late events refused, the rest served");
     }

@@ -38,7 +38,7 @@ final class InstantDevice extends GpuDevice {
 
     static InstantDevice create(ReactorConfig config) {
         InstantDevice d = new InstantDevice(false, false);
-        d.startReactor(config, d::allocateFlags);
+        d.startReactor(config, d::allocateFlags, s -> new InstantStream.Backend((InstantStream) s));
         return d;
     }
 
@@ -46,13 +46,14 @@ final class InstantDevice extends GpuDevice {
         InstantDevice d = new InstantDevice(true, false);
         d.acceptHostCallbacks = false;
         // Not coalescing: a stream with no counted work would then be known complete, never registering.
-        d.startReactor(ReactorConfig.builder().coalesce(false).build(), d::allocateFlags);
+        d.startReactor(ReactorConfig.builder().coalesce(false).build(), d::allocateFlags,
+                s -> new InstantStream.Backend((InstantStream) s));
         return d;
     }
 
     static InstantDevice holding(ReactorConfig config) {
         InstantDevice d = new InstantDevice(false, true);
-        d.startReactor(config, d::allocateFlags);
+        d.startReactor(config, d::allocateFlags, s -> new InstantStream.Backend((InstantStream) s));
         return d;
     }
 
@@ -133,7 +134,7 @@ final class InstantDevice extends GpuDevice {
         private boolean draining;
 
         InstantStream(InstantDevice device, boolean refuseFlagWrites, boolean holdFlagWrites) {
-            super(device, s -> new Backend((InstantStream) s));
+            super(device);
             this.refuseFlagWrites = refuseFlagWrites;
             this.holdFlagWrites = holdFlagWrites;
         }

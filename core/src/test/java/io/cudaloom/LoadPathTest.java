@@ -74,9 +74,9 @@ class LoadPathTest {
         load(device, threads, 2, 8);
         ReactorStats s = device.reactor().stats();
         System.out.println("10,000 virtual threads x 2 on 8 streams: " + s + ", queue-full waits "
-                + device.queueFullWaits());
+                + TestAccess.probes(device).queueFullWaits());
         assertTrue(s.admissionWaits() > 0, "premise: the load reached the admission bound: " + s);
-        assertEquals(0, device.queueFullWaits(), "no thread ever waited inside a full queue");
+        assertEquals(0, TestAccess.probes(device).queueFullWaits(), "no thread ever waited inside a full queue");
         long awaits = 2L * threads;
         assertTrue(s.flagWrites() * 10 < awaits, "far fewer flag writes than awaits (< 0.1 per await): " + s);
         assertEquals(awaits, s.completions() , "every await completed: " + s);
@@ -88,7 +88,7 @@ class LoadPathTest {
         // simulated driver spins the submitting threads, as CUDA's does.
         SimulatedDevice device = device(ReactorConfig.builder().capacity(16_384).admissionLimit(896).build(), 64);
         load(device, 2_000, 1, 2);
-        assertTrue(device.queueFullWaits() > 0, "the small queue filled: " + device.queueFullWaits());
+        assertTrue(TestAccess.probes(device).queueFullWaits() > 0, "the small queue filled: " + TestAccess.probes(device).queueFullWaits());
     }
 
     @Test

@@ -20,10 +20,10 @@ public final class NoJCudaProbe {
         System.out.println("jcuda.present=" + present("jcuda.driver.JCudaDriver"));
         System.out.println("kotlin.present=" + present("kotlin.Unit"));
         System.out.println("micrometer.present=" + present("io.micrometer.core.instrument.MeterRegistry"));
-        List<GpuDeviceProvider> providers = GpuDevice.providers();
-        System.out.println("providers=" + providers.stream().map(GpuDeviceProvider::name).toList());
+        List<io.cudaloom.internal.GpuDeviceProvider> providers = io.cudaloom.internal.GpuDeviceProvider.installed();
+        System.out.println("providers=" + providers.stream().map(io.cudaloom.internal.GpuDeviceProvider::name).toList());
         if (args.length > 0 && args[0].equals("probe-cuda")) {
-            for (GpuDeviceProvider p : providers) {
+            for (io.cudaloom.internal.GpuDeviceProvider p : providers) {
                 if (p.name().equals("cuda")) {
                     System.out.println("cuda.available=" + p.isAvailable());
                     System.out.println("cuda.reason=" + p.unavailableReason());

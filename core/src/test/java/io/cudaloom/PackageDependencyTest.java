@@ -15,12 +15,14 @@ import org.junit.jupiter.api.Test;
 /**
  * The package layering has no cycle: the protocol core depends on no other package of the
  * project, the backend SPI ({@code spi}) only on the protocol core, the API package ({@code io.cudaloom}) on no backend ({@code cuda}, {@code sim}; those
- * are found through {@link GpuDeviceProvider}) and not on the Kotlin support ({@code kotlin}, which
+ * are found through {@code internal.GpuDeviceProvider}) and not on the Kotlin support ({@code kotlin}, which
  * needs kotlin-stdlib, an optional dependency), the Kotlin support only on the API, and the backends
  * on each other not at all. The JUnit extension ({@code junit}) sits on top: nothing else names it,
  * it names only the public API and the backends, and no other package names JUnit (an optional
- * dependency, there for it alone). What the backends share ({@code internal}, not exported) names
- * the API package and no backend. The reactor's parts ({@code reactor}, not exported) name the
+ * dependency, there for it alone). What the backends share ({@code internal}, not exported: the
+ * argument checks, the provider interface, the API's hooks for its backends) names the API package
+ * and no backend. The service providers ({@code provider}, not exported) name both backends, and
+ * nothing of the library names them: only the service loader does. The reactor's parts ({@code reactor}, not exported) name the
  * protocol core, the SPI and the API package's values and exceptions (which classes exactly:
  * {@link ClassCycleTest}), and no backend, integration or optional dependency; the API package's
  * facade wires them. The Micrometer binder ({@code micrometer}) likewise: nothing else
@@ -56,6 +58,14 @@ class PackageDependencyTest {
                 MICROMETER), List.of(), offences);
         check(root.resolve("io/cudaloom/junit"), List.of("io/cudaloom/protocol/", "io/cudaloom/spi/",
                 "io/cudaloom/kotlin/", "io/cudaloom/micrometer/", MICROMETER), List.of(), offences);
+        // The providers name both backends and the provider interface; nothing names them (ServiceLoader does).
+        check(root.resolve("io/cudaloom/provider"), List.of("io/cudaloom/junit/", "io/cudaloom/kotlin/",
+                "io/cudaloom/micrometer/", "io/cudaloom/protocol/", "io/cudaloom/reactor/", JUNIT, MICROMETER),
+                List.of(), offences);
+        for (String pkg : List.of("", "/cuda", "/sim", "/internal", "/spi", "/protocol", "/reactor", "/junit", "/kotlin",
+                "/micrometer")) {
+            check(root.resolve("io/cudaloom" + pkg), List.of("io/cudaloom/provider/"), List.of(), offences);
+        }
         check(root.resolve("io/cudaloom/micrometer"), List.of("io/cudaloom/cuda/", "io/cudaloom/sim/",
                 "io/cudaloom/protocol/", "io/cudaloom/spi/", "io/cudaloom/junit/", "io/cudaloom/kotlin/", JUNIT),
                 List.of(), offences);

@@ -99,16 +99,16 @@ class SimulatedReactorTest {
             }
         });
         await().atMost(LONG).until(() -> device.reactor().stats().armedNow() == 1);
-        assertEquals(1, device.liveFlagMemories());
+        assertEquals(1, TestAccess.probes(device).liveFlagMemories());
         device.close();
         assertTrue(waiter.join(LONG));
         assertInstanceOf(ReactorClosedException.class, thrown.get());
-        assertEquals(1, device.liveStreams(), "the held stream's thread still runs its work");
+        assertEquals(1, TestAccess.probes(device).liveStreams(), "the held stream's thread still runs its work");
         assertThrows(ReactorClosedException.class, () -> stream.launchKernel(Duration.ZERO), "no work after close");
         assertThrows(ReactorClosedException.class, device::newStream);
         gate.countDown();
-        await().atMost(LONG).until(() -> device.liveStreams() == 0 && device.liveFlagMemories() == 0);
-        assertEquals(0, device.writesAfterRelease());
+        await().atMost(LONG).until(() -> TestAccess.probes(device).liveStreams() == 0 && TestAccess.probes(device).liveFlagMemories() == 0);
+        assertEquals(0, TestAccess.probes(device).writesAfterRelease());
     }
 
     /**

@@ -117,7 +117,7 @@ class SimulatedSemanticsTest {
 
         @Override
         long writesAfterRelease(GpuDevice device) {
-            return ((SimulatedDevice) device).writesAfterRelease();
+            return TestAccess.probes(device).writesAfterRelease();
         }
     }
 }

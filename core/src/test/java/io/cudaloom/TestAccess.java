@@ -14,6 +14,11 @@ public final class TestAccess {
         return ReactorTestSupport.parkedOn(t, blocker);
     }
 
+    /** The backend's own counters (what it still holds, calls it should never have seen). */
+    public static io.cudaloom.spi.DeviceProbes probes(GpuDevice device) {
+        return io.cudaloom.internal.BackendAccess.hooks().probes(device);
+    }
+
     public static Thread scannerThread(GpuDevice device) {
         return device.reactor().scannerThread();
     }

@@ -15,7 +15,21 @@ public final class Cuda {
     private static volatile @Nullable String noDriverReason;
     private static volatile boolean initialised;
 
+    /** What a user of the CUDA backend adds; README.md ("Use it") gives the coordinates. */
+    static final String JCUDA_MISSING = "JCuda is not on the class path: the CUDA backend needs "
+            + "org.jcuda:jcuda and org.jcuda:jcuda-natives (classifier of the platform, e.g. linux-x86_64)";
+
     private Cuda() {}
+
+    /**
+     * Whether JCuda's driver binding is on this library's class path, whether or not a driver and a
+     * device are there ({@link #isAvailable()} says that). Loads nothing, initialises nothing.
+     */
+    public static boolean isInstalled() {
+        ClassLoader loader = Cuda.class.getClassLoader();
+        String resource = "jcuda/driver/JCudaDriver.class";
+        return loader != null ? loader.getResource(resource) != null : ClassLoader.getSystemResource(resource) != null;
+    }
 
     /**
      * Loads the JCuda driver library and calls {@code cuInit}; returns the number of CUDA devices.
@@ -28,8 +42,8 @@ public final class Cuda {
      */
     public static synchronized int init() {
         if (!initialised) {
-            if (!CudaDeviceProvider.jcudaPresent()) {
-                throw new IllegalStateException(CudaDeviceProvider.JCUDA_MISSING);
+            if (!isInstalled()) {
+                throw new IllegalStateException(JCUDA_MISSING);
             }
             try {
                 JCudaDriver.setExceptionsEnabled(false); // every result is checked here, by name
@@ -46,8 +60,15 @@ public final class Cuda {
         return count[0];
     }
 
-    /** True if a CUDA device can be used; else {@link #unavailableReason()} says why. */
+    /**
+     * True if a CUDA device can be used; else {@link #unavailableReason()} says why (JCuda missing,
+     * no driver, no device). Never throws.
+     */
     public static boolean isAvailable() {
+        if (!isInstalled()) {
+            unavailableReason = JCUDA_MISSING;
+            return false;
+        }
         try {
             if (init() > 0) {
                 return true;

@@ -8,9 +8,12 @@ import io.cudaloom.GpuKernel;
 import io.cudaloom.LiveResources;
 import io.cudaloom.ReactorClosedException;
 import io.cudaloom.ReactorConfig;
+import io.cudaloom.internal.BackendAccess;
 import io.cudaloom.internal.WorkChecks;
 import io.cudaloom.protocol.LifetimeGuard;
 import io.cudaloom.protocol.OffHeapFlagArray;
+import io.cudaloom.spi.DeviceBackend;
+import io.cudaloom.spi.DeviceProbes;
 import io.cudaloom.spi.FlagMemory;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
@@ -65,6 +68,8 @@ import org.jspecify.annotations.Nullable;
  * {@link #liveStreams()} then; the device's close destroys the rest.
  */
 public final class CudaDevice extends GpuDevice {
+    /** What the API lets its backends do (BackendAccess): start the reactor, count memory, read faults. */
+    static final BackendAccess.Hooks API = BackendAccess.hooks();
 
     private final Set<CudaStream> streams = ConcurrentHashMap.newKeySet();
     /** Modules loaded for device-agnostic kernels ({@link GpuKernel#module()}), unloaded on close. */
@@ -140,7 +145,7 @@ public final class CudaDevice extends GpuDevice {
         }
         CudaDevice d = new CudaDevice(ordinal);
         try {
-            d.startReactor(config, d::allocateFlags);
+            API.startReactor(d, config, d.new Backend(), s -> new CudaStream.Backend((CudaStream) s));
         } catch (RuntimeException e) {
             d.closed = true;
             d.startRelease(); // no stream yet: released here
@@ -264,7 +269,7 @@ public final class CudaDevice extends GpuDevice {
             contextCalls.exit();
         }
         check(r, "cuMemAlloc(" + bytes + ")");
-        return new DeviceBuffer(this, p, bytes, tracked(LiveResources.Kind.DEVICE_MEMORY));
+        return new DeviceBuffer(this, p, bytes, API.tracked(this, LiveResources.Kind.DEVICE_MEMORY));
     }
 
     /** Pinned host memory of {@code bytes} bytes, for async copies ({@code cuMemHostAlloc}, portable). */
@@ -281,7 +286,7 @@ public final class CudaDevice extends GpuDevice {
             contextCalls.exit();
         }
         check(r, "cuMemHostAlloc(" + bytes + ")");
-        return new PinnedBuffer(this, p, bytes, tracked(LiveResources.Kind.HOST_MEMORY));
+        return new PinnedBuffer(this, p, bytes, API.tracked(this, LiveResources.Kind.HOST_MEMORY));
     }
 
     /** Loads a module from PTX text ({@code cuModuleLoadData}). */
@@ -311,7 +316,7 @@ public final class CudaDevice extends GpuDevice {
         CudaKernel k = kernels.get(kernel);
         if (k == null) {
             checkOpen("loads no kernels");
-            CudaModule module = modules.computeIfAbsent(kernelModule(kernel), m -> loadModule(kernel.ptx()));
+            CudaModule module = modules.computeIfAbsent(API.kernelModule(kernel), m -> loadModule(kernel.ptx()));
             k = kernels.computeIfAbsent(kernel, g -> module.kernel(g.entry(), g.params()));
         }
         return k;
@@ -360,7 +365,7 @@ public final class CudaDevice extends GpuDevice {
      * is false. Kept by the device's fault owner, to which the streams report their faults.
      */
     public @Nullable String fault() {
-        return firstFault();
+        return API.firstFault(this);
     }
 
     /**
@@ -368,7 +373,7 @@ public final class CudaDevice extends GpuDevice {
      * not done yet. A closed stream leaves once its work is done; none is left once the device's
      * close has released the context. A leak check (the set this device keeps).
      */
-    public int liveStreams() {
+    int liveStreams() {
         return streams.size();
     }
 
@@ -377,7 +382,7 @@ public final class CudaDevice extends GpuDevice {
      * ({@code cuStreamDestroy}): what the driver holds for it. Equals {@link #liveStreams()} except
      * while a stream is being made or destroyed.
      */
-    public int driverStreams() {
+    int driverStreams() {
         return driverStreams.get();
     }
 
@@ -386,7 +391,7 @@ public final class CudaDevice extends GpuDevice {
      * refuses every call from the moment the release begins, and the release waits for the calls
      * inside). A self-check, read by tests and the lifetime stress.
      */
-    public long callsAdmittedAfterRelease() {
+    long callsAdmittedAfterRelease() {
         return callsAfterRelease.get();
     }
 
@@ -460,6 +465,34 @@ public final class CudaDevice extends GpuDevice {
     /** The device pointer of flag {@code slot}, or null if {@code memory} is not this device's flag memory. */
     @Nullable CUdeviceptr flagPointer(FlagMemory memory, int slot) {
         return memory == flagMemory ? flagPointers[slot] : null;
+    }
+
+    /** The device's side for the reactor: flag memory, and the counters the tests read. */
+    private final class Backend implements DeviceBackend, DeviceProbes {
+        @Override
+        public FlagMemory allocateFlags(int count) {
+            return CudaDevice.this.allocateFlags(count);
+        }
+
+        @Override
+        public DeviceProbes probes() {
+            return this;
+        }
+
+        @Override
+        public int liveStreams() {
+            return CudaDevice.this.liveStreams();
+        }
+
+        @Override
+        public int driverStreams() {
+            return CudaDevice.this.driverStreams();
+        }
+
+        @Override
+        public long callsAdmittedAfterRelease() {
+            return CudaDevice.this.callsAdmittedAfterRelease();
+        }
     }
 
     private FlagMemory allocateFlags(int count) {

@@ -6,15 +6,49 @@ import java.util.Objects;
 import jcuda.driver.CUfunction;
 
 /**
- * A kernel of a {@link CudaModule}; launch it with {@link CudaStream#launch}. Every launch checks its
- * arguments against {@code params} (read from the module's PTX, or declared at
- * {@link CudaModule#kernel(String, List)}) before enqueueing anything.
+ * A kernel of a {@link CudaModule} ({@link CudaModule#kernel}); launch it with
+ * {@link CudaStream#launch}. Every launch checks its arguments against {@link #params()} (read from
+ * the module's PTX, or declared at {@link CudaModule#kernel(String, List)}) before enqueueing
+ * anything. Only a module makes one: its function handle lives as long as the module.
  */
-public record CudaKernel(CudaModule module, CUfunction function, String name, List<GpuKernel.Param> params) {
-    public CudaKernel {
-        Objects.requireNonNull(module, "module");
-        Objects.requireNonNull(function, "function");
-        Objects.requireNonNull(name, "name");
-        params = List.copyOf(params);
+public final class CudaKernel {
+    private final CudaModule module;
+    private final CUfunction function;
+    private final String name;
+    private final List<GpuKernel.Param> params;
+
+    CudaKernel(CudaModule module, CUfunction function, String name, List<GpuKernel.Param> params) {
+        this.module = Objects.requireNonNull(module, "module");
+        this.function = Objects.requireNonNull(function, "function");
+        this.name = Objects.requireNonNull(name, "name");
+        this.params = List.copyOf(params);
+    }
+
+    /** The module that holds it. */
+    public CudaModule module() {
+        return module;
+    }
+
+    /**
+     * The driver's function handle, for callers mixing raw JCuda in ({@code cuLaunchKernel} on
+     * {@link CudaStream#handle()}); valid while the module is open.
+     */
+    public CUfunction function() {
+        return function;
+    }
+
+    /** The PTX entry point's name. */
+    public String name() {
+        return name;
+    }
+
+    /** Its parameters, in order: what each launch's arguments are checked against. */
+    public List<GpuKernel.Param> params() {
+        return params;
+    }
+
+    @Override
+    public String toString() {
+        return "CudaKernel[" + name + params + "]";
     }
 }

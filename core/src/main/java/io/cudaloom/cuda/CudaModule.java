@@ -36,7 +36,7 @@ public final class CudaModule implements AutoCloseable {
      */
     public CudaKernel kernel(String name) {
         Objects.requireNonNull(name, "name");
-        return load(name, GpuKernel.paramsOf(ptx, name));
+        return load(name, CudaDevice.API.paramsOf(ptx, name));
     }
 
     /**
@@ -48,7 +48,7 @@ public final class CudaModule implements AutoCloseable {
     public CudaKernel kernel(String name, List<GpuKernel.Param> params) {
         Objects.requireNonNull(name, "name");
         Objects.requireNonNull(params, "params");
-        GpuKernel.checkMatches(name, params, GpuKernel.paramsOf(ptx, name), "the module's PTX");
+        CudaDevice.API.checkMatches(name, params, CudaDevice.API.paramsOf(ptx, name), "the module's PTX");
         return load(name, params);
     }
 

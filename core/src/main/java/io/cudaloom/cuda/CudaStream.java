@@ -31,7 +31,7 @@ import jcuda.driver.CUstream;
  * {@link io.cudaloom.ReactorClosedException} once the device is closed).
  *
  * <p>A sticky error seen by any call on the stream (a work call, a flag write or host function, a
- * query) is reported to the device's fault owner ({@link #faultSink()}), which keeps it (this class
+ * query) is reported to the device's fault owner ({@code BackendAccess.Hooks#faultSink}), which keeps it (this class
  * keeps no copy); from then on every call is refused with the owner's {@link GpuFaultException}.
  */
 public final class CudaStream extends GpuStream {
@@ -40,13 +40,13 @@ public final class CudaStream extends GpuStream {
     private final StreamHandle stream;
 
     CudaStream(CudaDevice device) {
-        super(device, s -> new Backend((CudaStream) s));
+        super(device);
         this.device = device;
         StreamHandle handle;
         try {
             handle = new StreamHandle(this, device); // cuStreamCreate, under the device's guard (newStream)
         } catch (RuntimeException | Error e) {
-            notCreated(); // not a stream the caller could leak
+            CudaDevice.API.notCreated(this); // not a stream the caller could leak
             throw e;
         }
         this.stream = handle;
@@ -111,10 +111,10 @@ public final class CudaStream extends GpuStream {
             stream.exit();
         }
         if (r != CUresult.CUDA_SUCCESS) {
-            submissionFailed(admitted);
+            CudaDevice.API.submissionFailed(this, admitted);
             check(r, "cuLaunchKernel(" + kernel.name() + ")"); // the message is built on failure only
         }
-        noteSubmission();
+        CudaDevice.API.noteSubmission(this);
     }
 
     /** Launches a device-agnostic kernel: its PTX, loaded on this device on first use. */
@@ -209,7 +209,7 @@ public final class CudaStream extends GpuStream {
     // ---- backend side -------------------------------------------------------------------------
 
     private StreamState queryState() {
-        if (faultSink().hasFaulted()) {
+        if (CudaDevice.API.faultSink(this).hasFaulted()) {
             return StreamState.FAULTED;
         }
         LifetimeGuard admitted = stream.enterQuery();
@@ -239,7 +239,7 @@ public final class CudaStream extends GpuStream {
      * device's release) busy, or faulted once the device is.
      */
     private StreamState stateAfterDestroy() {
-        if (faultSink().hasFaulted()) {
+        if (CudaDevice.API.faultSink(this).hasFaulted()) {
             return StreamState.FAULTED;
         }
         if (stream.isDestroyed() && stream.wasIdleAtDestroy()) {
@@ -250,7 +250,7 @@ public final class CudaStream extends GpuStream {
             return StreamState.BUSY;
         }
         // Its work died with the context: reported as this stream's fault (FaultSink: before FAULTED).
-        faultSink().streamFaulted("the context faulted: " + deviceFault, null);
+        CudaDevice.API.faultSink(this).streamFaulted("the context faulted: " + deviceFault, null);
         return StreamState.FAULTED;
     }
 
@@ -261,7 +261,7 @@ public final class CudaStream extends GpuStream {
         }
         int r;
         try {
-            if (isClosed() || faultSink().hasFaulted()) {
+            if (isClosed() || CudaDevice.API.faultSink(this).hasFaulted()) {
                 return false;
             }
             cuCtxSetCurrent(device.contextHandle());
@@ -286,7 +286,7 @@ public final class CudaStream extends GpuStream {
         }
         int r;
         try {
-            if (isClosed() || faultSink().hasFaulted()) {
+            if (isClosed() || CudaDevice.API.faultSink(this).hasFaulted()) {
                 return false;
             }
             cuCtxSetCurrent(device.contextHandle());
@@ -328,14 +328,14 @@ public final class CudaStream extends GpuStream {
             stream.exit();
         }
         check(r, "cuStreamSynchronize");
-        noteCompletedThrough(counted); // a proof: returns the admission room of that work
+        CudaDevice.API.noteCompletedThrough(this, counted); // a proof: returns the admission room of that work
     }
 
     private boolean flagWritesSettled() {
         if (device.isContextGone()) {
             return true; // nothing of the context can run any more
         }
-        if (faultSink().hasFaulted()) {
+        if (CudaDevice.API.faultSink(this).hasFaulted()) {
             return false; // dead context still allocated: wait for CudaDevice.close() to reset it
         }
         LifetimeGuard admitted = stream.enterQuery();
@@ -361,19 +361,19 @@ public final class CudaStream extends GpuStream {
     /**
      * Before a work call: room in the stream's admission bound (which may park the caller, outside
      * the guard, so a parked caller never holds up a destroy), then {@link #enter()}. Returns what
-     * {@link #admit()} returned, for {@link #submitted} (which hands it to
-     * {@link #submissionFailed} if the call fails). A close or fault lets parked callers through,
+     * {@code admit} returned, for {@link #submitted} (which hands it to
+     * {@code submissionFailed} if the call fails). A close or fault lets parked callers through,
      * and enter() then refuses them as it refuses a call made after it.
      */
     private boolean admitWork() {
-        if (device.isClosed() || isClosed() || faultSink().hasFaulted()) {
+        if (device.isClosed() || isClosed() || CudaDevice.API.faultSink(this).hasFaulted()) {
             throw refusal(); // no room taken for a call that cannot run
         }
-        boolean admitted = admit();
+        boolean admitted = CudaDevice.API.admit(this);
         try {
             enter();
         } catch (RuntimeException e) {
-            submissionFailed(admitted);
+            CudaDevice.API.submissionFailed(this, admitted);
             throw e;
         }
         return admitted;
@@ -390,7 +390,7 @@ public final class CudaStream extends GpuStream {
         if (!stream.enter()) {
             throw refusal();
         }
-        RuntimeException refused = device.isClosed() || isClosed() || faultSink().hasFaulted() ? refusal() : null;
+        RuntimeException refused = device.isClosed() || isClosed() || CudaDevice.API.faultSink(this).hasFaulted() ? refusal() : null;
         int r = refused == null ? cuCtxSetCurrent(device.contextHandle()) : CUresult.CUDA_SUCCESS;
         if (refused != null || r != CUresult.CUDA_SUCCESS) {
             stream.exit();
@@ -406,19 +406,19 @@ public final class CudaStream extends GpuStream {
         if (device.isClosed()) {
             return new io.cudaloom.ReactorClosedException(device.name() + " is closed: no more work on " + this);
         }
-        if (isClosed() || !faultSink().hasFaulted()) {
+        if (isClosed() || !CudaDevice.API.faultSink(this).hasFaulted()) {
             return new IllegalStateException("stream " + this + " is closed");
         }
-        return faultSink().failure("work refused, the stream faulted earlier");
+        return CudaDevice.API.faultSink(this).failure("work refused, the stream faulted earlier");
     }
 
     /** Checks a submission's result, then counts it (after the driver call: see GpuStream.submissionCount). */
     private void submitted(boolean admitted, int result, String call) {
         if (result != CUresult.CUDA_SUCCESS) {
-            submissionFailed(admitted);
+            CudaDevice.API.submissionFailed(this, admitted);
             check(result, call);
         }
-        noteSubmission();
+        CudaDevice.API.noteSubmission(this);
     }
 
     private void check(int result, String call) {
@@ -427,7 +427,7 @@ public final class CudaStream extends GpuStream {
         }
         if (Cuda.isStickyFault(result)) {
             noteFault(result);
-            throw faultSink().failure(call + " failed with " + Cuda.STICKY); // names the stream's (first) fault
+            throw CudaDevice.API.faultSink(this).failure(call + " failed with " + Cuda.STICKY); // names the stream's (first) fault
         }
         Cuda.check(result, call + " on " + this); // a CudaDriverException
     }
@@ -441,11 +441,12 @@ public final class CudaStream extends GpuStream {
 
     /** Reports a sticky error to the device's fault owner: the stream's fault, and the device's first if none came before. */
     private void noteFault(int result) {
-        faultSink().streamFaulted(Cuda.errorName(result), null);
+        CudaDevice.API.faultSink(this).streamFaulted(Cuda.errorName(result), null);
     }
 
     /** The reactor's side of this stream (the SPI), delegating to the private methods above. */
-    private record Backend(CudaStream stream) implements StreamBackend {
+    /** The stream's side for the reactor; made by the device's stream factory (BackendAccess.Hooks#startReactor). */
+    record Backend(CudaStream stream) implements StreamBackend {
         @Override
         public StreamState queryState() {
             return stream.queryState();

@@ -1,7 +1,7 @@
 package io.cudaloom.junit;
 
 import io.cudaloom.GpuDevice;
-import io.cudaloom.GpuDeviceProvider;
+import io.cudaloom.internal.GpuDeviceProvider;
 import io.cudaloom.GpuStream;
 import io.cudaloom.LiveResources;
 import io.cudaloom.LiveResources.Kind;
@@ -120,7 +120,7 @@ public final class GpuExtension
     /** Whether the CUDA backend can open a device, probed once per engine run (the root store). */
     private record CudaAvailability(boolean available, String reason) {
         static CudaAvailability probe() {
-            for (GpuDeviceProvider p : GpuDevice.providers()) {
+            for (GpuDeviceProvider p : GpuDeviceProvider.installed()) {
                 if (p.name().equals("cuda")) {
                     boolean available = p.isAvailable();
                     return new CudaAvailability(available, available ? "" : String.valueOf(p.unavailableReason()));

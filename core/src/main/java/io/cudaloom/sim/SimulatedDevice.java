@@ -3,6 +3,7 @@ package io.cudaloom.sim;
 import io.cudaloom.DeviceMemory;
 import io.cudaloom.HostMemory;
 import io.cudaloom.LiveResources;
+import io.cudaloom.internal.BackendAccess;
 import io.cudaloom.internal.WorkChecks;
 
 import io.cudaloom.GpuDevice;
@@ -10,6 +11,7 @@ import io.cudaloom.ReactorClosedException;
 import io.cudaloom.ReactorConfig;
 import io.cudaloom.protocol.OffHeapFlagArray;
 import io.cudaloom.spi.DeviceBackend;
+import io.cudaloom.spi.DeviceProbes;
 import io.cudaloom.spi.FlagMemory;
 import java.util.Objects;
 import java.util.Set;
@@ -72,7 +74,7 @@ public final class SimulatedDevice extends GpuDevice {
         }
         SimulatedDevice device = new SimulatedDevice(queueEntries);
         Set<Runnable> stopWorkers = device.stopWorkers; // the clean-up holds this set, not the device
-        device.startReactor(config, new DeviceBackend() {
+        BackendAccess.hooks().startReactor(device, config, new DeviceBackend() {
             @Override
             public FlagMemory allocateFlags(int count) {
                 return device.allocateFlags(count);
@@ -82,7 +84,12 @@ public final class SimulatedDevice extends GpuDevice {
             public Runnable cleanupIfUnclosed() {
                 return () -> stopWorkers.forEach(Runnable::run);
             }
-        });
+
+            @Override
+            public DeviceProbes probes() {
+                return device.probes;
+            }
+        }, s -> new SimulatedStream.Backend((SimulatedStream) s));
         return device;
     }
 
@@ -100,12 +107,12 @@ public final class SimulatedDevice extends GpuDevice {
      * their thread until it had room: what the CUDA driver does to a carrier thread. With admission
      * ({@link ReactorConfig.Builder#admissionLimit}) below the queue, this stays 0.
      */
-    public long queueFullWaits() {
+    long queueFullWaits() {
         return queueFullWaits.sum();
     }
 
     /** Total time submitting threads spun on full queues, in nanoseconds. */
-    public long queueFullSpinNanos() {
+    long queueFullSpinNanos() {
         return queueFullNanos.sum();
     }
 
@@ -166,7 +173,7 @@ public final class SimulatedDevice extends GpuDevice {
             throw new ReactorClosedException(name() + " is closed: it allocates no memory");
         }
         SimulatedMemory m = new SimulatedMemory(this, bytes, host);
-        m.tracked(tracked(host ? LiveResources.Kind.HOST_MEMORY : LiveResources.Kind.DEVICE_MEMORY));
+        m.tracked(BackendAccess.hooks().tracked(this, host ? LiveResources.Kind.HOST_MEMORY : LiveResources.Kind.DEVICE_MEMORY));
         return m;
     }
 
@@ -182,7 +189,7 @@ public final class SimulatedDevice extends GpuDevice {
      * Flag writes that reached memory after the reactor had freed it: must stay 0 (the reactor
      * frees flag memory only once no write can land). Checked by the tests.
      */
-    public long writesAfterRelease() {
+    long writesAfterRelease() {
         return writesAfterRelease.get();
     }
 
@@ -197,7 +204,7 @@ public final class SimulatedDevice extends GpuDevice {
      * working; tests treat it like {@code CudaDevice.isFaulted()}, so they mean the same on both.
      */
     public boolean isFaulted() {
-        return firstFault() != null;
+        return BackendAccess.hooks().firstFault(this) != null;
     }
 
     /**
@@ -205,18 +212,46 @@ public final class SimulatedDevice extends GpuDevice {
      * or null while {@link #isFaulted()} is false.
      */
     public @Nullable String fault() {
-        return firstFault(); // kept by the device's fault owner, as its streams reported them
+        return BackendAccess.hooks().firstFault(this); // kept by the device's fault owner, as its streams reported them
     }
 
     /** Flag memories allocated and not yet freed. */
-    public int liveFlagMemories() {
+    int liveFlagMemories() {
         return liveFlagMemories.get();
     }
 
     /** Streams created and not yet finished (closed and drained). */
-    public int liveStreams() {
+    int liveStreams() {
         return streams.size();
     }
+
+    /** The counters the library's tests read, through BackendAccess.Hooks#probes (not API). */
+    private final DeviceProbes probes = new DeviceProbes() {
+        @Override
+        public int liveStreams() {
+            return SimulatedDevice.this.liveStreams();
+        }
+
+        @Override
+        public long writesAfterRelease() {
+            return SimulatedDevice.this.writesAfterRelease();
+        }
+
+        @Override
+        public int liveFlagMemories() {
+            return SimulatedDevice.this.liveFlagMemories();
+        }
+
+        @Override
+        public long queueFullWaits() {
+            return SimulatedDevice.this.queueFullWaits();
+        }
+
+        @Override
+        public long queueFullSpinNanos() {
+            return SimulatedDevice.this.queueFullSpinNanos();
+        }
+    };
 
     @Override
     public void close() {

@@ -7,6 +7,7 @@ import io.cudaloom.HostMemory;
 import io.cudaloom.GpuStream;
 import io.cudaloom.ReactorClosedException;
 import io.cudaloom.spi.FlagMemory;
+import io.cudaloom.internal.BackendAccess;
 import io.cudaloom.spi.StreamBackend;
 import io.cudaloom.spi.StreamState;
 import io.cudaloom.internal.KernelRuns;
@@ -25,9 +26,11 @@ import java.util.concurrent.locks.LockSupport;
  * {@link #injectFault} behaves like a sticky CUDA error: every later command, flag writes and host
  * callbacks included, is discarded and the stream reports {@link StreamState#FAULTED}. The fault is
  * reported, by the stream's thread as the command fails, to the device's fault owner
- * ({@link #faultSink()}), which keeps it: this class keeps no copy.
+ * ({@code BackendAccess.Hooks#faultSink}), which keeps it: this class keeps no copy.
  */
 public final class SimulatedStream extends GpuStream {
+    /** What the API lets its backends do (BackendAccess): admit and count work, report faults. */
+    private static final BackendAccess.Hooks API = BackendAccess.hooks();
     /** Below this a simulated kernel busy-waits (a timed park would oversleep); above, it parks. */
     private static final long SPIN_BELOW_NANOS = 20_000;
 
@@ -47,7 +50,7 @@ public final class SimulatedStream extends GpuStream {
     private boolean shutDown;
 
     SimulatedStream(SimulatedDevice device, int id) {
-        super(device, s -> new Backend((SimulatedStream) s));
+        super(device);
         this.device = device;
         this.name = "sim-stream-" + id;
         LinkedBlockingQueue<Command> commands = queue; // the stop action holds the queue, not the stream
@@ -68,7 +71,7 @@ public final class SimulatedStream extends GpuStream {
     @Override
     public void launch(GpuKernel kernel, int gridX, int blockX, Object... args) {
         WorkChecks.launch(device, kernel, gridX, blockX, args);
-        Runnable threads = KernelRuns.prepare(gridX, blockX, args, m -> device.memory(m, false).byteBuffer(), kernelBody(kernel));
+        Runnable threads = KernelRuns.prepare(gridX, blockX, args, m -> device.memory(m, false).byteBuffer(), API.kernelBody(kernel));
         submit(threads::run);
     }
 
@@ -158,21 +161,21 @@ public final class SimulatedStream extends GpuStream {
         // The count first: the worker reports a fault before it counts the failed command as
         // finished, so a query that sees every command finished also sees the fault.
         boolean idle = finished.get() == submitted.get();
-        if (faultSink().hasFaulted()) {
+        if (API.faultSink(this).hasFaulted()) {
             return StreamState.FAULTED;
         }
         return idle ? StreamState.IDLE : StreamState.BUSY;
     }
 
     private boolean enqueueFlagWrite(FlagMemory memory, int slot) {
-        if (faultSink().hasFaulted() || isClosed()) {
+        if (API.faultSink(this).hasFaulted() || isClosed()) {
             return false;
         }
         return enqueue(() -> device.writeFlag(memory, slot));
     }
 
     private boolean enqueueHostCallback(Runnable callback) {
-        if (faultSink().hasFaulted() || isClosed()) {
+        if (API.faultSink(this).hasFaulted() || isClosed()) {
             return false;
         }
         return enqueue(callback::run);
@@ -186,26 +189,26 @@ public final class SimulatedStream extends GpuStream {
 
     private void submit(Command c) {
         checkUsable();
-        boolean admitted = admit(); // may park while the stream is full (GpuStream#admit)
+        boolean admitted = API.admit(this); // may park while the stream is full (GpuStream#admit)
         try {
             checkUsable(); // a close or fault lets parked submitters through
         } catch (RuntimeException e) {
-            submissionFailed(admitted);
+            API.submissionFailed(this, admitted);
             throw e;
         }
         if (!enqueue(c)) {
-            submissionFailed(admitted);
+            API.submissionFailed(this, admitted);
             throw closed(); // closed since the check above
         }
-        noteSubmission(); // after the enqueue: see GpuStream.submissionCount
+        API.noteSubmission(this); // after the enqueue: see GpuStream.submissionCount
     }
 
     private void checkUsable() {
         if (isClosed() || device.isClosed()) {
             throw closed();
         }
-        if (faultSink().hasFaulted()) {
-            throw faultSink().failure("work refused, the stream faulted earlier");
+        if (API.faultSink(this).hasFaulted()) {
+            throw API.faultSink(this).failure("work refused, the stream faulted earlier");
         }
     }
 
@@ -299,13 +302,13 @@ public final class SimulatedStream extends GpuStream {
     }
 
     private void execute(Command c) {
-        if (!faultSink().hasFaulted()) {
+        if (!API.faultSink(this).hasFaulted()) {
             try {
                 c.run();
             } catch (InjectedFault e) {
-                faultSink().streamFaulted(String.valueOf(e.getMessage()), null);
+                API.faultSink(this).streamFaulted(String.valueOf(e.getMessage()), null);
             } catch (RuntimeException | Error e) {
-                faultSink().streamFaulted("kernel failed: " + e, e); // the kernel's exception: every fault's cause
+                API.faultSink(this).streamFaulted("kernel failed: " + e, e); // the kernel's exception: every fault's cause
             }
         }
         finished.incrementAndGet(); // executed or discarded after a fault; after the report (queryState)
@@ -343,7 +346,8 @@ public final class SimulatedStream extends GpuStream {
     }
 
     /** The reactor's side of this stream (the SPI), delegating to the private methods above. */
-    private record Backend(SimulatedStream stream) implements StreamBackend {
+    /** The stream's side for the reactor; made by the device's stream factory (BackendAccess.Hooks#startReactor). */
+    record Backend(SimulatedStream stream) implements StreamBackend {
         @Override
         public StreamState queryState() {
             return stream.queryState();

@@ -14,4 +14,9 @@ public interface DeviceBackend {
     default Runnable cleanupIfUnclosed() {
         return () -> { };
     }
+
+    /** The backend's own counters, for the library's tests ({@link DeviceProbes#NONE} by default). */
+    default DeviceProbes probes() {
+        return DeviceProbes.NONE;
+    }
 }

@@ -6,7 +6,7 @@ import org.jspecify.annotations.Nullable;
  * Where a backend reports that its stream faulted, and where it gets the exception for a call made
  * after that: the device's fault owner ({@code io.cudaloom.reactor.DeviceFaults}) keeps every stream's fault
  * and the device's first one, so a backend keeps no copy of its own. One per stream; a backend gets
- * its stream's from {@code GpuStream.faultSink()}. Any thread may call it (the simulated stream's
+ * its stream's from {@code BackendAccess.Hooks.faultSink}. Any thread may call it (the simulated stream's
  * worker, a thread whose driver call failed, the reactor's scanner); it never blocks.
  */
 public interface FaultSink {

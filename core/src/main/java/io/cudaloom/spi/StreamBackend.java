@@ -2,7 +2,8 @@ package io.cudaloom.spi;
 
 /**
  * A backend's side of a stream: what the reactor asks of it. A backend passes one to its
- * stream's constructor ({@code GpuStream(device, backendOf)}); callers never see it. Methods may be
+ * device's stream factory ({@code BackendAccess.Hooks.startReactor}), which the stream's
+ * constructor calls; callers never see it. Methods may be
  * called from any thread (registrants, the scanner, the closing thread) and must not block. Its
  * faults a backend reports to the stream's {@link FaultSink}, which keeps them.
  */

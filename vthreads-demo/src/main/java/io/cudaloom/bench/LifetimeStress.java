@@ -8,6 +8,8 @@ import io.cudaloom.ReactorClosedException;
 import io.cudaloom.ReactorConfig;
 import io.cudaloom.ReactorStats;
 import io.cudaloom.cuda.CudaDevice;
+import io.cudaloom.internal.BackendAccess;
+import io.cudaloom.spi.DeviceProbes;
 import io.cudaloom.cuda.CudaStream;
 import io.cudaloom.cuda.Kernels;
 import io.cudaloom.demo.LatencyHistogram;
@@ -287,30 +289,32 @@ public final class LifetimeStress {
                 s.fallbacks(), s.abandoned(), s.faults(), s.armedNow(), s.freeSlots(), s.capacity(), s.quarantined());
     }
 
+    /**
+     * The backend's own counters (not API: read through the library's internal hooks, which a
+     * benchmark on the class path may use): what it still holds, calls it should never have seen.
+     */
+    private static DeviceProbes probes(GpuDevice d) {
+        return BackendAccess.hooks().probes(d);
+    }
+
     /** Streams still alive, and (on a GPU) the driver's streams and calls admitted after the release. */
     private static String lifetimes(GpuDevice d) {
-        if (d instanceof CudaDevice c) {
-            return "live streams " + c.liveStreams() + ", driver streams " + c.driverStreams()
-                    + ", calls admitted after the release " + c.callsAdmittedAfterRelease();
+        DeviceProbes p = probes(d);
+        if (d instanceof CudaDevice) {
+            return "live streams " + p.liveStreams() + ", driver streams " + p.driverStreams()
+                    + ", calls admitted after the release " + p.callsAdmittedAfterRelease();
         }
-        if (d instanceof SimulatedDevice s) {
-            return "live streams " + s.liveStreams() + ", flag writes after the release " + s.writesAfterRelease();
-        }
-        return "";
+        return "live streams " + p.liveStreams() + ", flag writes after the release " + p.writesAfterRelease();
     }
 
     private static boolean noStreamLeft(GpuDevice d) {
-        if (d instanceof CudaDevice c) {
-            return c.liveStreams() == 0 && c.driverStreams() == 0;
-        }
-        return !(d instanceof SimulatedDevice s) || s.liveStreams() == 0;
+        DeviceProbes p = probes(d);
+        return p.liveStreams() == 0 && p.driverStreams() == 0;
     }
 
     private static boolean nothingAfterRelease(GpuDevice d) {
-        if (d instanceof CudaDevice c) {
-            return c.callsAdmittedAfterRelease() == 0;
-        }
-        return !(d instanceof SimulatedDevice s) || s.writesAfterRelease() == 0;
+        DeviceProbes p = probes(d);
+        return p.callsAdmittedAfterRelease() == 0 && p.writesAfterRelease() == 0;
     }
 
     private static boolean verdict(String scenario, boolean ok, String counts) {
@@ -395,7 +399,7 @@ public final class LifetimeStress {
         boolean balanced = slots && end0.faults() == 0 && end0.abandoned() == 0; // no fault, no await gave up
         String before = stats(d) + "; " + lifetimes(d);
         d.close();
-        boolean released = eventually(Duration.ofSeconds(30), () -> d.reactor().isMemoryReleased());
+        boolean released = eventually(Duration.ofSeconds(30), () -> BackendAccess.hooks().isMemoryReleased(d));
         boolean afterRelease = nothingAfterRelease(d);
         long total = o.total();
         boolean ok = allEnded && hung.get() == 0 && o.undocumented.sum() == 0 && balanced && streamsGone && released
@@ -486,7 +490,7 @@ public final class LifetimeStress {
             kernels.close();
         }
         d.close();
-        boolean released = eventually(Duration.ofSeconds(30), () -> d.reactor().isMemoryReleased());
+        boolean released = eventually(Duration.ofSeconds(30), () -> BackendAccess.hooks().isMemoryReleased(d));
         boolean streamsGone = eventually(Duration.ofSeconds(30), () -> noStreamLeft(d));
         boolean ok = allEnded && o.get("fault, named") == waiters && o.undocumented.sum() == 0 && bounded && released
                 && streamsGone && nothingAfterRelease(d);
@@ -572,7 +576,7 @@ public final class LifetimeStress {
         d.close();
         double closeMs = (System.nanoTime() - closeStart) / 1e6;
         boolean allEnded = done.await(60, TimeUnit.SECONDS);
-        boolean released = eventually(Duration.ofSeconds(30), () -> d.reactor().isMemoryReleased());
+        boolean released = eventually(Duration.ofSeconds(30), () -> BackendAccess.hooks().isMemoryReleased(d));
         boolean streamsGone = eventually(Duration.ofSeconds(30), () -> noStreamLeft(d));
         ReactorStats after = d.reactor().stats();
         boolean ok = allRunning && allEnded && endedClosed.get() == waiters && hung.get() == 0

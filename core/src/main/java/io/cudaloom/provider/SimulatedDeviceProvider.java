@@ -1,12 +1,16 @@
-package io.cudaloom.sim;
+package io.cudaloom.provider;
 
 import io.cudaloom.GpuDevice;
-import io.cudaloom.GpuDeviceProvider;
 import io.cudaloom.ReactorConfig;
+import io.cudaloom.internal.GpuDeviceProvider;
+import io.cudaloom.sim.SimulatedDevice;
 import java.util.List;
 import org.jspecify.annotations.Nullable;
 
-/** The simulated device's provider: always available, the lowest priority. */
+/**
+ * The simulated device's provider: always available, the lowest priority. Public for
+ * {@link java.util.ServiceLoader} only; its package is not exported.
+ */
 public final class SimulatedDeviceProvider implements GpuDeviceProvider {
     /** Made by {@link java.util.ServiceLoader} ({@code GpuDevice.open()}). */
     public SimulatedDeviceProvider() {}

@@ -1,21 +1,20 @@
-package io.cudaloom.cuda;
+package io.cudaloom.provider;
 
 import io.cudaloom.GpuDevice;
-import io.cudaloom.GpuDeviceProvider;
 import io.cudaloom.ReactorConfig;
+import io.cudaloom.cuda.Cuda;
+import io.cudaloom.cuda.CudaDevice;
+import io.cudaloom.internal.GpuDeviceProvider;
 import java.util.List;
 import org.jspecify.annotations.Nullable;
 
 /**
  * The CUDA backend's provider: device 0 of the CUDA driver, through JCuda. JCuda is an optional
- * dependency of cuda-loom-core: this class names no JCuda class itself, and looks for JCuda before
- * touching anything that needs it, so without JCuda it is simply unavailable.
+ * dependency of cuda-loom-core: this class names no JCuda class, and {@link Cuda} looks for JCuda
+ * before touching anything that needs it, so without JCuda the backend is simply unavailable.
+ * Public for {@link java.util.ServiceLoader} only; its package is not exported.
  */
 public final class CudaDeviceProvider implements GpuDeviceProvider {
-    /** What a user of the CUDA backend adds; README.md ("Use it") gives the coordinates. */
-    static final String JCUDA_MISSING = "JCuda is not on the class path: the CUDA backend needs "
-            + "org.jcuda:jcuda and org.jcuda:jcuda-natives (classifier of the platform, e.g. linux-x86_64)";
-
     private volatile @Nullable String unavailableReason;
 
     /** Made by {@link java.util.ServiceLoader} ({@code GpuDevice.open()}). */
@@ -39,15 +38,11 @@ public final class CudaDeviceProvider implements GpuDeviceProvider {
     /** Whether JCuda is on the class path (then an unusable driver is worth a WARNING in auto mode). */
     @Override
     public boolean isInstalled() {
-        return jcudaPresent();
+        return Cuda.isInstalled();
     }
 
     @Override
     public boolean isAvailable() {
-        if (!jcudaPresent()) {
-            unavailableReason = JCUDA_MISSING;
-            return false;
-        }
         try {
             if (Cuda.isAvailable()) {
                 return true;
@@ -68,20 +63,11 @@ public final class CudaDeviceProvider implements GpuDeviceProvider {
      * Opens CUDA device 0.
      *
      * @throws IllegalStateException if JCuda is not on the class path
-     * @throws CudaDriverException if the driver cannot be loaded or initialised
+     * @throws io.cudaloom.cuda.CudaDriverException if the driver cannot be loaded or initialised
      */
     @Override
     public GpuDevice open(ReactorConfig config) {
-        if (!jcudaPresent()) {
-            throw new IllegalStateException(JCUDA_MISSING);
-        }
+        Cuda.init(); // throws IllegalStateException naming the artifacts when JCuda is not there
         return CudaDevice.open(0, config);
-    }
-
-    /** Whether JCuda's driver binding is on this class's class path; loads nothing, initialises nothing. */
-    static boolean jcudaPresent() {
-        ClassLoader loader = CudaDeviceProvider.class.getClassLoader();
-        String resource = "jcuda/driver/JCudaDriver.class";
-        return loader != null ? loader.getResource(resource) != null : ClassLoader.getSystemResource(resource) != null;
     }
 }

@@ -1,0 +1,94 @@
+package io.cudaloom;
+
+import io.cudaloom.internal.BackendAccess;
+import io.cudaloom.spi.DeviceBackend;
+import io.cudaloom.spi.DeviceProbes;
+import io.cudaloom.spi.FaultSink;
+import io.cudaloom.spi.StreamBackend;
+import java.util.List;
+import java.util.function.Function;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * The API package's side of {@link BackendAccess}: forwards each hook to the package-private member
+ * of the device, stream or kernel that implements it (documented on {@link BackendAccess.Hooks}).
+ * Installed once, by {@link GpuDevice}'s static initialiser.
+ */
+final class BackendHooks implements BackendAccess.Hooks {
+    @Override
+    public void startReactor(GpuDevice device, ReactorConfig config, DeviceBackend backend,
+            Function<? super GpuStream, ? extends StreamBackend> streams) {
+        device.startReactor(config, backend, streams);
+    }
+
+    @Override
+    public Runnable tracked(GpuDevice device, LiveResources.Kind kind) {
+        return device.tracked(kind);
+    }
+
+    @Override
+    public @Nullable String firstFault(GpuDevice device) {
+        return device.firstFault();
+    }
+
+    @Override
+    public boolean isMemoryReleased(GpuDevice device) {
+        return device.reactor().isMemoryReleased();
+    }
+
+    @Override
+    public DeviceProbes probes(GpuDevice device) {
+        return device.probes();
+    }
+
+    @Override
+    public Object kernelModule(GpuKernel kernel) {
+        return kernel.module();
+    }
+
+    @Override
+    public GpuKernel.Body kernelBody(GpuKernel kernel) {
+        return kernel.body();
+    }
+
+    @Override
+    public List<GpuKernel.Param> paramsOf(String ptx, String entry) {
+        return GpuKernel.paramsOf(ptx, entry);
+    }
+
+    @Override
+    public void checkMatches(String entry, List<GpuKernel.Param> declared, List<GpuKernel.Param> ptxParams,
+            String where) {
+        GpuKernel.checkMatches(entry, declared, ptxParams, where);
+    }
+
+    @Override
+    public void notCreated(GpuStream stream) {
+        stream.notCreated();
+    }
+
+    @Override
+    public boolean admit(GpuStream stream) {
+        return stream.admit();
+    }
+
+    @Override
+    public void submissionFailed(GpuStream stream, boolean admitted) {
+        stream.submissionFailed(admitted);
+    }
+
+    @Override
+    public void noteSubmission(GpuStream stream) {
+        stream.noteSubmission();
+    }
+
+    @Override
+    public void noteCompletedThrough(GpuStream stream, long count) {
+        stream.noteCompletedThrough(count);
+    }
+
+    @Override
+    public FaultSink faultSink(GpuStream stream) {
+        return stream.faultSink();
+    }
+}
