@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# gpu-check.sh: one device call that checks a build on the GPU: the GPU suite, the lifetime stress
+# (streams and devices closed under load, a fault under 10,000 waiters) and, unless LATENCY=0, the
+# wait-latency benchmark twice with the methods in LATENCY_METHODS. Every output is packed into
+# "$OUT/results.tgz" after each step, so a call cut short still brings back what ran.
+# From the repository root, after ../shared/tools/gpu-bundle && bash vthreads-demo/scripts/gpu-trim.sh:
+#   bash vthreads-demo/scripts/gpu-check.sh
+set -u
+R=$(mktemp -d /tmp/gpu-check.XXXXXX)
+pack() { tar czf "$OUT/results.tgz" -C "$R" . 2>/dev/null; }
+{ date -u; git log -1 --format='%H %s' 2>/dev/null; git status --short 2>/dev/null; cat .gpu/INFO 2>/dev/null; } > "$R/info.txt"
+timeout 200 bash .gpu/junit > "$R/junit.txt" 2>&1; echo "junit exit $?" >> "$R/info.txt"; pack
+timeout 240 bash .gpu/java io.cudaloom.bench.LifetimeStress all --seconds "${CHURN_SECONDS:-30}" \
+  > "$R/lifetime.txt" 2>&1; echo "lifetime exit $?" >> "$R/info.txt"; pack
+if [ "${LATENCY:-1}" = 1 ]; then
+  for i in 1 2; do
+    timeout 150 bash .gpu/java io.cudaloom.bench.WaitLatencyBench iterations=2000 warmup=2000 \
+      methods="${LATENCY_METHODS:-await,await-defer,sync}" kernelsUs="${LATENCY_KERNELS:-0,20,200}" \
+      > "$R/latency-$i.md" 2> "$R/latency-$i.err"; echo "latency $i exit $?" >> "$R/info.txt"; pack
+  done
+fi
+pack
+grep -E "tests (successful|failed|aborted|found)" "$R/junit.txt"; grep -E "^(PASS|FAIL|ALL|NOT)" "$R/lifetime.txt"; cat "$R/info.txt"
