@@ -56,7 +56,8 @@
  * ReactorMXBean and the periodic JFR hook, installed when the reactor opens and removed
  * when it closes; LatencyRecorder: the await-latency histogram; StreamRecord: each stream's
  * admission, group-commit sequence, completion proof and wait average; StreamDrain: the one
- * registration a stream's close leaves; Waiter and WaitGroup: the hand-offs; TimerSlack: the
+ * registration a stream's close leaves; Waiter and WaitGroup: the hand-offs; PreWake: the waiters'
+ * planned wake-ups, which the scanner serves (over the protocol's WakeBoard); TimerSlack: the
  * scanner's timer slack; UnclosedDeviceReport: the Cleaner of a device dropped unclosed. The facade
  * (io.cudaloom.CompletionReactor) wires them together and is what the API classes call.
  *
