@@ -47,6 +47,11 @@ final class BackendHooks implements BackendAccess.Hooks {
     }
 
     @Override
+    public GpuKernel spinKernel() {
+        return GpuKernel.SPIN;
+    }
+
+    @Override
     public GpuKernel.Body kernelBody(GpuKernel kernel) {
         return kernel.body();
     }

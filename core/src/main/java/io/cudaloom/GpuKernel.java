@@ -39,10 +39,12 @@ public final class GpuKernel {
 
     /**
      * {@code spin_kernel(u64 nanos)}: each thread spins for {@code nanos} on the GPU's global
-     * timer (the simulated body spins on {@code System.nanoTime}); launch one thread.
-     * {@link GpuStream#launchKernel(java.time.Duration)} is this kernel.
+     * timer; what {@link GpuStream#launchKernel(java.time.Duration)} launches on a GPU (through
+     * {@code BackendAccess.Hooks#spinKernel}). Not public: that method is the one way to keep a
+     * stream busy for a time, on every backend (the simulated device's takes no core for it, where
+     * this body, launched as a kernel, would spin one).
      */
-    public static final GpuKernel SPIN = builtIn("spin_kernel", List.of(Param.LONG), t -> {
+    static final GpuKernel SPIN = builtIn("spin_kernel", List.of(Param.LONG), t -> {
         long end = System.nanoTime() + t.longArg(0);
         while (System.nanoTime() - end < 0) {
             Thread.onSpinWait();

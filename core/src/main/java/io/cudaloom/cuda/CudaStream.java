@@ -128,7 +128,7 @@ public final class CudaStream extends GpuStream {
     @Override
     public void launchKernel(java.time.Duration duration) {
         long nanos = WorkChecks.durationNanos(duration);
-        enqueueLaunch(device.kernel(GpuKernel.SPIN), 1, 1, 1, 1, 1, 1, 0, new Object[] {nanos});
+        enqueueLaunch(device.kernel(CudaDevice.API.spinKernel()), 1, 1, 1, 1, 1, 1, 0, new Object[] {nanos});
     }
 
     /** Async copy host to device; {@code src} is pinned ({@link CudaDevice#allocateHost}). */

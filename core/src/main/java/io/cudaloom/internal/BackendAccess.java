@@ -111,6 +111,9 @@ public final class BackendAccess {
         /** What identifies {@code kernel}'s PTX module (kernels of one module share it: load it once). */
         Object kernelModule(GpuKernel kernel);
 
+        /** The kernel a GPU runs for {@code GpuStream.launchKernel(Duration)}: {@code spin_kernel(u64 nanos)}. */
+        GpuKernel spinKernel();
+
         /** The Java body of {@code kernel}, which the simulated device runs. */
         GpuKernel.Body kernelBody(GpuKernel kernel);
 

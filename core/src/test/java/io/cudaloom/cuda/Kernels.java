@@ -15,8 +15,8 @@ import java.util.List;
  * A test fixture (core's test-jar, never shipped): the library's built-in kernels as raw
  * {@link CudaKernel}s of one loaded module, for the GPU tests, the demo and the benchmarks that
  * launch on a {@link CudaStream} directly, plus the kernel that faults the context on purpose.
- * Users launch the same built-ins through the API ({@code GpuKernel.EMPTY}, {@code SPIN},
- * {@code FILL_U32}, {@code SCALE_F32}); this class reads the same PTX ({@value #PTX_RESOURCE}), so
+ * Users launch the same built-ins through the API ({@code GpuKernel.EMPTY}, {@code FILL_U32},
+ * {@code SCALE_F32}, and the spin kernel as {@code GpuStream.launchKernel(Duration)}); this class reads the same PTX ({@value #PTX_RESOURCE}), so
  * the catalogue is {@code GpuKernel}'s alone. Each declares its parameters (checked against the PTX
  * when loaded); a pointer parameter takes a {@link DeviceBuffer} or a raw device address as a {@code Long}.
  */
