@@ -147,7 +147,7 @@ public final class ReactorConfig {
         private int flagWritesInFlight = 1;
         private boolean relayWakeups = true;
         private boolean waiterPreWake = true;
-        private boolean scannerDefersToSpinningWaiters = false;
+        private boolean scannerDefersToSpinningWaiters = true;
         private boolean jmx = true;
         private double slowAwaitFactor = DEFAULT_SLOW_AWAIT_FACTOR;
 
@@ -245,15 +245,15 @@ public final class ReactorConfig {
 
         /**
          * Whether the scanner parks instead of spinning while every armed slot has a waiter that
-         * spins on its flag itself (default false, opt-in): a lone waiter on a short kernel spins
-         * on its own flag and completes on its own thread, so a scanner spinning beside it doubles
-         * the CPU. With this on it parks in parks of {@link #scannerPark}'s minimum (20 us by
-         * default) instead, cut short by a pre-wake that is due; work armed meanwhile by anyone
-         * else is seen within such a park. On the H200 it about halved the scanner's CPU per 20 us wait
-         * at the same latency, but in that build a waiter asleep through a prediction counted as
-         * watching too, and 200 us waits came 1.07-1.12 x later than {@code cuStreamSynchronize}
-         * in 4 of 6 rounds; waiters now count only while they spin, which has not been measured on
-         * a GPU yet, so it stays off by default (docs/BENCHMARKS.md, sixth pass).
+         * spins on its flag itself (default true): a lone waiter on a short kernel spins on its own
+         * flag and completes on its own thread, so a scanner spinning beside it doubles the CPU.
+         * With this on it parks in parks of {@link #scannerPark}'s minimum (20 us by default)
+         * instead, cut short by a pre-wake that is due; work armed meanwhile by anyone else is
+         * seen within such a park. A waiter counts only while it spins (not while it sleeps
+         * through a prediction). On the H200 (docs/BENCHMARKS.md, seventh pass) the scanner's CPU
+         * per 20 us wait fell from 19.0-20.2 us to 7.5-8.9 us, and 200 us waits stayed within
+         * 1.009-1.015 x {@code cuStreamSynchronize}'s p50 in 4 of 4 rounds. Under load no waiter
+         * spins ({@link #waiterSpin(Duration, int)}), so it changes nothing there.
          */
         public Builder scannerDefersToSpinningWaiters(boolean defer) {
             this.scannerDefersToSpinningWaiters = defer;
