@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # gpu-check.sh: one device call that checks a build on the GPU: the GPU suite, the lifetime stress
 # (streams and devices closed under load, a fault under 10,000 waiters) and, unless LATENCY=0, the
-# wait-latency benchmark twice with the methods in LATENCY_METHODS. Every output is packed into
+# wait-latency benchmark twice with the methods in LATENCY_METHODS, and with SWEEP_KERNELS set
+# GpuBench's sweep (the load path) on those kernel times. Every output is packed into
 # "$OUT/results.tgz" after each step, so a call cut short still brings back what ran.
 # From the repository root, after ../shared/tools/gpu-bundle && bash vthreads-demo/scripts/gpu-trim.sh:
 #   bash vthreads-demo/scripts/gpu-check.sh
@@ -18,6 +19,10 @@ if [ "${LATENCY:-1}" = 1 ]; then
       methods="${LATENCY_METHODS:-await,await-defer,sync}" kernelsUs="${LATENCY_KERNELS:-0,20,200}" \
       > "$R/latency-$i.md" 2> "$R/latency-$i.err"; echo "latency $i exit $?" >> "$R/info.txt"; pack
   done
+fi
+if [ -n "${SWEEP_KERNELS:-}" ]; then # the load path: GpuBench's sweep against its anchors, e.g. SWEEP_KERNELS=10,200,1000
+  timeout 200 bash .gpu/java io.cudaloom.bench.GpuBench sweep kernelsUs="$SWEEP_KERNELS" rounds=1 \
+    > "$R/sweep.md" 2> "$R/sweep.err"; echo "sweep exit $?" >> "$R/info.txt"
 fi
 pack
 grep -E "tests (successful|failed|aborted|found)" "$R/junit.txt"; grep -E "^(PASS|FAIL|ALL|NOT)" "$R/lifetime.txt"; cat "$R/info.txt"
