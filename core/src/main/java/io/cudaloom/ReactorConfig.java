@@ -128,7 +128,7 @@ public final class ReactorConfig {
                 + ", scannerSpin=" + scannerSpinNanos + "ns, scannerLinger=" + scannerLingerNanos + "ns, scannerPark=" + scannerMinParkNanos
                 + ".." + scannerMaxParkNanos + "ns, faultProbeInterval=" + faultProbeIntervalNanos + "ns"
                 + ", admissionLimit=" + admissionLimit + (coalesce ? ", coalesce (flagWritesInFlight="
-                + flagWritesInFlight + (relayWakeups ? ", relayed wake-ups" : "") + ")" : ", no coalesce") + (waiterPreWake ? "" : ", no pre-wake") + (scannerDefersToSpinningWaiters ? ", scanner defers to spinning waiters" : "") + (jmx ? "" : ", no jmx") + "]";
+                + flagWritesInFlight + (relayWakeups ? ", relayed wake-ups" : "") + ")" : ", no coalesce") + (waiterPreWake ? "" : ", no pre-wake") + (scannerDefersToSpinningWaiters ? "" : ", no deferral to spinning waiters") + (jmx ? "" : ", no jmx") + "]";
     }
 
     /** Builder; each setter rejects bad values at once with a message naming the setting. */

@@ -94,6 +94,8 @@ class ScannerDefersToWatchersTest {
         ReactorConfig off = CONFIG.toBuilder().scannerDefersToSpinningWaiters(false).build();
         assertEquals(List.of(), timedParks(off, 1, 1));
         assertTrue(ReactorConfig.defaults().scannerDefersToSpinningWaiters(), "on by default (measured on the H200: BENCHMARKS, seventh pass)");
+        assertTrue(off.toString().contains("no deferral to spinning waiters"), off.toString());
+        assertFalse(ReactorConfig.defaults().toString().contains("deferral"), "a config names only what differs from the defaults");
     }
     /**
      * The regression the H200 found (docs/BENCHMARKS.md, sixth pass): a waiter asleep through a
