@@ -30,6 +30,8 @@ import org.jspecify.annotations.Nullable;
  * explicitly. It can inject device faults ({@link SimulatedStream#injectFault}).
  */
 public final class SimulatedDevice extends GpuDevice {
+    /** What the API lets its backends do (BackendAccess): start the reactor, count memory, admit work, read faults. */
+    static final BackendAccess.Hooks API = BackendAccess.hooks();
     private static final AtomicInteger IDS = new AtomicInteger();
 
     private final int id = IDS.incrementAndGet();
@@ -74,7 +76,7 @@ public final class SimulatedDevice extends GpuDevice {
         }
         SimulatedDevice device = new SimulatedDevice(queueEntries);
         Set<Runnable> stopWorkers = device.stopWorkers; // the clean-up holds this set, not the device
-        BackendAccess.hooks().startReactor(device, config, new DeviceBackend() {
+        API.startReactor(device, config, new DeviceBackend() {
             @Override
             public FlagMemory allocateFlags(int count) {
                 return device.allocateFlags(count);
@@ -173,7 +175,7 @@ public final class SimulatedDevice extends GpuDevice {
             throw new ReactorClosedException(name() + " is closed: it allocates no memory");
         }
         SimulatedMemory m = new SimulatedMemory(this, bytes, host);
-        m.tracked(BackendAccess.hooks().tracked(this, host ? LiveResources.Kind.HOST_MEMORY : LiveResources.Kind.DEVICE_MEMORY));
+        m.tracked(API.tracked(this, host ? LiveResources.Kind.HOST_MEMORY : LiveResources.Kind.DEVICE_MEMORY));
         return m;
     }
 
@@ -204,7 +206,7 @@ public final class SimulatedDevice extends GpuDevice {
      * working; tests treat it like {@code CudaDevice.isFaulted()}, so they mean the same on both.
      */
     public boolean isFaulted() {
-        return BackendAccess.hooks().firstFault(this) != null;
+        return API.firstFault(this) != null;
     }
 
     /**
@@ -212,7 +214,7 @@ public final class SimulatedDevice extends GpuDevice {
      * or null while {@link #isFaulted()} is false.
      */
     public @Nullable String fault() {
-        return BackendAccess.hooks().firstFault(this); // kept by the device's fault owner, as its streams reported them
+        return API.firstFault(this); // kept by the device's fault owner, as its streams reported them
     }
 
     /** Flag memories allocated and not yet freed. */

@@ -7,7 +7,6 @@ import io.cudaloom.HostMemory;
 import io.cudaloom.GpuStream;
 import io.cudaloom.ReactorClosedException;
 import io.cudaloom.spi.FlagMemory;
-import io.cudaloom.internal.BackendAccess;
 import io.cudaloom.spi.StreamBackend;
 import io.cudaloom.spi.StreamState;
 import io.cudaloom.internal.KernelRuns;
@@ -29,8 +28,6 @@ import java.util.concurrent.locks.LockSupport;
  * ({@code BackendAccess.Hooks#faultSink}), which keeps it: this class keeps no copy.
  */
 public final class SimulatedStream extends GpuStream {
-    /** What the API lets its backends do (BackendAccess): admit and count work, report faults. */
-    private static final BackendAccess.Hooks API = BackendAccess.hooks();
     /** Below this a simulated kernel busy-waits (a timed park would oversleep); above, it parks. */
     private static final long SPIN_BELOW_NANOS = 20_000;
 
@@ -71,7 +68,7 @@ public final class SimulatedStream extends GpuStream {
     @Override
     public void launch(GpuKernel kernel, int gridX, int blockX, Object... args) {
         WorkChecks.launch(device, kernel, gridX, blockX, args);
-        Runnable threads = KernelRuns.prepare(gridX, blockX, args, m -> device.memory(m, false).byteBuffer(), API.kernelBody(kernel));
+        Runnable threads = KernelRuns.prepare(gridX, blockX, args, m -> device.memory(m, false).byteBuffer(), SimulatedDevice.API.kernelBody(kernel));
         submit(threads::run);
     }
 
@@ -161,21 +158,21 @@ public final class SimulatedStream extends GpuStream {
         // The count first: the worker reports a fault before it counts the failed command as
         // finished, so a query that sees every command finished also sees the fault.
         boolean idle = finished.get() == submitted.get();
-        if (API.faultSink(this).hasFaulted()) {
+        if (SimulatedDevice.API.faultSink(this).hasFaulted()) {
             return StreamState.FAULTED;
         }
         return idle ? StreamState.IDLE : StreamState.BUSY;
     }
 
     private boolean enqueueFlagWrite(FlagMemory memory, int slot) {
-        if (API.faultSink(this).hasFaulted() || isClosed()) {
+        if (SimulatedDevice.API.faultSink(this).hasFaulted() || isClosed()) {
             return false;
         }
         return enqueue(() -> device.writeFlag(memory, slot));
     }
 
     private boolean enqueueHostCallback(Runnable callback) {
-        if (API.faultSink(this).hasFaulted() || isClosed()) {
+        if (SimulatedDevice.API.faultSink(this).hasFaulted() || isClosed()) {
             return false;
         }
         return enqueue(callback::run);
@@ -189,26 +186,26 @@ public final class SimulatedStream extends GpuStream {
 
     private void submit(Command c) {
         checkUsable();
-        boolean admitted = API.admit(this); // may park while the stream is full (GpuStream#admit)
+        boolean admitted = SimulatedDevice.API.admit(this); // may park while the stream is full (GpuStream#admit)
         try {
             checkUsable(); // a close or fault lets parked submitters through
         } catch (RuntimeException e) {
-            API.submissionFailed(this, admitted);
+            SimulatedDevice.API.submissionFailed(this, admitted);
             throw e;
         }
         if (!enqueue(c)) {
-            API.submissionFailed(this, admitted);
+            SimulatedDevice.API.submissionFailed(this, admitted);
             throw closed(); // closed since the check above
         }
-        API.noteSubmission(this); // after the enqueue: see GpuStream.submissionCount
+        SimulatedDevice.API.noteSubmission(this); // after the enqueue: see GpuStream.submissionCount
     }
 
     private void checkUsable() {
         if (isClosed() || device.isClosed()) {
             throw closed();
         }
-        if (API.faultSink(this).hasFaulted()) {
-            throw API.faultSink(this).failure("work refused, the stream faulted earlier");
+        if (SimulatedDevice.API.faultSink(this).hasFaulted()) {
+            throw SimulatedDevice.API.faultSink(this).failure("work refused, the stream faulted earlier");
         }
     }
 
@@ -302,13 +299,13 @@ public final class SimulatedStream extends GpuStream {
     }
 
     private void execute(Command c) {
-        if (!API.faultSink(this).hasFaulted()) {
+        if (!SimulatedDevice.API.faultSink(this).hasFaulted()) {
             try {
                 c.run();
             } catch (InjectedFault e) {
-                API.faultSink(this).streamFaulted(String.valueOf(e.getMessage()), null);
+                SimulatedDevice.API.faultSink(this).streamFaulted(String.valueOf(e.getMessage()), null);
             } catch (RuntimeException | Error e) {
-                API.faultSink(this).streamFaulted("kernel failed: " + e, e); // the kernel's exception: every fault's cause
+                SimulatedDevice.API.faultSink(this).streamFaulted("kernel failed: " + e, e); // the kernel's exception: every fault's cause
             }
         }
         finished.incrementAndGet(); // executed or discarded after a fault; after the report (queryState)
