@@ -4,7 +4,7 @@ import io.cudaloom.ReactorConfig;
 import io.cudaloom.ReactorStats;
 import io.cudaloom.cuda.CudaDevice;
 import io.cudaloom.cuda.CudaStream;
-import io.cudaloom.cuda.Kernels;
+import io.cudaloom.demo.DemoKernels;
 import io.cudaloom.demo.ServletBench;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
@@ -172,7 +172,7 @@ public final class GpuBench {
         System.out.println("| scenario | wall | process CPU | cores busy (CPU / wall) | scanner CPU |");
         System.out.println("|---|---|---|---|---|");
         for (int round = 0; round < 2; round++) {
-            try (CudaDevice d = CudaDevice.open(0); Kernels k = Kernels.load(d)) {
+            try (CudaDevice d = CudaDevice.open(0); DemoKernels k = DemoKernels.load(d)) {
                 List<CudaStream> s = streams(d);
                 warm(d, k, s);
                 long scanner0 = scannerCpu(d);
@@ -187,7 +187,7 @@ public final class GpuBench {
                 row("1,000 virtual threads x 3 awaits of 5 ms kernels, 8 streams, `await()`", cpu0, t0,
                         scannerCpu(d) - scanner0);
             }
-            try (CudaDevice d = CudaDevice.open(0); Kernels k = Kernels.load(d)) {
+            try (CudaDevice d = CudaDevice.open(0); DemoKernels k = DemoKernels.load(d)) {
                 List<CudaStream> s = streams(d);
                 warm(d, k, s);
                 long cpu0 = OS.getProcessCpuTime(), t0 = System.nanoTime();
@@ -201,7 +201,7 @@ public final class GpuBench {
                 row("1,000 platform threads x 3 of the same, `cuStreamSynchronize`", cpu0, t0, 0);
             }
         }
-        try (CudaDevice d = CudaDevice.open(0); Kernels k = Kernels.load(d)) {
+        try (CudaDevice d = CudaDevice.open(0); DemoKernels k = DemoKernels.load(d)) {
             CudaStream st = d.newStream();
             k.launchEmpty(st);
             st.await();
@@ -225,7 +225,7 @@ public final class GpuBench {
         }
     }
 
-    static void warm(CudaDevice d, Kernels k, List<CudaStream> s) throws Exception {
+    static void warm(CudaDevice d, DemoKernels k, List<CudaStream> s) throws Exception {
         for (CudaStream st : s) {
             k.launchEmpty(st);
             st.await();
@@ -252,7 +252,7 @@ public final class GpuBench {
         System.out.println("| method | round | launches | seconds | completions/s | cores busy |");
         System.out.println("|---|---|---|---|---|---|");
         for (int round = 1; round <= 2; round++) {
-            try (CudaDevice d = CudaDevice.open(0); Kernels k = Kernels.load(d)) {
+            try (CudaDevice d = CudaDevice.open(0); DemoKernels k = DemoKernels.load(d)) {
                 List<CudaStream> s = streams(d);
                 warm(d, k, s);
                 long cpu0 = OS.getProcessCpuTime(), t0 = System.nanoTime();
@@ -263,7 +263,7 @@ public final class GpuBench {
                 tput("GPU's own rate: one thread launches back to back, one synchronize", round, total, t0, cpu0);
             }
             try (CudaDevice d = CudaDevice.open(0, ReactorConfig.builder().capacity(Math.max(4096, threads)).build());
-                    Kernels k = Kernels.load(d)) {
+                    DemoKernels k = DemoKernels.load(d)) {
                 List<CudaStream> s = streams(d);
                 warm(d, k, s);
                 long cpu0 = OS.getProcessCpuTime(), t0 = System.nanoTime();
@@ -280,7 +280,7 @@ public final class GpuBench {
                         + stats.inlineCompletions() + " inline, " + stats.immediate() + " already done, "
                         + stats.fallbacks() + " fallbacks |  |  |  |");
             }
-            try (CudaDevice d = CudaDevice.open(0); Kernels k = Kernels.load(d)) {
+            try (CudaDevice d = CudaDevice.open(0); DemoKernels k = DemoKernels.load(d)) {
                 List<CudaStream> s = streams(d);
                 warm(d, k, s);
                 int pool = 64;
@@ -309,7 +309,7 @@ public final class GpuBench {
     static void scale(int inFlight) throws Exception {
         var mem = ManagementFactory.getMemoryMXBean();
         try (CudaDevice d = CudaDevice.open(0, ReactorConfig.builder().capacity(Math.max(4096, inFlight + 1024)).build());
-                Kernels k = Kernels.load(d)) {
+                DemoKernels k = DemoKernels.load(d)) {
             List<CudaStream> s = streams(d);
             warm(d, k, s);
             for (CudaStream st : s) {
@@ -358,7 +358,7 @@ public final class GpuBench {
         if (kind.equals("coalesce")) {
             cfg.coalesce(true);
         }
-        try (CudaDevice d = CudaDevice.open(0, cfg.build()); Kernels k = Kernels.load(d)) {
+        try (CudaDevice d = CudaDevice.open(0, cfg.build()); DemoKernels k = DemoKernels.load(d)) {
             List<CudaStream> s = streams(d);
             warm(d, k, s);
             java.util.concurrent.atomic.AtomicLong done = new java.util.concurrent.atomic.AtomicLong();
@@ -431,7 +431,7 @@ public final class GpuBench {
     static void scaleShared(int inFlight) throws Exception {
         var mem = ManagementFactory.getMemoryMXBean();
         try (CudaDevice d = CudaDevice.open(0, ReactorConfig.builder().coalesce(true).build());
-                Kernels k = Kernels.load(d)) {
+                DemoKernels k = DemoKernels.load(d)) {
             List<CudaStream> s = streams(d);
             warm(d, k, s);
             for (CudaStream st : s) {

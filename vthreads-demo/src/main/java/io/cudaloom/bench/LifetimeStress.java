@@ -11,7 +11,7 @@ import io.cudaloom.cuda.CudaDevice;
 import io.cudaloom.internal.BackendAccess;
 import io.cudaloom.spi.DeviceProbes;
 import io.cudaloom.cuda.CudaStream;
-import io.cudaloom.cuda.Kernels;
+import io.cudaloom.demo.DemoKernels;
 import io.cudaloom.demo.LatencyHistogram;
 import io.cudaloom.sim.SimulatedDevice;
 import io.cudaloom.sim.SimulatedStream;
@@ -424,7 +424,7 @@ public final class LifetimeStress {
         for (int i = 0; i < STREAMS; i++) {
             streams.add(d.newStream());
         }
-        Kernels kernels = cuda ? Kernels.load((CudaDevice) d) : null;
+        DemoKernels kernels = cuda ? DemoKernels.load((CudaDevice) d) : null;
         CountDownLatch simGate = new CountDownLatch(1);
         ReactorStats before0 = d.reactor().stats();
         long registeredBefore = before0.registrations() + before0.coalesced();
@@ -435,7 +435,7 @@ public final class LifetimeStress {
             }
             CudaStream faulting = (CudaStream) streams.get(0);
             faulting.launchKernel(Duration.ofSeconds(3)); // the waiters register meanwhile
-            faulting.launch(kernels.fault, 1, 1, 0xdead_0000_0000L); // CUDA_ERROR_ILLEGAL_ADDRESS
+            kernels.launchFault(faulting); // CUDA_ERROR_ILLEGAL_ADDRESS
             for (int i = 1; i < STREAMS; i++) {
                 streams.get(i).launchKernel(Duration.ofSeconds(60)); // only the fault can end these waits early
             }

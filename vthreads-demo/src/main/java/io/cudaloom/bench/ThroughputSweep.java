@@ -4,7 +4,7 @@ import io.cudaloom.ReactorConfig;
 import io.cudaloom.ReactorStats;
 import io.cudaloom.cuda.CudaDevice;
 import io.cudaloom.cuda.CudaStream;
-import io.cudaloom.cuda.Kernels;
+import io.cudaloom.demo.DemoKernels;
 import java.io.PrintStream;
 import java.lang.management.ManagementFactory;
 import java.util.ArrayList;
@@ -299,7 +299,7 @@ final class ThroughputSweep {
     /** One row on a fresh device: warm-up, then {@code total} launches by {@code workers} threads. */
     static Row measure(Method m, int workers, long total, long kernelNanos, int round, PrintStream err) throws Exception {
         ReactorConfig config = m == Method.AWAIT ? awaitConfig(workers) : ReactorConfig.defaults();
-        try (CudaDevice d = CudaDevice.open(0, config); Kernels k = Kernels.load(d)) {
+        try (CudaDevice d = CudaDevice.open(0, config); DemoKernels k = DemoKernels.load(d)) {
             List<CudaStream> s = GpuBench.streams(d);
             Thread watchdog = Thread.ofPlatform().daemon().name("sweep-watchdog").start(() -> {
                 try {
@@ -332,7 +332,7 @@ final class ThroughputSweep {
     }
 
     /** {@code total} launches by {@code workers} threads the way {@code m} waits; returns once all have completed. */
-    private static void launchAndWait(Method m, int workers, long total, long kernelNanos, Kernels k, List<CudaStream> s)
+    private static void launchAndWait(Method m, int workers, long total, long kernelNanos, DemoKernels k, List<CudaStream> s)
             throws Exception {
         GpuBench.runAll(workers, m == Method.AWAIT, i -> {
             CudaStream st = s.get(i % STREAMS);

@@ -4,7 +4,7 @@ import io.cudaloom.CompletionStrategy;
 import io.cudaloom.ReactorConfig;
 import io.cudaloom.cuda.CudaDevice;
 import io.cudaloom.cuda.CudaStream;
-import io.cudaloom.cuda.Kernels;
+import io.cudaloom.demo.DemoKernels;
 import io.cudaloom.demo.LatencyHistogram;
 import java.lang.management.ManagementFactory;
 import java.time.Duration;
@@ -180,7 +180,7 @@ public final class WaitLatencyBench {
             throws Exception {
         AtomicReference<double[]> result = new AtomicReference<>();
         AtomicReference<Throwable> failure = new AtomicReference<>();
-        try (CudaDevice device = CudaDevice.open(0, m.config()); Kernels k = Kernels.load(device)) {
+        try (CudaDevice device = CudaDevice.open(0, m.config()); DemoKernels k = DemoKernels.load(device)) {
             CudaStream stream = device.newStream();
             Runnable body = () -> {
                 try {

@@ -4,7 +4,6 @@ import io.cudaloom.GpuDevice;
 import io.cudaloom.cuda.CudaDevice;
 import io.cudaloom.cuda.CudaStream;
 import io.cudaloom.cuda.DeviceBuffer;
-import io.cudaloom.cuda.Kernels;
 import io.cudaloom.cuda.PinnedBuffer;
 import java.nio.ByteBuffer;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -22,7 +21,7 @@ final class CudaWorkload implements DemoWorkload {
     private static final long BLOCK_BYTES = 4L * VECTOR_LENGTH;
 
     private final CudaDevice device;
-    private final Kernels kernels;
+    private final DemoKernels kernels;
     private final CudaStream[] streams;
     private final DeviceBuffer deviceBlocks;
     private final PinnedBuffer hostBlocks;
@@ -50,7 +49,7 @@ final class CudaWorkload implements DemoWorkload {
         }
         this.waitBy = java.util.Objects.requireNonNull(waitBy, "waitBy");
         this.device = device;
-        this.kernels = Kernels.load(device);
+        this.kernels = DemoKernels.load(device);
         this.streams = new CudaStream[streams];
         for (int i = 0; i < streams; i++) {
             this.streams[i] = device.newStream();
@@ -100,7 +99,7 @@ final class CudaWorkload implements DemoWorkload {
             host.asFloatBuffer().put(data);
             CudaStream stream = streams[Math.floorMod(next.getAndIncrement(), streams.length)];
             stream.copy(hostBlocks, offset, deviceBlocks, offset, BLOCK_BYTES);
-            stream.launch(kernels.scale, 1, VECTOR_LENGTH, deviceBase + offset, factor, VECTOR_LENGTH);
+            stream.launch(kernels.scale(), 1, VECTOR_LENGTH, deviceBase + offset, factor, VECTOR_LENGTH);
             stream.copy(deviceBlocks, offset, hostBlocks, offset, BLOCK_BYTES);
             long start = System.nanoTime();
             if (waitBy == WaitBy.SYNCHRONIZE) {
