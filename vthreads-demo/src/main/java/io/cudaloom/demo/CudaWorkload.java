@@ -6,7 +6,6 @@ import io.cudaloom.cuda.CudaStream;
 import io.cudaloom.cuda.DeviceBuffer;
 import io.cudaloom.cuda.PinnedBuffer;
 import java.nio.ByteBuffer;
-import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * {@link DemoWorkload} on a real GPU: copy the caller's vector into pinned memory, copy it to the
@@ -35,7 +34,7 @@ final class CudaWorkload implements DemoWorkload {
      */
     private final java.util.concurrent.ConcurrentLinkedQueue<Integer> free = new java.util.concurrent.ConcurrentLinkedQueue<>();
     private final java.util.concurrent.Semaphore freeBlocks = new java.util.concurrent.Semaphore(BLOCKS);
-    private final AtomicInteger next = new AtomicInteger();
+    private final StreamChoice choice;
     private final LatencyHistogram awaitLatency = new LatencyHistogram();
     private final WaitBy waitBy;
 
@@ -50,6 +49,7 @@ final class CudaWorkload implements DemoWorkload {
         this.waitBy = java.util.Objects.requireNonNull(waitBy, "waitBy");
         this.device = device;
         this.kernels = DemoKernels.load(device);
+        this.choice = new StreamChoice(streams, waitBy);
         this.streams = new CudaStream[streams];
         for (int i = 0; i < streams; i++) {
             this.streams[i] = device.newStream();
@@ -97,7 +97,7 @@ final class CudaWorkload implements DemoWorkload {
             ByteBuffer host = hostBlocks.byteBuffer();
             host.position((int) offset);
             host.asFloatBuffer().put(data);
-            CudaStream stream = streams[Math.floorMod(next.getAndIncrement(), streams.length)];
+            CudaStream stream = streams[choice.next()];
             stream.copy(hostBlocks, offset, deviceBlocks, offset, BLOCK_BYTES);
             stream.launch(kernels.scale(), 1, VECTOR_LENGTH, deviceBase + offset, factor, VECTOR_LENGTH);
             stream.copy(deviceBlocks, offset, hostBlocks, offset, BLOCK_BYTES);

@@ -2,14 +2,19 @@ package io.cudaloom.demo;
 
 import io.cudaloom.GpuDevice;
 import io.cudaloom.ReactorConfig;
+import io.cudaloom.cuda.Cuda;
 import io.cudaloom.sim.SimulatedDevice;
 import java.io.IOException;
 import java.io.PrintStream;
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The demo a new user runs first. See {@link DemoOptions#USAGE}. From the repository root:
@@ -74,7 +79,7 @@ public final class DemoMain {
         ReactorConfig config = ReactorConfig.builder().capacity(slots).build();
         GpuDevice device;
         try {
-            device = openDevice(options.device(), config);
+            device = openDevice(options.device(), config, err);
         } catch (RuntimeException | LinkageError e) { // LinkageError: no CUDA driver library at all
             String why = String.valueOf(e.getMessage()).lines().findFirst().orElse("");
             err.println("error: cannot open the " + options.device() + " device: " + e.getClass().getSimpleName()
@@ -105,10 +110,28 @@ public final class DemoMain {
         }
     }
 
-    /** {@code sim} opens the simulated device directly; {@code auto} and {@code cuda} go through {@link GpuDevice#open}. */
+    /** {@link #openDevice(String, ReactorConfig, PrintStream)}, saying nothing. */
     static GpuDevice openDevice(String choice, ReactorConfig config) {
+        return openDevice(choice, config, new PrintStream(PrintStream.nullOutputStream()));
+    }
+
+    /**
+     * {@code sim} opens the simulated device directly; {@code cuda} goes through
+     * {@link GpuDevice#open}; {@code auto} too when the CUDA backend can be used, else it says so
+     * in one plain line on {@code err} ({@code no GPU found (why): running on the simulated device})
+     * and opens the simulated device, so that the documented no-GPU path of the demo starts with no
+     * WARNING (the library logs one for an application whose CUDA backend is unusable).
+     */
+    static GpuDevice openDevice(String choice, ReactorConfig config, PrintStream err) {
         if (choice.equals("sim")) {
             return SimulatedDevice.create(config);
+        }
+        if (choice.equals("auto")) {
+            String why = cudaUnavailableReason();
+            if (why != null) {
+                err.println("no GPU found (" + why + "): running on the simulated device");
+                return SimulatedDevice.create(config);
+            }
         }
         String previous = System.getProperty(GpuDevice.BACKEND_PROPERTY);
         System.setProperty(GpuDevice.BACKEND_PROPERTY, choice);
@@ -123,6 +146,23 @@ public final class DemoMain {
         }
     }
 
+    /** Why the CUDA backend cannot be used here, in a few words, or null if it can. */
+    static @Nullable String cudaUnavailableReason() {
+        try {
+            if (!Cuda.isInstalled()) {
+                return "JCuda is not on the class path";
+            }
+            if (Cuda.isAvailable()) {
+                return null;
+            }
+            String reason = String.valueOf(Cuda.unavailableReason());
+            return reason.contains("libcuda") || reason.contains("no CUDA driver") ? "no CUDA driver"
+                    : reason.lines().findFirst().orElse("the CUDA driver found no device");
+        } catch (RuntimeException | LinkageError e) {
+            return "the CUDA backend cannot be loaded: " + e.getClass().getSimpleName();
+        }
+    }
+
     private static int runAwaitDemo(DemoOptions o, DemoWorkload workload, PrintStream out, PrintStream err)
             throws InterruptedException {
         int warmUp = o.warmUpIterations();
@@ -130,8 +170,52 @@ public final class DemoMain {
                 + " warm-up: %s%n", o.threads(), o.iterations(), warmUp == 0 ? "none"
                         : warmUp == 1 ? "the first iteration of each thread" : "the first " + warmUp + " iterations of each thread");
         DemoRun.Result result = DemoRun.run(workload, o.threads(), o.iterations(), warmUp, DemoRun.Progress.to(err));
-        result.print(out);
-        return result.passed() ? 0 : 1;
+        if (!o.baseline()) {
+            result.print(out);
+            return result.passed() ? 0 : 1;
+        }
+        result.printTable(out);
+        out.flush();
+        long steps = (long) o.threads() * o.iterations();
+        DemoRun.Crew pool = DemoRun.Crew.platformPool(o.baselineThreads(), steps, o.iterations());
+        err.printf(Locale.ROOT, "baseline: the same %,d steps on a pool of %d platform threads, each blocked in"
+                + " synchronize() on its stream (--baseline off skips this)%n", steps, pool.threads());
+        DemoRun.Result base;
+        try (DemoWorkload blocking = DemoWorkload.forDevice(workload.device(), o.streams(), o.kernelTime(),
+                DemoWorkload.WaitBy.SYNCHRONIZE)) {
+            base = DemoRun.run(blocking, pool, warmUp, DemoRun.Progress.to(err));
+        }
+        SideBySide.Comparison c = new SideBySide.Comparison(String.format(Locale.ROOT,
+                "the same %,d steps (launch, copy, wait, verify), waited for two ways", steps), "completion",
+                "time a thread waited for its step's work, in await() or in synchronize(), the wait behind the"
+                        + " steps in flight on its stream included" + (workload.device().isSimulated()
+                        ? "; on the simulated device synchronize() parks its thread, as cuStreamSynchronize does in"
+                                + " a context made with CU_CTX_SCHED_BLOCKING_SYNC (the driver's default spins)" : ""),
+                SideBySide.Run.of(String.format(Locale.ROOT, "await(), %,d virtual threads", o.threads()), result),
+                SideBySide.Run.of(String.format(Locale.ROOT, "synchronize(), %d platform threads", pool.threads()), base));
+        SideBySide.print(out, c);
+        if (base.errors() + base.mismatches() > 0 || base.verified() != steps) {
+            out.printf(Locale.ROOT, "  baseline failed: %,d verified of %,d, %,d mismatches, %,d errors%s%n",
+                    base.verified(), steps, base.mismatches(), base.errors(),
+                    base.firstError() == null ? "" : " (first: " + base.firstError() + ")");
+        }
+        boolean passed = result.passed() && base.errors() + base.mismatches() == 0 && base.verified() == steps;
+        if (o.report() != null) {
+            writeReport(o.report(), String.format(Locale.ROOT, "%s; steady state after a warm-up of %d"
+                    + " iteration(s) per thread; %s", workload.description(), warmUp, Instant.now()), List.of(c), err);
+        }
+        out.println(passed ? "result: OK" : "result: FAILED");
+        return passed ? 0 : 1;
+    }
+
+    private static void writeReport(Path file, String context, List<SideBySide.Comparison> comparisons,
+            PrintStream err) {
+        try {
+            SideBySide.write(file, "cuda-loom: the same GPU work, waited for two ways", context, comparisons);
+            err.println("report: " + file.toAbsolutePath());
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot write the report " + file + ": " + e.getMessage(), e);
+        }
     }
 
     private static int serve(DemoOptions o, DemoWorkload workload, PrintStream err) throws Exception {
@@ -144,6 +228,8 @@ public final class DemoMain {
     }
 
     private static int load(DemoOptions o, DemoWorkload workload, PrintStream out, PrintStream err) throws Exception {
+        List<LoadRun> awaited;
+        boolean allOk;
         try (DemoServer server = DemoServer.start(workload, o.effectivePort())) {
             // Warm-up (not reported): lets the JIT compile Jetty, the HTTP client and the reactor
             // before the first level is timed.
@@ -153,21 +239,67 @@ public final class DemoMain {
             out.printf(Locale.ROOT, "%ncuda-loom servlet load: GET %sscale on %s%n", server.baseUri(), workload.description());
             out.printf(Locale.ROOT, "  up to %,d requests or %d s per level, whichever comes first; open-file limit %,d%n",
                     o.requests(), o.timeLimit().toSeconds(), ProcessMetrics.maxFileDescriptors());
-            LoadGenerator.printHeader(out);
-            boolean allOk = true;
-            for (int level : LOAD_LEVELS) {
-                LoadGenerator.Level l = LoadGenerator.run(server.baseUri(), level, o.requests(), o.timeLimit());
-                LoadGenerator.printRow(out, l);
-                if (l.firstError() != null) {
-                    out.println("      first error: " + l.firstError());
-                }
-                allOk &= l.failed() == 0 && l.ok() > 0;
-            }
+            awaited = levels(server, o, out);
+            allOk = awaited.stream().allMatch(LoadRun::ok);
             var stats = DemoRun.awaitQuiescence(workload);
             out.printf(Locale.ROOT, "  slots in use at end %d, fallbacks %,d, slot registrations %,d%n",
                     stats.capacity() - stats.freeSlots(), stats.fallbacks(), stats.registrations());
-            out.println(allOk ? "result: OK" : "result: FAILED");
-            return allOk ? 0 : 1;
         }
+        if (o.baseline()) {
+            try (DemoWorkload blocking = DemoWorkload.forDevice(workload.device(), o.streams(), o.kernelTime(),
+                    DemoWorkload.WaitBy.SYNCHRONIZE);
+                 DemoServer server = DemoServer.start(blocking, 0, DemoServer.RequestThreads.PLATFORM_200)) {
+                err.printf(Locale.ROOT, "baseline: the same levels on Jetty's default pool of %d platform threads,"
+                        + " each request blocked in synchronize() (--baseline off skips this)%n",
+                        DemoServer.RequestThreads.PLATFORM_POOL_SIZE);
+                LoadGenerator.run(server.baseUri(), 16, WARM_UP_REQUESTS, WARM_UP_TIME);
+                out.printf(Locale.ROOT, "%nbaseline: the same GET %sscale on %d platform threads that synchronize%n",
+                        server.baseUri(), DemoServer.RequestThreads.PLATFORM_POOL_SIZE);
+                List<LoadRun> blocked = levels(server, o, out);
+                allOk &= blocked.stream().allMatch(LoadRun::ok);
+                List<SideBySide.Comparison> comparisons = new ArrayList<>();
+                for (int i = 0; i < awaited.size(); i++) {
+                    LoadRun a = awaited.get(i), b = blocked.get(i);
+                    SideBySide.Comparison c = new SideBySide.Comparison(String.format(Locale.ROOT,
+                            "%,d concurrent requests, served two ways", a.level().concurrency()), "request",
+                            "a request's round trip, seen by the load generator",
+                            SideBySide.Run.of("await() on virtual threads", a.level(), a.latency().percentileSeries()),
+                            SideBySide.Run.of(String.format(Locale.ROOT, "synchronize() on %d platform threads",
+                                    DemoServer.RequestThreads.PLATFORM_POOL_SIZE), b.level(), b.latency().percentileSeries()));
+                    SideBySide.print(out, c);
+                    comparisons.add(c);
+                }
+                if (o.report() != null) {
+                    writeReport(o.report(), String.format(Locale.ROOT, "GET /scale served by Jetty on %s; up to %,d"
+                            + " requests or %d s per level; %s", workload.description(), o.requests(),
+                            o.timeLimit().toSeconds(), Instant.now()), comparisons, err);
+                }
+            }
+        }
+        out.println(allOk ? "result: OK" : "result: FAILED");
+        return allOk ? 0 : 1;
+    }
+
+    /** One level of the load, with every request's latency. */
+    private record LoadRun(LoadGenerator.Level level, LatencyHistogram latency) {
+        boolean ok() {
+            return level.failed() == 0 && level.ok() > 0;
+        }
+    }
+
+    /** Runs {@link #LOAD_LEVELS} against {@code server}, printing the table. */
+    private static List<LoadRun> levels(DemoServer server, DemoOptions o, PrintStream out) throws InterruptedException {
+        LoadGenerator.printHeader(out);
+        List<LoadRun> runs = new ArrayList<>();
+        for (int level : LOAD_LEVELS) {
+            LatencyHistogram latency = new LatencyHistogram();
+            LoadGenerator.Level l = LoadGenerator.run(server.baseUri(), level, o.requests(), o.timeLimit(), latency);
+            LoadGenerator.printRow(out, l);
+            if (l.firstError() != null) {
+                out.println("      first error: " + l.firstError());
+            }
+            runs.add(new LoadRun(l, latency));
+        }
+        return runs;
     }
 }

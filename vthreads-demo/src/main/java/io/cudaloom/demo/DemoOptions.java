@@ -1,7 +1,10 @@
 package io.cudaloom.demo;
 
+import java.nio.file.InvalidPathException;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Locale;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The demo's command line. {@link #parse} rejects anything it does not understand with a
@@ -18,6 +21,11 @@ import java.util.Locale;
  * @param timeLimit time limit per concurrency level of --load
  * @param warmUp warm-up iterations per thread of the await demo as given, or -1 for the default
  *     ({@link #warmUpIterations()})
+ * @param baseline whether the same work also runs the way users wait without the library (a pool
+ *     of platform threads blocked in a synchronize), for the side-by-side table
+ * @param baselineThreads platform threads of that pool (the await demo's; --load's server pool is
+ *     Jetty's default of 200)
+ * @param report where to write the HTML report, or null for none
  */
 public record DemoOptions(
         Mode mode,
@@ -29,7 +37,10 @@ public record DemoOptions(
         int port,
         int requests,
         Duration timeLimit,
-        int warmUp) {
+        int warmUp,
+        boolean baseline,
+        int baselineThreads,
+        @Nullable Path report) {
 
     public enum Mode { RUN, SERVE, LOAD, HELP }
 
@@ -43,6 +54,12 @@ public record DemoOptions(
               --iterations N    launch/await/verify steps per thread (default 5, 1..1000000)
               --warmup N        of those, the first N per thread are a warm-up, left out of the
                                 steady-state figures (default 1, or 0 with --iterations 1)
+              --baseline on|off then run the same steps the way users wait without cuda-loom (a
+                                pool of platform threads, each blocked in synchronize() on its
+                                stream) and print both side by side (default on)
+              --pool N          platform threads of that pool (default 64, 1..10000)
+              --report FILE     also write the side-by-side table and both latency distributions
+                                as one self-contained HTML page (the await demo and --load)
               --device D        auto | sim | cuda (default auto: cuda if present, else sim)
               --streams N       device streams shared round-robin (default 8, 1..1024)
               --kernel-us N     simulated kernel time per step, microseconds (default 20, 0..1000000)
@@ -50,7 +67,8 @@ public record DemoOptions(
                                 threads) until interrupted
               --port P          port for --serve (default 8080) or --load (default 0: any free)
               --load            start the server, load it from 127.0.0.1 at 1, 100 and 10000
-                                concurrent requests, print the table, stop
+                                concurrent requests, print the table, stop; with the baseline,
+                                the same levels again on 200 platform threads that synchronize
               --requests N      requests per concurrency level of --load (default 10000)
               --seconds S       time limit per concurrency level of --load (default 10, 1..600)
               --help            this text
@@ -62,7 +80,7 @@ public record DemoOptions(
     /** The defaults: the await demo with 10,000 threads. */
     public static DemoOptions defaults() {
         return new DemoOptions(Mode.RUN, 10_000, 5, "auto", 8, Duration.ofNanos(20_000), -1, 10_000,
-                Duration.ofSeconds(10), -1);
+                Duration.ofSeconds(10), -1, true, 64, null);
     }
 
     /**
@@ -92,7 +110,9 @@ public record DemoOptions(
         DemoOptions d = defaults();
         Mode mode = null;
         int threads = d.threads, iterations = d.iterations, streams = d.streams, port = d.port;
-        int requests = d.requests, warmUp = d.warmUp;
+        int requests = d.requests, warmUp = d.warmUp, pool = d.baselineThreads;
+        boolean baseline = d.baseline, poolGiven = false;
+        Path report = null;
         String device = d.device;
         Duration kernel = d.kernelTime, timeLimit = d.timeLimit;
         boolean loadOnlyFlag = false;
@@ -109,6 +129,26 @@ public record DemoOptions(
                 case "--streams" -> streams = c.intValue(1, 1024);
                 case "--kernel-us" -> kernel = Duration.ofNanos(1000L * c.intValue(0, 1_000_000));
                 case "--port" -> port = c.intValue(0, 65_535);
+                case "--baseline" -> {
+                    String given = c.value();
+                    baseline = switch (given.toLowerCase(Locale.ROOT)) {
+                        case "on" -> true;
+                        case "off" -> false;
+                        default -> throw new UsageException("--baseline must be on or off, was '" + given + "'");
+                    };
+                }
+                case "--pool" -> {
+                    pool = c.intValue(1, 10_000);
+                    poolGiven = true;
+                }
+                case "--report" -> {
+                    String given = c.value();
+                    try {
+                        report = Path.of(given);
+                    } catch (InvalidPathException e) {
+                        throw new UsageException("--report needs a file name, was '" + given + "'");
+                    }
+                }
                 case "--requests" -> {
                     requests = c.intValue(1, 10_000_000);
                     loadOnlyFlag = true;
@@ -141,7 +181,17 @@ public record DemoOptions(
             throw new UsageException("--warmup must be less than --iterations (" + iterations + "), was " + warmUp
                     + ": the steady state needs at least one iteration");
         }
-        return new DemoOptions(mode, threads, iterations, device, streams, kernel, port, requests, timeLimit, warmUp);
+        if (report != null && mode != Mode.RUN && mode != Mode.LOAD && mode != Mode.HELP) {
+            throw new UsageException("--report is for the await demo or --load, not --serve");
+        }
+        if (report != null && !baseline && mode != Mode.HELP) {
+            throw new UsageException("--report compares the two runs, so it needs the baseline (drop --baseline off)");
+        }
+        if (poolGiven && mode != Mode.RUN && mode != Mode.HELP) {
+            throw new UsageException("--pool is for the await demo's baseline, not --" + mode.name().toLowerCase(Locale.ROOT));
+        }
+        return new DemoOptions(mode, threads, iterations, device, streams, kernel, port, requests, timeLimit, warmUp,
+                baseline, pool, report);
     }
 
     private static Mode setMode(Mode current, Mode wanted, String flag) throws UsageException {

@@ -3,8 +3,10 @@ package io.cudaloom.demo;
 import io.cudaloom.ReactorStats;
 import java.io.PrintStream;
 import java.time.Duration;
+import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.atomic.LongAdder;
@@ -12,7 +14,9 @@ import java.util.concurrent.atomic.LongAdder;
 /**
  * The await demo: {@code threads} virtual threads each run {@code iterations} steps of
  * {@link DemoWorkload#runOnce} (launch, await, verify), while the main thread prints progress;
- * then the figures are collected into a {@link Result}.
+ * then the figures are collected into a {@link Result}. The baseline runs the same number of steps
+ * on a pool of platform threads ({@link Crew#platformPool}) that block in the workload's
+ * synchronize instead.
  *
  * <p>Steady state: the first {@code warmUp} iterations of every thread are a warm-up (the JIT's
  * first compiles, the carrier pool growing, first-touch allocations). Every thread stops after its
@@ -88,9 +92,11 @@ final class DemoRun {
     /** What one run measured. {@link #passed()} is the demo's verdict. */
     record Result(
             String device,
+            String threadKind,
             int threads,
             int iterations,
             int warmUpIterations,
+            long steps,
             long completions,
             long verified,
             long mismatches,
@@ -107,6 +113,7 @@ final class DemoRun {
             long awaitP90,
             long awaitP99,
             long awaitMax,
+            List<LatencyHistogram.Point> latencySeries,
             int peakPlatformThreads,
             long armedAtEnd,
             long slotsInUseAtEnd,
@@ -120,7 +127,7 @@ final class DemoRun {
             long flagWrites) {
 
         boolean passed() {
-            return errors == 0 && mismatches == 0 && verified == (long) threads * iterations
+            return errors == 0 && mismatches == 0 && verified == steps
                     && armedAtEnd == 0 && slotsInUseAtEnd == 0;
         }
 
@@ -174,9 +181,16 @@ final class DemoRun {
             return Double.isNaN(c) ? "n/a" : String.format(Locale.ROOT, "%.2f", c);
         }
 
+        /** The table, its notes, the summary and the verdict line. */
         void print(PrintStream out) {
-            out.printf(Locale.ROOT, "%ncuda-loom demo: %,d virtual threads x %,d iterations on %s%n",
-                    threads, iterations, device);
+            printTable(out);
+            out.println(passed() ? "result: OK" : "result: FAILED");
+        }
+
+        /** {@link #print} without the verdict line (the demo prints one verdict after the side-by-side table). */
+        void printTable(PrintStream out) {
+            out.printf(Locale.ROOT, "%ncuda-loom demo: %,d %s x %,d iterations on %s%n",
+                    threads, threadKind, iterations, device);
             row(out, "completions", String.format(Locale.ROOT, "%,d (%,d verified, %,d mismatches, %,d errors)",
                     completions, verified, mismatches, errors));
             row(out, "warm-up", warmUpIterations == 0 ? warmUpText()
@@ -191,8 +205,8 @@ final class DemoRun {
             row(out, "await latency p50", duration(awaitP50) + "  (steady state)");
             row(out, "await latency p90", duration(awaitP90));
             row(out, "await latency p99", duration(awaitP99) + "  (max " + duration(awaitMax) + ")");
-            row(out, "peak platform threads", String.format(Locale.ROOT, "%d  (for %,d virtual threads)",
-                    peakPlatformThreads, threads));
+            row(out, "peak platform threads", String.format(Locale.ROOT, "%d  (for %,d %s)",
+                    peakPlatformThreads, threads, threadKind));
             row(out, "process CPU time", steadyCpuNanos < 0 ? "n/a" : String.format(Locale.ROOT,
                     "%.2f s steady state; %.2f s whole run (wall %.2f s)", steadyCpuNanos / 1e9, cpuNanos / 1e9,
                     wallNanos / 1e9));
@@ -207,7 +221,6 @@ final class DemoRun {
                     + "   work queued on the same stream; peak platform threads: the whole JVM, device threads included;%n"
                     + "   process CPU time: every thread of the JVM; the checks and the slot counts cover the whole run)%n");
             out.println(summary());
-            out.println(passed() ? "result: OK" : "result: FAILED");
         }
 
         private static void row(PrintStream out, String name, String value) {
@@ -229,14 +242,70 @@ final class DemoRun {
     }
 
     /**
-     * Runs the demo: {@code warmUp} iterations per thread, then (once every thread has finished
-     * them) the remaining {@code iterations - warmUp}, the steady state.
+     * Runs the demo on {@code threads} virtual threads: {@code warmUp} iterations per thread, then
+     * (once every thread has finished them) the remaining {@code iterations - warmUp}, the steady
+     * state.
      */
     static Result run(DemoWorkload workload, int threads, int iterations, int warmUp, Progress progress)
             throws InterruptedException {
+        return run(workload, Crew.virtualThreads(threads, iterations), warmUp, progress);
+    }
+
+    /**
+     * Who runs the steps: {@code threads} threads of {@code factory} share {@code steps} steps as
+     * evenly as they go ({@link #stepsOf}). The await demo is {@code threads} virtual threads of
+     * {@code iterations} steps each; the baseline is a pool of platform threads that runs the same
+     * number of steps.
+     *
+     * @param iterations the iterations the warm-up is a part of: a thread's warm-up is
+     *     {@code warmUp / iterations} of its steps, rounded down
+     */
+    record Crew(String kind, ThreadFactory factory, int threads, long steps, int iterations) {
+        Crew {
+            if (threads < 1 || steps < threads || iterations < 1) {
+                throw new IllegalArgumentException("a crew needs threads >= 1, steps >= threads and iterations >= 1,"
+                        + " was " + threads + ", " + steps + ", " + iterations);
+            }
+        }
+
+        /** {@code threads} virtual threads, {@code iterations} steps each. */
+        static Crew virtualThreads(int threads, int iterations) {
+            return new Crew("virtual threads", Thread.ofVirtual().name("demo-", 0).factory(), threads,
+                    (long) threads * iterations, iterations);
+        }
+
+        /**
+         * A pool of {@code threads} platform threads (daemons) sharing {@code steps} steps, whose
+         * warm-up is the same fraction of their steps as {@code warmUp} is of {@code iterations}.
+         */
+        static Crew platformPool(int threads, long steps, int iterations) {
+            int n = (int) Math.min(threads, steps);
+            return new Crew("platform threads", Thread.ofPlatform().name("demo-pool-", 0).daemon().factory(), n,
+                    steps, iterations);
+        }
+
+        /** Steps of thread {@code t}: an even share, the first {@code steps % threads} threads one more. */
+        long stepsOf(int t) {
+            return steps / threads + (t < steps % threads ? 1 : 0);
+        }
+
+        /** Warm-up steps of thread {@code t}: {@code warmUp / iterations} of its steps, rounded down. */
+        long warmUpOf(int t, int warmUp) {
+            return stepsOf(t) * warmUp / iterations;
+        }
+    }
+
+    /**
+     * Runs {@code crew}: each thread its warm-up steps, then (once every thread has finished them)
+     * the rest, the steady state. {@link Result#threads()} and {@link Result#iterations()} are the
+     * crew's threads and the iterations of its first thread.
+     */
+    static Result run(DemoWorkload workload, Crew crew, int warmUp, Progress progress) throws InterruptedException {
+        int iterations = crew.iterations();
         if (warmUp < 0 || warmUp >= iterations) {
             throw new IllegalArgumentException("warm-up must be in [0, iterations), was " + warmUp + " of " + iterations);
         }
+        int threads = crew.threads();
         var reactor = workload.device().reactor();
         ReactorStats before = reactor.stats();
         LongAdder completions = new LongAdder();
@@ -248,16 +317,21 @@ final class DemoRun {
         CountDownLatch warmedUp = new CountDownLatch(threads);
         CountDownLatch steady = new CountDownLatch(1);
         CountDownLatch finished = new CountDownLatch(threads);
+        long warmUpSteps = 0;
+        for (int t = 0; t < threads; t++) {
+            warmUpSteps += crew.warmUpOf(t, warmUp);
+        }
 
-        var factory = Thread.ofVirtual().name("demo-", 0).factory();
         for (int t = 0; t < threads; t++) {
             int index = t;
-            factory.newThread(() -> {
+            long mine = crew.stepsOf(t);
+            long myWarmUp = crew.warmUpOf(t, warmUp);
+            crew.factory().newThread(() -> {
                 boolean failed = false;
                 try {
                     start.await();
-                    for (int it = 0; it < warmUp; it++) {
-                        step(workload, index, it, completions, verified, mismatches);
+                    for (long it = 0; it < myWarmUp; it++) {
+                        step(workload, index, (int) it, completions, verified, mismatches);
                     }
                 } catch (Exception | Error e) {       // a fault, a closed device, an interrupt
                     failed = true;
@@ -269,8 +343,8 @@ final class DemoRun {
                 try {
                     if (!failed) {
                         steady.await();
-                        for (int it = warmUp; it < iterations; it++) {
-                            step(workload, index, it, completions, verified, mismatches);
+                        for (long it = myWarmUp; it < mine; it++) {
+                            step(workload, index, (int) it, completions, verified, mismatches);
                         }
                     }
                 } catch (Exception | Error e) {
@@ -286,10 +360,10 @@ final class DemoRun {
         ProcessMetrics.resetPeakPlatformThreads();
         long cpu0 = ProcessMetrics.processCpuNanos();
         long t0 = System.nanoTime();
-        long total = (long) threads * iterations;
+        long total = crew.steps();
         start.countDown();
-        if (warmUp > 0) {
-            waitWithProgress(warmedUp, "warm-up", completions, 0, (long) threads * warmUp, t0, reactor, progress);
+        if (warmUpSteps > 0) {
+            waitWithProgress(warmedUp, "warm-up", completions, 0, warmUpSteps, t0, reactor, progress);
         } else {
             warmedUp.await();
         }
@@ -316,10 +390,11 @@ final class DemoRun {
         LatencyHistogram lat = workload.awaitLatency();
         long inUse = after.capacity() - after.freeSlots();
         boolean cpuKnown = cpu0 >= 0;
-        return new Result(workload.description(), threads, iterations, warmUp, completions.sum(), verified.sum(),
+        return new Result(workload.description(), crew.kind(), threads, (int) crew.stepsOf(0), warmUp, total,
+                completions.sum(), verified.sum(),
                 mismatches.sum(), errors.sum(), firstError.get(), t2 - t0, cpuKnown ? cpu2 - cpu0 : -1,
                 warmUpDone, t1 - t0, completions.sum() - warmUpDone, t2 - t1s, cpuKnown ? cpu2 - cpu1 : -1,
-                lat.percentile(50), lat.percentile(90), lat.percentile(99), lat.max(),
+                lat.percentile(50), lat.percentile(90), lat.percentile(99), lat.max(), lat.percentileSeries(),
                 peak, after.armedNow(), inUse, after.quarantined(),
                 after.capacity(), after.fallbacks() - before.fallbacks(),
                 after.registrations() - before.registrations(),

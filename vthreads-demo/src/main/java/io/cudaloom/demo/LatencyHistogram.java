@@ -1,5 +1,7 @@
 package io.cudaloom.demo;
 
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAccumulator;
 import org.HdrHistogram.AtomicHistogram;
@@ -48,6 +50,40 @@ public final class LatencyHistogram {
             return 0;
         }
         return Math.min(histogram.getValueAtPercentile(p), max());
+    }
+
+    /** One point of a latency distribution: at most {@code nanos} for {@code percentile}% of the values. */
+    public record Point(double percentile, long nanos) {}
+
+    /**
+     * The percentiles a {@link #percentileSeries()} holds: from the median out to the tail in steps
+     * that halve what is left above (50, 75, 87.5, ... up to 99.999), with 1, 10 and 25 before, the
+     * round ones (90, 99, 99.9, 99.99) among them and 100 (the maximum) at the end, so that a plot
+     * over {@code 1 / (1 - p)} spreads them evenly and the tables can read p50 and p99 off it.
+     */
+    static final List<Double> SERIES_PERCENTILES = seriesPercentiles();
+
+    private static List<Double> seriesPercentiles() {
+        java.util.TreeSet<Double> ps = new java.util.TreeSet<>(List.of(1.0, 10.0, 25.0, 90.0, 99.0, 99.9, 99.99, 100.0));
+        for (double left = 50; left >= 0.001; left /= 2) {
+            ps.add(100 - left);
+        }
+        return List.copyOf(ps);
+    }
+
+    /**
+     * The distribution as HdrHistogram's percentile series at {@link #SERIES_PERCENTILES}: what
+     * {@code ./demo --report} plots. Empty if nothing was recorded.
+     */
+    public List<Point> percentileSeries() {
+        if (count() == 0) {
+            return List.of();
+        }
+        List<Point> points = new ArrayList<>(SERIES_PERCENTILES.size());
+        for (double p : SERIES_PERCENTILES) {
+            points.add(new Point(p, percentile(p)));
+        }
+        return List.copyOf(points);
     }
 
     /**

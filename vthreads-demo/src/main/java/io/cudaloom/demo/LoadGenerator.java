@@ -110,6 +110,12 @@ final class LoadGenerator {
         return run(base, concurrency, requests, timeLimit, Protocol.AUTO);
     }
 
+    /** {@link #run(URI, int, int, Duration)} recording every request's latency into {@code latency} too. */
+    static Level run(URI base, int concurrency, int requests, Duration timeLimit, LatencyHistogram latency)
+            throws InterruptedException {
+        return run(base, concurrency, requests, timeLimit, Protocol.AUTO, ServerProcess.SAME, NO_WINDOW, latency);
+    }
+
     static Level run(URI base, int concurrency, int requests, Duration timeLimit, Protocol version)
             throws InterruptedException {
         return run(base, concurrency, requests, timeLimit, version, ServerProcess.SAME, NO_WINDOW);
@@ -126,6 +132,12 @@ final class LoadGenerator {
 
     static Level run(URI base, int concurrency, int requests, Duration timeLimit, Protocol version,
             ServerProcess server, Window window) throws InterruptedException {
+        return run(base, concurrency, requests, timeLimit, version, server, window, new LatencyHistogram());
+    }
+
+    /** The level, its requests' latencies recorded into {@code latency} (empty before it). */
+    private static Level run(URI base, int concurrency, int requests, Duration timeLimit, Protocol version,
+            ServerProcess server, Window window, LatencyHistogram latency) throws InterruptedException {
         if (!DemoServer.HOST.equals(base.getHost())) {
             throw new IllegalArgumentException("the load generator sends to " + DemoServer.HOST + " only, not " + base);
         }
@@ -141,7 +153,7 @@ final class LoadGenerator {
                 protocol = warmUp(first, base);
             }
             return measure(concurrency, requests, timeLimit, protocol, window,
-                    w -> new RawHttpClient(base.getPort(), timeLimit), () -> {});
+                    w -> new RawHttpClient(base.getPort(), timeLimit), () -> {}, latency);
         }
         try (ExecutorService clientExecutor = Executors.newVirtualThreadPerTaskExecutor();
              HttpClient client = HttpClient.newBuilder()
@@ -153,7 +165,7 @@ final class LoadGenerator {
             // the level's requests become streams of that one connection.
             String protocol = warmUp(new JdkClient(client, base, timeLimit), base);
             return measure(concurrency, requests, timeLimit, protocol, window,
-                    w -> new JdkClient(client, base, timeLimit), client::shutdownNow);
+                    w -> new JdkClient(client, base, timeLimit), client::shutdownNow, latency);
         }
     }
 
@@ -164,8 +176,7 @@ final class LoadGenerator {
      * @param afterEnd runs after {@link Window#afterEnd()}, before the figures are returned
      */
     private static Level measure(int concurrency, int requests, Duration timeLimit, String protocol, Window window,
-            IntFunction<Client> clients, Runnable afterEnd) throws InterruptedException {
-        LatencyHistogram latency = new LatencyHistogram();
+            IntFunction<Client> clients, Runnable afterEnd, LatencyHistogram latency) throws InterruptedException {
         AtomicInteger next = new AtomicInteger();
         LongAdder ok = new LongAdder();
         LongAdder failed = new LongAdder();

@@ -7,7 +7,6 @@ import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * {@link DemoWorkload} on the embedded simulated device: the "kernel" is a Java task that runs on
@@ -25,7 +24,7 @@ final class SimulatedWorkload implements DemoWorkload {
     private final SimulatedDevice device;
     private final SimulatedStream[] streams;
     private final Duration kernelTime;
-    private final AtomicInteger next = new AtomicInteger();
+    private final StreamChoice choice;
     private final LatencyHistogram awaitLatency = new LatencyHistogram();
     private final WaitBy waitBy;
 
@@ -43,6 +42,7 @@ final class SimulatedWorkload implements DemoWorkload {
         if (streams < 1) {
             throw new IllegalArgumentException("streams must be >= 1, was " + streams);
         }
+        this.choice = new StreamChoice(streams, waitBy);
         this.streams = new SimulatedStream[streams];
         for (int i = 0; i < streams; i++) {
             this.streams[i] = device.newStream();
@@ -76,7 +76,7 @@ final class SimulatedWorkload implements DemoWorkload {
             DemoWorkload.scaleOnHost(data, factor);
             return;
         }
-        SimulatedStream stream = streams[Math.floorMod(next.getAndIncrement(), streams.length)];
+        SimulatedStream stream = streams[choice.next()];
         stream.launch(() -> DemoWorkload.scaleOnHost(data, factor)); // on the device's thread, in stream order
         if (!kernelTime.isZero()) {
             stream.launchKernel(kernelTime);

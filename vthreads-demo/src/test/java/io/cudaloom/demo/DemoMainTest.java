@@ -165,6 +165,60 @@ class DemoMainTest {
         assertTrue(err.contains("warm-up: the first 2 iterations of each thread"), err);
         assertTrue(err.contains("1,200 / 1,200 awaits done in "), err);
         assertTrue(out.contains("summary: steady state (iterations 3-4 of 4, after a warm-up of 2 iterations per thread): "), out);
-        assertTrue(out.contains(" cores busy" + System.lineSeparator() + "result: OK"), out);
+        assertTrue(out.contains(" cores busy" + System.lineSeparator() + System.lineSeparator() + "side by side: "), out);
+        assertTrue(out.endsWith(System.lineSeparator() + "result: OK" + System.lineSeparator()), out);
+    }
+
+    @Test
+    void theBaselineRunsTheSameStepsOnAPlatformPoolAndTheTablesSitSideBySide(@TempDir Path dir) throws IOException {
+        Path report = dir.resolve("sub/r.html");
+        Outcome o = run("--device", "sim", "--threads", "500", "--iterations", "3", "--kernel-us", "0", "--pool", "16",
+                "--report", report.toString());
+        assertEquals(0, o.code(), o.out() + o.err());
+        String out = o.out();
+        assertTrue(o.err().contains("baseline: the same 1,500 steps on a pool of 16 platform threads"), o.err());
+        List<String> lines = out.lines().toList();
+        int at = lines.indexOf("side by side: the same 1,500 steps (launch, copy, wait, verify), waited for two ways");
+        assertTrue(at > 0, out);
+        assertTrue(lines.get(at + 1).contains("await(), 500 virtual threads")
+                && lines.get(at + 1).contains("synchronize(), 16 platform threads"), lines.get(at + 1));
+        for (int i = 0; i < SideBySide.ROWS.size(); i++) {
+            assertTrue(lines.get(at + 2 + i).startsWith("  " + SideBySide.ROWS.get(i) + " "), lines.get(at + 2 + i));
+        }
+        assertTrue(lines.get(at + 2 + 4).matches("  waiting at once +500 +16"), lines.get(at + 2 + 4));
+        assertTrue(lines.get(at + 2 + SideBySide.ROWS.size()).startsWith("  with cuda-loom: "), out);
+        assertTrue(out.endsWith("result: OK" + System.lineSeparator()), out);
+        assertEquals(1, Pattern.compile("(?m)^result: ").matcher(out).results().count(), "one verdict");
+        // The page holds the numbers the run printed, and both runs' latency series.
+        assertTrue(o.err().contains("report: " + report.toAbsolutePath()), o.err());
+        String html = Files.readString(report);
+        for (int i = 0; i < SideBySide.ROWS.size(); i++) {
+            String[] cells = lines.get(at + 2 + i).substring(2 + 24).trim().split(" {2,}");
+            assertEquals(2, cells.length, lines.get(at + 2 + i));
+            for (String cell : cells) {
+                assertTrue(html.contains("<td>" + cell + "</td>"), SideBySide.ROWS.get(i) + " " + cell);
+            }
+        }
+        assertEquals(2, Pattern.compile("<polyline class=\"series\"").matcher(html).results().count());
+    }
+
+    @Test
+    void baselineOffSkipsIt() {
+        Outcome o = run("--device", "sim", "--threads", "50", "--iterations", "2", "--kernel-us", "0", "--baseline", "off");
+        assertEquals(0, o.code(), o.out() + o.err());
+        assertFalse(o.out().contains("side by side"), o.out());
+        assertFalse(o.err().contains("baseline"), o.err());
+        assertTrue(o.out().endsWith("result: OK" + System.lineSeparator()), o.out());
+    }
+
+    @Test
+    void withoutAGpuAutoSaysSoInOnePlainLine() {
+        String why = DemoMain.cudaUnavailableReason();
+        org.junit.jupiter.api.Assumptions.assumeTrue(why != null, "a CUDA device is usable here: nothing to fall back from");
+        Outcome o = run("--threads", "10", "--iterations", "1", "--baseline", "off");
+        assertEquals(0, o.code(), o.out() + o.err());
+        String first = o.err().lines().findFirst().orElse("");
+        assertEquals("no GPU found (" + why + "): running on the simulated device", first);
+        assertFalse(o.err().contains("WARNING"), o.err());
     }
 }

@@ -115,4 +115,28 @@ class DemoOptionsTest {
         UsageException e = assertThrows(UsageException.class, () -> DemoOptions.parse(line.trim().split("\\s+")));
         assertTrue(e.getMessage().startsWith(message.trim()), e.getMessage());
     }
+
+    @Test
+    void baselinePoolAndReport() throws UsageException {
+        DemoOptions d = DemoOptions.parse();
+        assertTrue(d.baseline(), "the baseline runs by default");
+        assertEquals(64, d.baselineThreads());
+        assertEquals(null, d.report());
+        DemoOptions o = DemoOptions.parse("--baseline", "OFF", "--pool=8");
+        assertEquals(false, o.baseline());
+        assertEquals(8, o.baselineThreads());
+        assertEquals(java.nio.file.Path.of("r.html"), DemoOptions.parse("--report", "r.html").report());
+        assertEquals(java.nio.file.Path.of("l.html"), DemoOptions.parse("--load", "--report=l.html").report());
+        assertEquals("--baseline must be on or off, was 'maybe'",
+                assertThrows(UsageException.class, () -> DemoOptions.parse("--baseline", "maybe")).getMessage());
+        assertEquals("--report is for the await demo or --load, not --serve",
+                assertThrows(UsageException.class, () -> DemoOptions.parse("--serve", "--report", "x.html")).getMessage());
+        assertEquals("--report compares the two runs, so it needs the baseline (drop --baseline off)",
+                assertThrows(UsageException.class, () -> DemoOptions.parse("--report", "x.html", "--baseline", "off"))
+                        .getMessage());
+        assertEquals("--pool is for the await demo's baseline, not --load",
+                assertThrows(UsageException.class, () -> DemoOptions.parse("--load", "--pool", "3")).getMessage());
+        assertEquals("--pool must be between 1 and 10000, was 0",
+                assertThrows(UsageException.class, () -> DemoOptions.parse("--pool", "0")).getMessage());
+    }
 }

@@ -241,4 +241,43 @@ class DemoRunTest {
             delegate.close();
         }
     }
+
+    @Test
+    void aPlatformPoolSharesTheSameStepsAndEachThreadKeepsToItsStream() throws Exception {
+        DemoRun.Crew pool = DemoRun.Crew.platformPool(7, 100, 4);
+        long sum = 0;
+        for (int t = 0; t < pool.threads(); t++) {
+            sum += pool.stepsOf(t);
+            assertTrue(pool.stepsOf(t) == 14 || pool.stepsOf(t) == 15, "an even share: " + pool.stepsOf(t));
+            assertEquals(pool.stepsOf(t) / 4, pool.warmUpOf(t, 1), "a quarter of its steps, rounded down");
+        }
+        assertEquals(100, sum, "every step once");
+        assertEquals(3, DemoRun.Crew.platformPool(64, 3, 1).threads(), "no thread without a step");
+        try (SimulatedDevice device = SimulatedDevice.create();
+             DemoWorkload workload = DemoWorkload.forDevice(device, 4, Duration.ZERO, DemoWorkload.WaitBy.SYNCHRONIZE)) {
+            java.util.Map<Thread, java.util.Set<Integer>> streamsOf = new java.util.concurrent.ConcurrentHashMap<>();
+            StreamChoice choice = new StreamChoice(4, DemoWorkload.WaitBy.SYNCHRONIZE);
+            DemoRun.Result r = DemoRun.run(new ForwardingWorkload(workload) {
+                @Override
+                public void scale(float[] data, float factor) throws InterruptedException {
+                    streamsOf.computeIfAbsent(Thread.currentThread(), k -> java.util.concurrent.ConcurrentHashMap.newKeySet())
+                            .add(choice.next());
+                    super.scale(data, factor);
+                }
+            }, DemoRun.Crew.platformPool(4, 100, 4), 1, DemoRun.Progress.NONE);
+            assertTrue(r.passed(), r.toString());
+            assertEquals(100, r.verified());
+            assertEquals(4 * (25 / 4), r.warmUpCompletions(), "each thread warms up on a quarter of its 25 steps");
+            assertEquals("platform threads", r.threadKind());
+            assertEquals(4, streamsOf.size(), "four pool threads");
+            assertTrue(streamsOf.keySet().stream().noneMatch(Thread::isVirtual));
+            assertEquals(java.util.Set.of(0, 1, 2, 3), streamsOf.values().stream().map(s -> {
+                assertEquals(1, s.size(), "a thread keeps to one stream");
+                return s.iterator().next();
+            }).collect(java.util.stream.Collectors.toSet()), "one stream each");
+        }
+        StreamChoice roundRobin = new StreamChoice(3, DemoWorkload.WaitBy.AWAIT);
+        assertEquals(java.util.List.of(0, 1, 2, 0), java.util.List.of(roundRobin.next(), roundRobin.next(),
+                roundRobin.next(), roundRobin.next()), "awaiting steps go round-robin");
+    }
 }

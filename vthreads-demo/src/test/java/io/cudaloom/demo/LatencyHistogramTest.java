@@ -102,4 +102,27 @@ class LatencyHistogramTest {
         assertEquals(64_000, h.count());
         assertEquals(1_999, h.max());
     }
+
+    @Test
+    void percentileSeriesIsTheDistributionFromTheMedianToTheMaximum() {
+        LatencyHistogram h = new LatencyHistogram();
+        assertEquals(List.of(), h.percentileSeries(), "nothing recorded: no series");
+        for (int v = 1; v <= 1_000; v++) {
+            h.record(v);
+        }
+        List<LatencyHistogram.Point> series = h.percentileSeries();
+        assertEquals(LatencyHistogram.SERIES_PERCENTILES.size(), series.size());
+        for (double p : List.of(50.0, 90.0, 99.0, 99.9, 100.0)) {
+            assertTrue(LatencyHistogram.SERIES_PERCENTILES.contains(p), "the series holds p" + p);
+        }
+        for (int i = 0; i < series.size(); i++) {
+            LatencyHistogram.Point point = series.get(i);
+            assertEquals(h.percentile(point.percentile()), point.nanos(), "p" + point.percentile());
+            if (i > 0) {
+                assertTrue(point.percentile() > series.get(i - 1).percentile(), "percentiles ascend");
+                assertTrue(point.nanos() >= series.get(i - 1).nanos(), "values never fall");
+            }
+        }
+        assertEquals(1_000, series.get(series.size() - 1).nanos(), "the last point is the maximum");
+    }
 }
