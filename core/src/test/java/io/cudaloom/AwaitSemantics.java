@@ -17,7 +17,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * The README's "Semantics", its bullets on awaiting and giving up:
+ * docs/SEMANTICS.md, "Semantics", its bullets on awaiting and giving up:
  * <blockquote>{@code await()} / {@code await(Duration)} / {@code await(long, TimeUnit)} /
  * {@code awaitUninterruptibly()} follow {@code java.util.concurrent}: interruptible, timed ones
  * return whether the work completed; spurious unparks never return early; they work on platform

@@ -9,7 +9,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * The README's "Semantics", its bullet "Under load waiting stays free", the part on shared flag
+ * docs/SEMANTICS.md, "Semantics", its bullet "Under load waiting stays free", the part on shared flag
  * writes:
  * <blockquote><b>Shared flag writes (group commit, on by default).</b> A waiter joins a device write
  * that already covers all the work it needs; [...] beyond that newcomers gather behind one write,

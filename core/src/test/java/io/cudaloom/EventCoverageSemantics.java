@@ -16,7 +16,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * The README's "Semantics", its bullet on what an event stands for:
+ * docs/SEMANTICS.md, "Semantics", its bullet on what an event stands for:
  * <blockquote>A {@code GpuEvent} stands for all work submitted to its stream before it was taken; it
  * may also wait for later work on that stream, never for less.</blockquote>
  * {@link #anEventNeverCompletesBeforeTheWorkSubmittedBeforeIt},

@@ -11,7 +11,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * The README's "Semantics", its bullets on the paths that serve an await:
+ * docs/SEMANTICS.md, "Semantics", its bullets on the paths that serve an await:
  * <blockquote>No slot free, or the flag write refused: the await completes through a host callback
  * ({@code cuLaunchHostFunc}), counted in {@code reactor().stats().fallbacks()}.</blockquote>
  * {@link #withNoSlotFreeAnAwaitCompletesThroughAHostCallbackAndIsCounted},

@@ -19,7 +19,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * The README's "Semantics", its bullets on the two ends other than completion, a fault and the
+ * docs/SEMANTICS.md, "Semantics", its bullets on the two ends other than completion, a fault and the
  * device's close:
  * <blockquote>A device fault (e.g. an illegal address in a kernel) wakes the stream's waiters with a
  * {@code GpuFaultException} naming the CUDA error, within a few milliseconds of the driver reporting
@@ -38,7 +38,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * <p>A section of the semantics suite, run by every backend and strategy ({@link SemanticsSuite}).
  */
 abstract class FaultAndCloseSemantics extends SemanticsSuite {
-    /** The README's "within a few milliseconds", with room for a loaded two-core CI machine. */
+    /** docs/SEMANTICS.md's "within a few milliseconds", with room for a loaded two-core CI machine. */
     static final Duration FAULT_WAKE_BOUND = Duration.ofSeconds(1);
 
     @ParameterizedTest(name = "{0}")
@@ -97,7 +97,7 @@ abstract class FaultAndCloseSemantics extends SemanticsSuite {
         healthyGate.open();
         assertEquals("returned", bystander.result());
         // With nothing else happening on the device, the dead stream's slots come back once no
-        // write into them can land (the README's quarantine bullet).
+        // write into them can land (the quarantine bullet of docs/SEMANTICS.md).
         assertNothingLeaked(device);
     }
 

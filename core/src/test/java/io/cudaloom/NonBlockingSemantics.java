@@ -22,7 +22,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * The README's "Semantics", its bullet on non-blocking callers:
+ * docs/SEMANTICS.md, "Semantics", its bullet on non-blocking callers:
  * <blockquote>Non-blocking callers: {@code event.subscribe(executor, onDone)},
  * {@code event.onComplete(executor, ...)}, {@code event.toCompletableFuture()} and Kotlin's
  * {@code awaitSuspending()} are served by the same reactor and slots and park no thread.</blockquote>

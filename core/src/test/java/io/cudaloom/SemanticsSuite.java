@@ -20,7 +20,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.TestInstance;
 
 /**
- * The README's "Semantics", one test (or a few) per bullet, run over every backend and strategy:
+ * docs/SEMANTICS.md, "Semantics", one test (or a few) per bullet, run over every backend and strategy:
  * the shared base of its section suites, each of which checks one bullet or a few neighbouring ones
  * and quotes them in its class comment:
  * <ol>

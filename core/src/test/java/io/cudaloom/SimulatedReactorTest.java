@@ -18,9 +18,9 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The reactor and GpuEvent.await() end to end on the simulated device: scale, the scanner's parking,
- * and what only this backend shows. The README's semantics, the same on every backend, are the
- * semantics suite's ({@link SemanticsSuite} and its section suites; {@link SimulatedSemanticsTest}
- * here).
+ * and what only this backend shows. The semantics of docs/SEMANTICS.md, the same on every backend,
+ * are the semantics suite's ({@link SemanticsSuite} and its section suites;
+ * {@link SimulatedSemanticsTest} here).
  */
 class SimulatedReactorTest {
     private static final Duration LONG = Duration.ofSeconds(30);

@@ -26,7 +26,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * The README's "Semantics", its bullet on a stream's close:
+ * docs/SEMANTICS.md, "Semantics", its bullet on a stream's close:
  * <blockquote>A stream's {@code close()} takes no more work and makes no more events, but an event
  * taken before it can still be awaited, by every form, for the work it stands for (it completes, or
  * fails with {@code GpuFaultException}, or with {@code ReactorClosedException} if the device closes

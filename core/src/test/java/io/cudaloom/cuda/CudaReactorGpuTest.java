@@ -23,7 +23,7 @@ import org.junit.jupiter.api.Test;
  * What only a real GPU shows: the original crate's GPU scenarios that are about data and load
  * (64 MiB memsets, abandoned awaits followed by good rounds, idle gaps, 1,000 threads on 8 streams),
  * with virtual threads instead of futures and the reactor path forced (no waiter spin), plus the
- * device fault in a child JVM, context currency and device selection. The README's semantics
+ * device fault in a child JVM, context currency and device selection. The semantics of docs/SEMANTICS.md
  * (spurious unparks, timed-out awaits, pool exhaustion, the strategies, ...) are the semantics
  * suite's ({@code io.cudaloom.SemanticsSuite} and its section suites, e.g. {@code AwaitSemantics},
  * {@code FallbackAndStrategySemantics}), run here by {@code io.cudaloom.CudaSemanticsGpuTest}.

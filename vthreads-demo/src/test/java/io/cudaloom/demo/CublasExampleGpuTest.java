@@ -16,9 +16,9 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
- * The README's cuBLAS example: a library call enqueued on a {@link CudaStream}'s raw handle is
- * awaited like any other work. Needs the GPU and cuBLAS (libcublas of the CUDA toolkit): skipped,
- * with the reason printed, where either is missing.
+ * The cuBLAS example of docs/USER-GUIDE.md ("Java"): a library call enqueued on a
+ * {@link CudaStream}'s raw handle is awaited like any other work. Needs the GPU and cuBLAS (libcublas
+ * of the CUDA toolkit): skipped, with the reason printed, where either is missing.
  */
 @Tag("gpu")
 @GpuTest
@@ -41,7 +41,7 @@ class CublasExampleGpuTest {
             for (int i = 0; i < n; i++) host.floats().put(i, i);
             stream.copy(host, x, 4L * n);
             stream.memset32(y, Float.floatToRawIntBits(1f), n);
-            // README example, from here:
+            // the example of docs/USER-GUIDE.md, from here:
             JCublas2.cublasSetStream(cublas, new cudaStream_t(stream.handle())); // cuBLAS enqueues on our stream
             JCublas2.cublasSaxpy(cublas, n, Pointer.to(new float[] {2f}), x.pointer(), 1, y.pointer(), 1); // y += 2x
             stream.noteExternalSubmission();                // count the work cuBLAS put on the stream

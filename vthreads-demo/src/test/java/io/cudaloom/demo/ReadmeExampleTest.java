@@ -18,10 +18,16 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
-/** The code of README.md's Java examples, run in the build (.ci/consumer-check compiles and runs the README's own blocks). */
+/**
+ * The code of the Java examples of README.md and docs/USER-GUIDE.md, run in the build
+ * (.ci/consumer-check compiles and runs the pages' own blocks).
+ */
 class ReadmeExampleTest {
 
-    /** The first example, as written; with no GPU here, {@code GpuDevice.open()} picks the simulated device. */
+    /**
+     * The first example (README.md, "Use it"), as written; with no GPU here, {@code GpuDevice.open()}
+     * picks the simulated device.
+     */
     @Test
     void deviceAgnosticExample() throws InterruptedException {
         float last;
@@ -45,7 +51,7 @@ class ReadmeExampleTest {
     @Test
     void javaExample() {
         AtomicInteger checked = new AtomicInteger();
-        // --- README: Java example ---
+        // --- docs/USER-GUIDE.md, "Java": the simulated device's Java tasks ---
         try (SimulatedDevice device = SimulatedDevice.create();
              SimulatedStream stream = device.newStream();
              var threads = Executors.newVirtualThreadPerTaskExecutor()) {
@@ -65,12 +71,12 @@ class ReadmeExampleTest {
         assertEquals(10_000, checked.get());
     }
 
-    /** README's "Observability": the latency distribution and the Micrometer binder. */
+    /** docs/USER-GUIDE.md's "Observability": the latency distribution and the Micrometer binder. */
     @Test
     void metricsExample() throws InterruptedException {
         io.micrometer.core.instrument.simple.SimpleMeterRegistry registry =
                 new io.micrometer.core.instrument.simple.SimpleMeterRegistry();
-        // --- README: metrics example ---
+        // --- docs/USER-GUIDE.md: metrics example ---
         try (GpuDevice device = GpuDevice.open();
              GpuStream stream = device.newStream()) {
             CudaLoomMetrics.of(device)                          // io.cudaloom.micrometer

@@ -18,7 +18,7 @@ import java.util.concurrent.Future;
 import org.junit.jupiter.api.Test;
 
 /**
- * The example of README.md's "Testing with a GPU (JUnit 5)", kept compiling and passing here: in CI
+ * The example of docs/USER-GUIDE.md's "Testing with a GPU (JUnit 5)", kept compiling and passing here: in CI
  * the first test runs on the simulated device and the second is skipped; on a GPU both run there.
  */
 @GpuTest(simulatedFallback = true)          // no CUDA device: run on the simulated one instead of skipping

@@ -372,13 +372,17 @@ class KotlinCallersTest {
     }
 }
 
-// A variant of the README's "Use it" Kotlin example (.ci/consumer-check runs the README's own, as written)
+// A variant of the coroutine example of docs/USER-GUIDE.md, "Kotlin" (.ci/consumer-check runs the
+// page's own, as written)
 suspend fun scaleOnGpu(device: GpuDevice) = device.newStream().use { stream ->
     // ... launch work on the stream ...
     stream.event().awaitSuspending() // suspends: no thread blocks; cancelling the coroutine withdraws the wait
 }
 
-/** Variants of the Kotlin examples of README.md, run in the build (.ci/consumer-check compiles and runs the README's own blocks). */
+/**
+ * Variants of the Kotlin examples of docs/USER-GUIDE.md, run in the build (.ci/consumer-check
+ * compiles and runs the page's own blocks).
+ */
 class ReadmeKotlinExampleTest {
     @Test
     fun useItExample() {
@@ -392,7 +396,7 @@ class ReadmeKotlinExampleTest {
     fun kotlinExample() {
         var blockingDone = false
         var suspendingDone = false
-        // --- README: Kotlin example ---
+        // --- docs/USER-GUIDE.md: Kotlin example ---
         SimulatedDevice.create().use { device ->
             device.newStream().use { stream ->
                 // Blocking style on a virtual thread: await() parks it, nothing else.
