@@ -1,5 +1,18 @@
 package io.cudaloom.bench;
 
+import static jcuda.driver.JCudaDriver.cuCtxCreate;
+import static jcuda.driver.JCudaDriver.cuCtxDestroy;
+import static jcuda.driver.JCudaDriver.cuCtxSetCurrent;
+import static jcuda.driver.JCudaDriver.cuDeviceGet;
+import static jcuda.driver.JCudaDriver.cuInit;
+import static jcuda.driver.JCudaDriver.cuLaunchKernel;
+import static jcuda.driver.JCudaDriver.cuModuleGetFunction;
+import static jcuda.driver.JCudaDriver.cuModuleLoadData;
+import static jcuda.driver.JCudaDriver.cuModuleUnload;
+import static jcuda.driver.JCudaDriver.cuStreamCreate;
+import static jcuda.driver.JCudaDriver.cuStreamDestroy;
+import static jcuda.driver.JCudaDriver.cuStreamSynchronize;
+
 import io.cudaloom.ReactorConfig;
 import io.cudaloom.ReactorStats;
 import io.cudaloom.cuda.CudaDevice;
@@ -12,17 +25,38 @@ import java.util.EnumMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.function.Supplier;
+import jcuda.Pointer;
+import jcuda.driver.CUcontext;
+import jcuda.driver.CUctx_flags;
+import jcuda.driver.CUdevice;
+import jcuda.driver.CUfunction;
+import jcuda.driver.CUmodule;
+import jcuda.driver.CUresult;
+import jcuda.driver.CUstream;
+import jcuda.driver.CUstream_flags;
 
 /**
  * {@code GpuBench sweep}: {@code await()} against thread pools and against the driver's own
  * ceiling, side by side in one process, for several kernel lengths. For each kernel length and
- * round, five rows, each on a freshly opened {@link CudaDevice} with {@value #STREAMS} streams:
+ * round, six rows, each on a freshly opened {@link CudaDevice} with {@value #STREAMS} streams (the
+ * blocking-sync pool on a context of its own, see below):
  * <ol>
  *   <li>{@link Method#AWAIT}: {@code threads} virtual threads, each {@code launchSpin} then
  *       {@code stream.await()}, streams round-robin by thread index;
  *   <li>{@link Method#POOL_64}: 64 platform threads, each {@code launchSpin} then
  *       {@code stream.synchronize()} ({@code cuStreamSynchronize});
  *   <li>{@link Method#POOL_CORES}: the same with {@code availableProcessors()} platform threads;
+ *   <li>{@link Method#POOL_BLOCKING}: 64 platform threads, each {@code spin_kernel} launch then
+ *       {@code cuStreamSynchronize}, in raw JCuda on a context of the row's own created with
+ *       {@code CU_CTX_SCHED_BLOCKING_SYNC} (the library's {@link CudaDevice} retains the primary
+ *       context with its default scheduling, {@code CU_CTX_SCHED_AUTO}, which spins in
+ *       {@code cuStreamSynchronize} while the process has fewer active contexts than cores, and
+ *       takes no scheduling flags): the waiting threads sleep in the driver instead, the honest
+ *       CPU competitor of {@code await()}. Its own module and {@value #STREAMS}
+ *       {@code CU_STREAM_NON_BLOCKING} streams; each pool thread makes the context current once (a
+ *       platform thread keeps it) and packs the spin argument per launch, as the library does; the
+ *       context is destroyed after the row;
  *   <li>{@link Method#CEILING_8}: 8 platform threads, one per stream, launching back to back, one
  *       {@code synchronize()} each at the end: what the driver and GPU do with no waiting at all;
  *   <li>{@link Method#CEILING_16}: the same with 16 threads, two per stream.
@@ -36,8 +70,10 @@ import java.util.Map;
  * already done, fallbacks, device flag writes per completion ({@link ReactorStats#flagWrites()})
  * and the time launches spent waiting for admission to a full stream
  * ({@link ReactorStats#admissionWaitNanos()}, {@link ReactorStats#admissionWaits()}); the
- * {@code await()} row's last column holds its ratios to the 8-thread ceiling and to the faster of
- * the two pools.
+ * {@code await()} row's last column holds its ratios to the 8-thread ceiling, to the faster of the
+ * two spinning pools ({@link Method#POOL_64}, {@link Method#POOL_CORES}: the library's own
+ * {@code synchronize()}, as before), and, separately, to the blocking-sync pool: completions/s
+ * and CPU per completion over that pool's.
  */
 final class ThroughputSweep {
     static final int STREAMS = 8;
@@ -74,21 +110,25 @@ final class ThroughputSweep {
 
     /** The rows of each round, in table order. */
     enum Method {
-        AWAIT, POOL_64, POOL_CORES, CEILING_8, CEILING_16;
+        AWAIT, POOL_64, POOL_CORES, POOL_BLOCKING, CEILING_8, CEILING_16;
+
+        /** The pools the ratios' "best pool" is chosen from: the library's {@code synchronize()}, spinning. */
+        static final List<Method> SPIN_POOLS = List.of(POOL_64, POOL_CORES);
 
         /** Threads the row would use before capping to the launches: {@code threads} for AWAIT. */
         int threads(int awaitThreads, int cores) {
             return switch (this) {
                 case AWAIT -> awaitThreads;
-                case POOL_64 -> 64;
+                case POOL_64, POOL_BLOCKING -> 64;
                 case POOL_CORES -> cores;
                 case CEILING_8 -> STREAMS;
                 case CEILING_16 -> 2 * STREAMS;
             };
         }
 
+        /** A thread pool: each thread waits for each of its launches ({@code synchronize()} or {@code cuStreamSynchronize}). */
         boolean isPool() {
-            return this == POOL_64 || this == POOL_CORES;
+            return this == POOL_64 || this == POOL_CORES || this == POOL_BLOCKING;
         }
 
         String label(int workers) {
@@ -97,6 +137,9 @@ final class ThroughputSweep {
                 case POOL_64 -> String.format(Locale.ROOT, "pool: %d platform threads, launch + `synchronize()`", workers);
                 case POOL_CORES -> String.format(Locale.ROOT,
                         "pool: %d platform threads (= cores), launch + `synchronize()`", workers);
+                case POOL_BLOCKING -> String.format(Locale.ROOT,
+                        "pool: %d platform threads, launch + `cuStreamSynchronize`, blocking-sync context (raw JCuda)",
+                        workers);
                 case CEILING_8, CEILING_16 -> String.format(Locale.ROOT,
                         "ceiling: %d threads, %d per stream, back to back, one `synchronize()` each", workers,
                         Math.max(1, workers / STREAMS));
@@ -187,7 +230,9 @@ final class ThroughputSweep {
 
     /**
      * The await row's ratios within one round: completions/s over the 8-thread ceiling's, over the
-     * faster pool's, and CPU per completion over that pool's. "-" for a missing or empty comparison.
+     * faster spinning pool's ({@link Method#SPIN_POOLS}), and CPU per completion over that pool's;
+     * then completions/s and CPU per completion over the blocking-sync pool's. "-" for a missing or
+     * empty comparison.
      */
     static String ratios(Map<Method, Row> round) {
         Row await = round.get(Method.AWAIT);
@@ -196,7 +241,7 @@ final class ThroughputSweep {
         }
         Row ceiling = round.get(Method.CEILING_8);
         Row best = null;
-        for (Method m : List.of(Method.POOL_64, Method.POOL_CORES)) {
+        for (Method m : Method.SPIN_POOLS) {
             Row r = round.get(m);
             if (r != null && (best == null || r.completionsPerSecond() > best.completionsPerSecond())) {
                 best = r;
@@ -211,6 +256,15 @@ final class ThroughputSweep {
                     best.workers()));
             if (best.cpuMicrosPerCompletion() > 0) {
                 parts.add(String.format(Locale.ROOT, "CPU/completion %.2f x", await.cpuMicrosPerCompletion() / best.cpuMicrosPerCompletion()));
+            }
+        }
+        Row blocking = round.get(Method.POOL_BLOCKING);
+        if (blocking != null && blocking.completionsPerSecond() > 0) {
+            parts.add(String.format(Locale.ROOT, "%.2f x blocking pool (%d)",
+                    await.completionsPerSecond() / blocking.completionsPerSecond(), blocking.workers()));
+            if (blocking.cpuMicrosPerCompletion() > 0) {
+                parts.add(String.format(Locale.ROOT, "CPU/completion %.2f x blocking",
+                        await.cpuMicrosPerCompletion() / blocking.cpuMicrosPerCompletion()));
             }
         }
         return parts.isEmpty() ? "-" : String.join("; ", parts);
@@ -251,7 +305,10 @@ final class ThroughputSweep {
                 + " / launches. Flag writes/completion: the reactor's device flag writes over the row / launches;"
                 + " admission wait: the reactor's total time launches waited for room on a full stream, and how many"
                 + " waited (both `await()` only). Ratios: `await()` completions/s over the 8-thread ceiling's and the"
-                + " faster pool's, and its CPU per completion over that pool's.%n", STREAMS, WARM_UP_DIVISOR);
+                + " faster spinning pool's (64 or cores threads in `synchronize()`), and its CPU per completion over"
+                + " that pool's; then completions/s and CPU per completion over the blocking pool's (raw JCuda, its own"
+                + " context created with CU_CTX_SCHED_BLOCKING_SYNC, so its threads sleep in cuStreamSynchronize).%n",
+                STREAMS, WARM_UP_DIVISOR);
         for (int kernelUs : s.kernelsUs()) {
             long kernelNanos = 1000L * kernelUs;
             long total = totalLaunches(s.threads(), s.awaitsPerThread(), kernelNanos);
@@ -298,24 +355,13 @@ final class ThroughputSweep {
 
     /** One row on a fresh device: warm-up, then {@code total} launches by {@code workers} threads. */
     static Row measure(Method m, int workers, long total, long kernelNanos, int round, PrintStream err) throws Exception {
+        if (m == Method.POOL_BLOCKING) {
+            return measureBlocking(workers, total, kernelNanos, round, err);
+        }
         ReactorConfig config = m == Method.AWAIT ? awaitConfig(workers) : ReactorConfig.defaults();
         try (CudaDevice d = CudaDevice.open(0, config); DemoKernels k = DemoKernels.load(d)) {
             List<CudaStream> s = GpuBench.streams(d);
-            Thread watchdog = Thread.ofPlatform().daemon().name("sweep-watchdog").start(() -> {
-                try {
-                    Thread.sleep(ROW_LIMIT_NANOS / 1_000_000);
-                } catch (InterruptedException e) {
-                    return;
-                }
-                String msg = String.format(Locale.ROOT, "STALL: %s, round %d, %,d launches of %d us: not done after %d s;"
-                        + " reactor %s", m.label(workers), round, total, kernelNanos / 1000,
-                        ROW_LIMIT_NANOS / 1_000_000_000L, d.reactor().stats());
-                System.out.println(msg);
-                System.out.flush();
-                err.println(msg);
-                err.flush();
-                Runtime.getRuntime().halt(3);
-            });
+            Thread watchdog = watchdog(m, workers, total, kernelNanos, round, err, () -> "reactor " + d.reactor().stats());
             try {
                 GpuBench.warm(d, k, s);
                 launchAndWait(m, workers, Math.max(1, total / WARM_UP_DIVISOR), kernelNanos, k, s);
@@ -331,6 +377,110 @@ final class ThroughputSweep {
         }
     }
 
+    /**
+     * Halts the process with a STALL line (on stdout and {@code err}) if the row is still running
+     * after {@link #ROW_LIMIT_NANOS}; interrupt it when the row is done. {@code state}: what to add.
+     */
+    private static Thread watchdog(Method m, int workers, long total, long kernelNanos, int round, PrintStream err,
+            Supplier<String> state) {
+        return Thread.ofPlatform().daemon().name("sweep-watchdog").start(() -> {
+            try {
+                Thread.sleep(ROW_LIMIT_NANOS / 1_000_000);
+            } catch (InterruptedException e) {
+                return;
+            }
+            String msg = String.format(Locale.ROOT, "STALL: %s, round %d, %,d launches of %d us: not done after %d s;"
+                    + " %s", m.label(workers), round, total, kernelNanos / 1000, ROW_LIMIT_NANOS / 1_000_000_000L,
+                    state.get());
+            System.out.println(msg);
+            System.out.flush();
+            err.println(msg);
+            err.flush();
+            Runtime.getRuntime().halt(3);
+        });
+    }
+
+    /**
+     * The {@link Method#POOL_BLOCKING} row, in raw JCuda: a context of its own created with
+     * {@code CU_CTX_SCHED_BLOCKING_SYNC} (made current on this thread by the create), the built-in
+     * kernels' module and {@value #STREAMS} non-blocking streams in it; the same warm-up as the
+     * other rows (an empty kernel per stream, then 1/{@value #WARM_UP_DIVISOR} of the launches); all
+     * of it destroyed after the row. JCuda's exceptions stay off (a process-wide switch the library
+     * relies on being off): every result is checked here.
+     */
+    private static Row measureBlocking(int workers, long total, long kernelNanos, int round, PrintStream err)
+            throws Exception {
+        check(cuInit(0), "cuInit");
+        CUdevice dev = new CUdevice();
+        check(cuDeviceGet(dev, 0), "cuDeviceGet(0)");
+        CUcontext ctx = new CUcontext();
+        check(cuCtxCreate(ctx, CUctx_flags.CU_CTX_SCHED_BLOCKING_SYNC, dev), "cuCtxCreate(CU_CTX_SCHED_BLOCKING_SYNC)");
+        CUmodule module = null;
+        List<CUstream> streams = new ArrayList<>();
+        try {
+            module = new CUmodule();
+            check(cuModuleLoadData(module, DemoKernels.ptxText()), "cuModuleLoadData");
+            CUfunction empty = new CUfunction();
+            check(cuModuleGetFunction(empty, module, "empty_kernel"), "cuModuleGetFunction(empty_kernel)");
+            CUfunction spin = new CUfunction();
+            check(cuModuleGetFunction(spin, module, "spin_kernel"), "cuModuleGetFunction(spin_kernel)");
+            for (int i = 0; i < STREAMS; i++) {
+                CUstream st = new CUstream();
+                check(cuStreamCreate(st, CUstream_flags.CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+                streams.add(st);
+            }
+            Thread watchdog = watchdog(Method.POOL_BLOCKING, workers, total, kernelNanos, round, err,
+                    () -> "blocking-sync context, no reactor");
+            try {
+                for (CUstream st : streams) {
+                    check(cuLaunchKernel(empty, 1, 1, 1, 1, 1, 1, 0, st, null, null), "cuLaunchKernel(empty_kernel)");
+                    check(cuStreamSynchronize(st), "cuStreamSynchronize");
+                }
+                blockingPool(workers, Math.max(1, total / WARM_UP_DIVISOR), kernelNanos, ctx, spin, streams);
+                long cpu0 = OS.getProcessCpuTime(), t0 = System.nanoTime();
+                blockingPool(workers, total, kernelNanos, ctx, spin, streams);
+                long wall = System.nanoTime() - t0, cpu = OS.getProcessCpuTime() - cpu0;
+                return new Row(Method.POOL_BLOCKING, workers, round, total, wall, cpu, null);
+            } finally {
+                watchdog.interrupt();
+            }
+        } finally {
+            cuCtxSetCurrent(ctx);
+            for (CUstream st : streams) {
+                cuStreamDestroy(st);
+            }
+            if (module != null) {
+                cuModuleUnload(module);
+            }
+            cuCtxDestroy(ctx); // current here: also popped off this thread's stack, leaving it as before the create
+        }
+    }
+
+    /**
+     * {@code total} launches of {@code spin_kernel(kernelNanos)} by {@code workers} platform threads,
+     * each making {@code ctx} current once, then launch + {@code cuStreamSynchronize} on stream
+     * {@code index % STREAMS}, the argument packed per launch (as the library packs it).
+     */
+    private static void blockingPool(int workers, long total, long kernelNanos, CUcontext ctx, CUfunction spin,
+            List<CUstream> streams) throws Exception {
+        GpuBench.runAll(workers, false, i -> {
+            check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+            CUstream st = streams.get(i % STREAMS);
+            long n = share(total, workers, i);
+            for (long r = 0; r < n; r++) {
+                Pointer args = Pointer.to(Pointer.to(new long[] {kernelNanos}));
+                check(cuLaunchKernel(spin, 1, 1, 1, 1, 1, 1, 0, st, args, null), "cuLaunchKernel(spin_kernel)");
+                check(cuStreamSynchronize(st), "cuStreamSynchronize");
+            }
+        });
+    }
+
+    private static void check(int result, String what) {
+        if (result != CUresult.CUDA_SUCCESS) {
+            throw new IllegalStateException(what + " failed: " + CUresult.stringFor(result));
+        }
+    }
+
     /** {@code total} launches by {@code workers} threads the way {@code m} waits; returns once all have completed. */
     private static void launchAndWait(Method m, int workers, long total, long kernelNanos, DemoKernels k, List<CudaStream> s)
             throws Exception {
@@ -341,7 +491,7 @@ final class ThroughputSweep {
                 k.launchSpin(st, kernelNanos);
                 if (m == Method.AWAIT) {
                     st.await();
-                } else if (m.isPool()) {
+                } else if (m.isPool()) { // POOL_BLOCKING runs in blockingPool instead
                     st.synchronize();
                 }
             }

@@ -16,8 +16,9 @@ import org.junit.jupiter.api.Test;
 
 /**
  * {@code GpuBench sweep} and {@code GpuBench servlet} in miniature on a real GPU (a few seconds
- * each), so that {@code bash .gpu/junit} checks every code path before the full runs: the five
- * sweep rows (await, both pools in {@code synchronize()}, both ceilings) and both servers, the
+ * each), so that {@code bash .gpu/junit} checks every code path before the full runs: the six
+ * sweep rows (await, both pools in {@code synchronize()}, the blocking-sync pool on its own context,
+ * both ceilings) and both servers, the
  * platform one waiting in {@code CudaStream.synchronize()}, each level loaded from a child JVM. The
  * benchmarks open their own devices;
  * {@link GpuTest} skips the class, with a printed reason, where there is no CUDA device.
@@ -48,7 +49,8 @@ class BenchGpuTest {
             if (r.startsWith("| `await()`")) {
                 // | method | round | wall | /s | cores | CPU | counts | flag writes | admission | scanner CPU | ratios |
                 assertEquals(13, cells.length, "the header's columns: " + r);
-                assertTrue(cells[11].contains("x ceiling(8)") && cells[11].contains("x best pool"), r);
+                assertTrue(cells[11].contains("x ceiling(8)") && cells[11].contains("x best pool")
+                        && cells[11].contains("x blocking pool (64)"), r);
                 assertEquals("0", cells[7].split("/")[3].strip(), "no fallback: " + r);
                 double flagWrites = Double.parseDouble(cells[8].strip().split(" ")[0]);
                 assertTrue(flagWrites >= 0 && flagWrites <= 1.0, "at most one flag write per completion: " + r);
@@ -62,6 +64,7 @@ class BenchGpuTest {
             }
         }
         assertTrue(text.contains("### 10 us kernels: 1,280 launches per row (256 x 5)"), text);
+        assertEquals(2, rows.stream().filter(r -> r.contains("blocking-sync context")).count(), text); // 2 rounds
     }
 
     @Test

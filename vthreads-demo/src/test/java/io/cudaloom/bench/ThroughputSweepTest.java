@@ -74,14 +74,18 @@ class ThroughputSweepTest {
 
     @Test
     void evenRoundsRunTheRowsInReverse() {
-        assertEquals(List.of(Method.AWAIT, Method.POOL_64, Method.POOL_CORES, Method.CEILING_8, Method.CEILING_16),
-                ThroughputSweep.order(1));
-        assertEquals(List.of(Method.CEILING_16, Method.CEILING_8, Method.POOL_CORES, Method.POOL_64, Method.AWAIT),
-                ThroughputSweep.order(2));
+        assertEquals(List.of(Method.AWAIT, Method.POOL_64, Method.POOL_CORES, Method.POOL_BLOCKING, Method.CEILING_8,
+                Method.CEILING_16), ThroughputSweep.order(1));
+        assertEquals(List.of(Method.CEILING_16, Method.CEILING_8, Method.POOL_BLOCKING, Method.POOL_CORES, Method.POOL_64,
+                Method.AWAIT), ThroughputSweep.order(2));
         assertEquals(ThroughputSweep.order(1), ThroughputSweep.order(3));
         assertEquals(16, Method.POOL_CORES.threads(10_000, 16));
         assertEquals(10_000, Method.AWAIT.threads(10_000, 16));
         assertEquals(16, Method.CEILING_16.threads(10_000, 2));
+        assertEquals(64, Method.POOL_BLOCKING.threads(10_000, 16));
+        assertTrue(Method.POOL_BLOCKING.isPool() && Method.POOL_64.isPool() && !Method.CEILING_8.isPool()
+                && !Method.AWAIT.isPool());
+        assertEquals(List.of(Method.POOL_64, Method.POOL_CORES), Method.SPIN_POOLS, "the best pool is a spinning one");
     }
 
     private static Row row(Method m, int workers, double seconds, double cpuSeconds) {
@@ -97,13 +101,16 @@ class ThroughputSweepTest {
         round.put(Method.POOL_CORES, row(Method.POOL_CORES, 16, 5, 16));  // 200 k/s, 16 us
         round.put(Method.CEILING_8, row(Method.CEILING_8, 8, 2, 8));      // 500 k/s
         round.put(Method.CEILING_16, row(Method.CEILING_16, 16, 2, 16));
+        round.put(Method.POOL_BLOCKING, row(Method.POOL_BLOCKING, 64, 8, 5)); // 125 k/s, 5 us: slower and leaner
 
         Row a = round.get(Method.AWAIT);
         assertEquals(400_000, a.completionsPerSecond(), 1e-6);
         assertEquals(8.0, a.coresBusy(), 1e-9);
         assertEquals(20.0, a.cpuMicrosPerCompletion(), 1e-9);
-        // the best pool is the faster one (64 threads), and the CPU ratio compares with that same pool
-        assertEquals("0.80 x ceiling(8); 1.60 x best pool (64); CPU/completion 0.42 x", ThroughputSweep.ratios(round));
+        // the best pool is the faster spinning one (64 threads), and the CPU ratio compares with that same
+        // pool; the blocking pool, slower, never is the best pool, and has ratios of its own
+        assertEquals("0.80 x ceiling(8); 1.60 x best pool (64); CPU/completion 0.42 x; 3.20 x blocking pool (64);"
+                + " CPU/completion 4.00 x blocking", ThroughputSweep.ratios(round));
         // 250,000 flag writes for 1,000,000 completions; 1,234 admission waits, 56.7 ms in all
         assertEquals("| `await()`: 10,000 virtual threads, launch + await | 1 | 2.50 | 400,000 | 8.00 | 20.0 us"
                 + " | 900,000 / 700,000 / 100,000 / 0 / 4,000 | 0.250 (trackers 0.050) | 56.7 ms, 1,234 | 3.00 us | r |",
@@ -112,14 +119,25 @@ class ThroughputSweepTest {
                 + " | - | - | - | - |  |", ThroughputSweep.markdown(round.get(Method.POOL_CORES), ""));
         assertEquals("| ceiling: 16 threads, 2 per stream, back to back, one `synchronize()` each | 1 | 2.00 | 500,000 | 8.00"
                 + " | 16.0 us | - | - | - | - |  |", ThroughputSweep.markdown(round.get(Method.CEILING_16), ""));
+        assertEquals("| pool: 64 platform threads, launch + `cuStreamSynchronize`, blocking-sync context (raw JCuda) | 1"
+                + " | 8.00 | 125,000 | 0.63 | 5.0 us | - | - | - | - |  |",
+                ThroughputSweep.markdown(round.get(Method.POOL_BLOCKING), ""));
         int columns = ThroughputSweep.tableHeader().lines().findFirst().orElseThrow().split("\\|", -1).length;
         assertEquals(columns, ThroughputSweep.markdown(a, "r").split("\\|", -1).length, "rows have the header's columns");
 
+        // a blocking pool faster than both spinning ones still is not the "best pool"
+        round.put(Method.POOL_BLOCKING, row(Method.POOL_BLOCKING, 64, 2, 5)); // 500 k/s
+        assertEquals("0.80 x ceiling(8); 1.60 x best pool (64); CPU/completion 0.42 x; 0.80 x blocking pool (64);"
+                + " CPU/completion 4.00 x blocking", ThroughputSweep.ratios(round));
+        round.remove(Method.POOL_BLOCKING);
         round.remove(Method.POOL_64);
         assertEquals("0.80 x ceiling(8); 2.00 x best pool (16); CPU/completion 1.25 x", ThroughputSweep.ratios(round));
         round.remove(Method.CEILING_8);
         round.remove(Method.POOL_CORES);
         assertEquals("-", ThroughputSweep.ratios(round));
+        round.put(Method.POOL_BLOCKING, row(Method.POOL_BLOCKING, 64, 8, 5));
+        assertEquals("3.20 x blocking pool (64); CPU/completion 4.00 x blocking", ThroughputSweep.ratios(round),
+                "the blocking pool alone");
         assertEquals("-", ThroughputSweep.ratios(new EnumMap<>(Method.class)));
     }
 
