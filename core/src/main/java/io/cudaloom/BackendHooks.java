@@ -96,4 +96,19 @@ final class BackendHooks implements BackendAccess.Hooks {
     public FaultSink faultSink(GpuStream stream) {
         return stream.faultSink();
     }
+
+    @Override
+    public void whenWorkDone(GpuStream stream, long required, Runnable done) {
+        stream.whenWorkDone(required, done);
+    }
+
+    @Override
+    public void releaseOffCaller(GpuDevice device, Runnable free) {
+        device.releaseOffCaller(free);
+    }
+
+    @Override
+    public boolean isKnownComplete(GpuStream stream, long required) {
+        return stream.isKnownComplete(required);
+    }
 }

@@ -190,14 +190,16 @@ public abstract class GpuDevice implements AutoCloseable {
     /**
      * Counts one piece of memory ({@link LiveResources.Kind#DEVICE_MEMORY} or
      * {@link LiveResources.Kind#HOST_MEMORY}) handed out by {@link #allocate} or
-     * {@link #allocateHost}, once the allocation has succeeded. Run the returned action from the
-     * memory's {@code close()}; it counts the memory back once, however often it runs. Streams and
-     * waits are counted by {@link GpuStream} and {@link GpuEvent} themselves.
+     * {@link #allocateHost}, once the allocation has succeeded, or one closed and waiting for its
+     * free ({@link LiveResources.Kind#FREEING_MEMORY}). Run the returned action when it is closed
+     * (or freed); it counts the memory back once, however often it runs. Streams and waits are
+     * counted by {@link GpuStream} and {@link GpuEvent} themselves.
      *
      * @throws IllegalArgumentException for another kind
      */
     final Runnable tracked(LiveResources.Kind kind) {
-        if (kind != LiveResources.Kind.DEVICE_MEMORY && kind != LiveResources.Kind.HOST_MEMORY) {
+        if (kind != LiveResources.Kind.DEVICE_MEMORY && kind != LiveResources.Kind.HOST_MEMORY
+                && kind != LiveResources.Kind.FREEING_MEMORY) {
             throw new IllegalArgumentException("backends count only memory, not " + kind);
         }
         return ledger.open(kind);
@@ -274,6 +276,21 @@ public abstract class GpuDevice implements AutoCloseable {
         if (r != null) {
             r.close();
         }
+    }
+
+    /**
+     * Runs the free of memory closed under queued work once that work is done (stream-ordered
+     * frees): on a platform thread of this device's own, never on a caller's (a free may wait in
+     * the driver, {@code cuMemFreeHost} for one, which would hold a virtual thread's carrier).
+     * One thread, started when the first free comes and ended after a second without one.
+     */
+    private final java.util.concurrent.ThreadPoolExecutor releaser = new java.util.concurrent.ThreadPoolExecutor(0, 1,
+            1, java.util.concurrent.TimeUnit.SECONDS, new java.util.concurrent.LinkedBlockingQueue<>(),
+            Thread.ofPlatform().daemon(true).name("cuda-loom-free (" + getClass().getSimpleName() + ")").factory());
+
+    /** Runs {@code free} on this device's releaser thread (see {@link #releaser}). */
+    final void releaseOffCaller(Runnable free) {
+        releaser.execute(free);
     }
 
     @Override

@@ -161,6 +161,37 @@ public abstract class GpuStream implements AutoCloseable {
         return faults;
     }
 
+    /**
+     * Runs {@code done} once the first {@code required} counted submissions are complete, or will
+     * never run (the stream faulted, or the device closed): at once, on this thread, if a proof
+     * already covers them; else from the reactor, by a registration for all the work submitted so
+     * far (on a closed stream, through the drain that serves its last events). {@code done} runs
+     * exactly once, on any thread: it must not block.
+     */
+    final void whenWorkDone(long required, Runnable done) {
+        if (isKnownComplete(required)) {
+            done.run();
+            return;
+        }
+        java.util.function.Consumer<@Nullable RuntimeException> once = failure -> done.run();
+        StreamDrain closedDrain = drain;
+        try {
+            if (closedDrain == null) {
+                device.reactor().register(this, once);
+                return;
+            }
+        } catch (ReactorClosedException e) {
+            done.run(); // the device's close frees what its work held (the context goes with it)
+            return;
+        } catch (IllegalStateException e) {
+            closedDrain = drain; // the stream closed meanwhile: its drain covers the work before the close
+            if (closedDrain == null) {
+                throw e;
+            }
+        }
+        closedDrain.subscribe(once);
+    }
+
     /** Whether the calling thread may park for admission: not one the stream's completions depend on. */
     boolean mayParkForAdmission() {
         return !isOwnWorkerThread() && !FallbackRegistration.onHostCallback()

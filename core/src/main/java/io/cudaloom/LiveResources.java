@@ -31,6 +31,11 @@ public final class LiveResources {
         /** {@link HostMemory} not closed (a pinned buffer on a GPU, ordinary memory on the simulated device). */
         HOST_MEMORY("HostMemory", "not closed (HostMemory.close())", "allocated"),
         /** A {@link GpuStream} not closed. */
+        /**
+         * Memory closed while work that uses it was still queued: freed once that work is done
+         * (stream-ordered frees), so it counts as in flight, not as a leak, until then.
+         */
+        FREEING_MEMORY("closed memory", "closed but not yet freed: work that uses it has not finished", "closed"),
         STREAM("GpuStream", "not closed (GpuStream.close())", "opened"),
         /** A {@link GpuDevice} opened and not closed (listed by {@link #openDevices()}, never counted per device). */
         DEVICE("GpuDevice", "opened in the test and not closed (GpuDevice.close())", "opened"),

@@ -94,6 +94,14 @@ class CudaSemanticsGpuTest {
     }
 
     @Nested
+    class StreamOrderedFree extends StreamOrderedFreeSemantics {
+        @Override
+        BackendFixture fixture(CompletionStrategy strategy) {
+            return new CudaFixture(strategy);
+        }
+    }
+
+    @Nested
     class NonBlocking extends NonBlockingSemantics {
         @Override
         BackendFixture fixture(CompletionStrategy strategy) {

@@ -60,6 +60,14 @@ class InstantSemanticsTest {
     }
 
     @Nested
+    class StreamOrderedFree extends StreamOrderedFreeSemantics {
+        @Override
+        BackendFixture fixture(CompletionStrategy strategy) {
+            return new InstantFixture(strategy);
+        }
+    }
+
+    @Nested
     class NonBlocking extends NonBlockingSemantics {
         @Override
         BackendFixture fixture(CompletionStrategy strategy) {

@@ -60,6 +60,14 @@ class SimulatedSemanticsTest {
     }
 
     @Nested
+    class StreamOrderedFree extends StreamOrderedFreeSemantics {
+        @Override
+        BackendFixture fixture(CompletionStrategy strategy) {
+            return new SimulatedFixture(strategy);
+        }
+    }
+
+    @Nested
     class NonBlocking extends NonBlockingSemantics {
         @Override
         BackendFixture fixture(CompletionStrategy strategy) {

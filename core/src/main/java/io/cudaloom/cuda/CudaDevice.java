@@ -269,7 +269,7 @@ public final class CudaDevice extends GpuDevice {
             contextCalls.exit();
         }
         check(r, "cuMemAlloc(" + bytes + ")");
-        return new DeviceBuffer(this, p, bytes, API.tracked(this, LiveResources.Kind.DEVICE_MEMORY));
+        return new DeviceBuffer(this, p, bytes);
     }
 
     /** Pinned host memory of {@code bytes} bytes, for async copies ({@code cuMemHostAlloc}, portable). */
@@ -286,7 +286,7 @@ public final class CudaDevice extends GpuDevice {
             contextCalls.exit();
         }
         check(r, "cuMemHostAlloc(" + bytes + ")");
-        return new PinnedBuffer(this, p, bytes, API.tracked(this, LiveResources.Kind.HOST_MEMORY));
+        return new PinnedBuffer(this, p, bytes);
     }
 
     /** Loads a module from PTX text ({@code cuModuleLoadData}). */

@@ -101,20 +101,61 @@ public final class CudaStream extends GpuStream {
             throw new IllegalArgumentException("kernel " + kernel.name() + " was loaded on "
                     + kernel.module().device().name() + ", not on " + device.name());
         }
-        Pointer params = KernelArgs.pack(kernel.name(), args);
-        boolean admitted = admitWork();
-        int r;
+        int entered = enterBuffers(args);
         try {
-            r = cuLaunchKernel(kernel.function(), gridX, gridY, gridZ, blockX, blockY, blockZ, sharedBytes,
-                    stream.raw(), params, null);
+            Pointer params = KernelArgs.pack(kernel.name(), args);
+            boolean admitted = admitWork();
+            int r;
+            try {
+                r = cuLaunchKernel(kernel.function(), gridX, gridY, gridZ, blockX, blockY, blockZ, sharedBytes,
+                        stream.raw(), params, null);
+            } finally {
+                stream.exit();
+            }
+            if (r != CUresult.CUDA_SUCCESS) {
+                CudaDevice.API.submissionFailed(this, admitted);
+                check(r, "cuLaunchKernel(" + kernel.name() + ")"); // the message is built on failure only
+            }
+            CudaDevice.API.noteSubmission(this);
+            if (entered > 0) {
+                for (Object a : args) {
+                    if (a instanceof DeviceBuffer b) {
+                        b.lifetime.usedOn(this);
+                    }
+                }
+            }
         } finally {
-            stream.exit();
+            exitBuffers(args, entered);
         }
-        if (r != CUresult.CUDA_SUCCESS) {
-            CudaDevice.API.submissionFailed(this, admitted);
-            check(r, "cuLaunchKernel(" + kernel.name() + ")"); // the message is built on failure only
+    }
+
+    /**
+     * Enters the lifetime of every {@link DeviceBuffer} argument (stream-ordered frees: a close then
+     * waits for this launch), in order; if one is closed, exits those entered and throws its error.
+     * Returns how many were entered.
+     */
+    private static int enterBuffers(Object[] args) {
+        int entered = 0;
+        for (Object a : args) {
+            if (a instanceof DeviceBuffer b) {
+                if (!b.lifetime.enter()) {
+                    exitBuffers(args, entered);
+                    throw b.closedError();
+                }
+                entered++;
+            }
         }
-        CudaDevice.API.noteSubmission(this);
+        return entered;
+    }
+
+    /** Exits the first {@code entered} {@link DeviceBuffer} arguments' lifetimes. */
+    private static void exitBuffers(Object[] args, int entered) {
+        for (int i = 0, n = 0; i < args.length && n < entered; i++) {
+            if (args[i] instanceof DeviceBuffer b) {
+                b.lifetime.exit();
+                n++;
+            }
+        }
     }
 
     /** Launches a device-agnostic kernel: its PTX, loaded on this device on first use. */
@@ -137,16 +178,38 @@ public final class CudaStream extends GpuStream {
         WorkChecks.copy(device, src, srcOffset, dst, dstOffset, bytes);
         PinnedBuffer host = (PinnedBuffer) src; // the checks above: allocated by this CUDA device
         DeviceBuffer memory = (DeviceBuffer) dst;
-        CUdeviceptr to = memory.pointer().withByteOffset(dstOffset);
-        Pointer from = host.pointer().withByteOffset(srcOffset);
-        boolean admitted = admitWork();
-        int r;
+        enterBoth(host, memory);
         try {
-            r = cuMemcpyHtoDAsync(to, from, bytes, stream.raw());
+            CUdeviceptr to = memory.rawPointer().withByteOffset(dstOffset);
+            Pointer from = host.rawPointer().withByteOffset(srcOffset);
+            boolean admitted = admitWork();
+            int r;
+            try {
+                r = cuMemcpyHtoDAsync(to, from, bytes, stream.raw());
+            } finally {
+                stream.exit();
+            }
+            submitted(admitted, r, "cuMemcpyHtoDAsync");
+            host.lifetime.usedOn(this);
+            memory.lifetime.usedOn(this);
         } finally {
-            stream.exit();
+            memory.lifetime.exit();
+            host.lifetime.exit();
         }
-        submitted(admitted, r, "cuMemcpyHtoDAsync");
+    }
+
+    /**
+     * Enters both buffers' lifetimes (stream-ordered frees: a close then waits for this copy);
+     * throws the closed one's error, having entered neither, if one is closed.
+     */
+    private static void enterBoth(PinnedBuffer host, DeviceBuffer memory) {
+        if (!host.lifetime.enter()) {
+            throw host.closedError();
+        }
+        if (!memory.lifetime.enter()) {
+            host.lifetime.exit();
+            throw memory.closedError();
+        }
     }
 
     /** Async copy device to host; {@code dst} is pinned ({@link CudaDevice#allocateHost}). */
@@ -155,31 +218,48 @@ public final class CudaStream extends GpuStream {
         WorkChecks.copy(device, dst, dstOffset, src, srcOffset, bytes);
         DeviceBuffer memory = (DeviceBuffer) src;
         PinnedBuffer host = (PinnedBuffer) dst;
-        Pointer to = host.pointer().withByteOffset(dstOffset);
-        CUdeviceptr from = memory.pointer().withByteOffset(srcOffset);
-        boolean admitted = admitWork();
-        int r;
+        enterBoth(host, memory);
         try {
-            r = cuMemcpyDtoHAsync(to, from, bytes, stream.raw());
+            Pointer to = host.rawPointer().withByteOffset(dstOffset);
+            CUdeviceptr from = memory.rawPointer().withByteOffset(srcOffset);
+            boolean admitted = admitWork();
+            int r;
+            try {
+                r = cuMemcpyDtoHAsync(to, from, bytes, stream.raw());
+            } finally {
+                stream.exit();
+            }
+            submitted(admitted, r, "cuMemcpyDtoHAsync");
+            host.lifetime.usedOn(this);
+            memory.lifetime.usedOn(this);
         } finally {
-            stream.exit();
+            memory.lifetime.exit();
+            host.lifetime.exit();
         }
-        submitted(admitted, r, "cuMemcpyDtoHAsync");
     }
 
     /** Async fill of {@code count} 32-bit words of {@code dst} with {@code value}. */
     @Override
     public void memset32(DeviceMemory dst, int value, long count) {
         WorkChecks.memset32(device, dst, count);
-        CUdeviceptr to = ((DeviceBuffer) dst).pointer();
-        boolean admitted = admitWork();
-        int r;
-        try {
-            r = cuMemsetD32Async(to, value, count, stream.raw());
-        } finally {
-            stream.exit();
+        DeviceBuffer memory = (DeviceBuffer) dst;
+        if (!memory.lifetime.enter()) {
+            throw memory.closedError();
         }
-        submitted(admitted, r, "cuMemsetD32Async");
+        try {
+            CUdeviceptr to = memory.rawPointer();
+            boolean admitted = admitWork();
+            int r;
+            try {
+                r = cuMemsetD32Async(to, value, count, stream.raw());
+            } finally {
+                stream.exit();
+            }
+            submitted(admitted, r, "cuMemsetD32Async");
+            memory.lifetime.usedOn(this);
+        } finally {
+            memory.lifetime.exit();
+        }
     }
 
     /**

@@ -12,7 +12,7 @@ final class KernelArgs {
         for (int i = 0; i < args.length; i++) {
             Object a = args[i];
             if (a instanceof DeviceBuffer b) {
-                ptrs[i] = Pointer.to(b.pointer());
+                ptrs[i] = Pointer.to(b.rawPointer()); // the launch entered its lifetime
             } else if (a instanceof Integer v) {
                 ptrs[i] = Pointer.to(new int[] {v});
             } else if (a instanceof Long v) {

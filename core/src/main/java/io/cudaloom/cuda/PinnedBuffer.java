@@ -1,29 +1,33 @@
 package io.cudaloom.cuda;
 
 import io.cudaloom.HostMemory;
+import io.cudaloom.LiveResources;
+import io.cudaloom.internal.MemoryLifetime;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.util.concurrent.atomic.AtomicBoolean;
 import jcuda.Pointer;
 import jcuda.driver.JCudaDriver;
 
-/** Pinned host memory ({@code cuMemHostAlloc(PORTABLE)}) for async copies; freed by {@link #close()}. */
+/**
+ * Pinned host memory ({@code cuMemHostAlloc(PORTABLE)}) for async copies. {@link #close()} is
+ * stream-ordered: it returns at once, and the memory is freed ({@code cuMemFreeHost}) once the
+ * copies queued on it are done, on the device's releaser thread; at once if none is queued
+ * ({@link MemoryLifetime}).
+ */
 public final class PinnedBuffer implements HostMemory {
     private final CudaDevice device;
     private final Pointer pointer;
     private final long bytes;
     private final ByteBuffer view;
-    /** Set once by the first close: a second close (any thread) neither frees nor counts again. */
-    private final AtomicBoolean freed = new AtomicBoolean();
-    /** Counts this buffer back in the device's live resources (idempotent). */
-    private final Runnable release;
+    /** Who uses the buffer and when it is freed. */
+    final MemoryLifetime lifetime;
 
-    PinnedBuffer(CudaDevice device, Pointer pointer, long bytes, Runnable release) {
-        this.release = release;
+    PinnedBuffer(CudaDevice device, Pointer pointer, long bytes) {
         this.device = device;
         this.pointer = pointer;
         this.bytes = bytes;
         this.view = pointer.getByteBuffer(0, bytes).order(ByteOrder.nativeOrder());
+        this.lifetime = new MemoryLifetime(device, LiveResources.Kind.HOST_MEMORY);
     }
 
     @Override
@@ -47,18 +51,28 @@ public final class PinnedBuffer implements HostMemory {
         return pointer;
     }
 
+    /** The pointer for an operation inside the buffer's lifetime ({@link MemoryLifetime#enter()}): no open check. */
+    Pointer rawPointer() {
+        return pointer;
+    }
+
     private void checkLive() {
-        if (freed.get()) {
-            throw new IllegalStateException("pinned buffer of " + bytes + " bytes was freed");
+        if (lifetime.isClosed()) {
+            throw closedError();
         }
+    }
+
+    IllegalStateException closedError() {
+        return new IllegalStateException("pinned buffer of " + bytes + " bytes was freed");
     }
 
     @Override
     public void close() {
-        if (!freed.compareAndSet(false, true)) {
-            return;
-        }
-        release.run();
+        lifetime.close(this::free);
+    }
+
+    /** The free itself, once: after the close, once no queued copy uses the buffer. */
+    private void free() {
         if (device.enterToFree()) { // else the context's release (or reset) frees it
             try {
                 JCudaDriver.cuCtxSetCurrent(device.contextHandle());
@@ -67,5 +81,10 @@ public final class PinnedBuffer implements HostMemory {
                 device.exitContext();
             }
         }
+    }
+
+    @Override
+    public String toString() {
+        return "pinned buffer (" + bytes + " bytes) of " + device.name();
     }
 }

@@ -175,5 +175,20 @@ public final class BackendAccess {
          * {@link FaultSink#failure}{@code ("work refused, ...")} for a call refused after it.
          */
         FaultSink faultSink(GpuStream stream);
+
+        // ---- memory -----------------------------------------------------------------------------
+
+        /**
+         * Runs {@code done} once the first {@code required} counted submissions of {@code stream}
+         * are complete or will never run (a fault, the device's close): at once if a proof already
+         * covers them, else later, on any thread. Exactly once; {@code done} must not block.
+         */
+        void whenWorkDone(GpuStream stream, long required, Runnable done);
+
+        /** Whether a proof already covers the first {@code required} counted submissions of {@code stream} (no driver call). */
+        boolean isKnownComplete(GpuStream stream, long required);
+
+        /** Runs {@code free} on {@code device}'s own releaser thread, never the caller's (see {@link MemoryLifetime}). */
+        void releaseOffCaller(GpuDevice device, Runnable free);
     }
 }

@@ -62,6 +62,12 @@ final class LeakCheck {
                 problems.add(new Problem(kind.noun() + ": " + n + " " + kind.problem() + sites(live, kind), false));
             }
         }
+        int freeing = live.count(Kind.FREEING_MEMORY);
+        if (freeing > 0) {
+            // In flight, not leaked: freed once the work queued on it is done (stream-ordered frees).
+            problems.add(new Problem(Kind.FREEING_MEMORY.noun() + ": " + freeing + " " + Kind.FREEING_MEMORY.problem()
+                    + " (it is freed when that work is done; a stream held by unfinished work keeps it)", true));
+        }
         ReactorStats s = device.reactor().stats();
         if (s.armedNow() > 0) {
             problems.add(new Problem(s.armedNow() + " completion slot(s) still armed: an await, future or onComplete"

@@ -174,9 +174,7 @@ public final class SimulatedDevice extends GpuDevice {
         if (closed) {
             throw new ReactorClosedException(name() + " is closed: it allocates no memory");
         }
-        SimulatedMemory m = new SimulatedMemory(this, bytes, host);
-        m.tracked(API.tracked(this, host ? LiveResources.Kind.HOST_MEMORY : LiveResources.Kind.DEVICE_MEMORY));
-        return m;
+        return new SimulatedMemory(this, bytes, host);
     }
 
     /** The simulated memory behind {@code m}, checked to be of the kind the copy expects. */

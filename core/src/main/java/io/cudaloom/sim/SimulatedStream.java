@@ -68,35 +68,103 @@ public final class SimulatedStream extends GpuStream {
     @Override
     public void launch(GpuKernel kernel, int gridX, int blockX, Object... args) {
         WorkChecks.launch(device, kernel, gridX, blockX, args);
-        Runnable threads = KernelRuns.prepare(gridX, blockX, args, m -> device.memory(m, false).byteBuffer(), SimulatedDevice.API.kernelBody(kernel));
-        submit(threads::run);
+        SimulatedMemory[] uses = memoryArguments(args);
+        GpuKernel.Body body = SimulatedDevice.API.kernelBody(kernel);
+        submitUsing("kernel " + kernel.entry(), uses, () -> {
+            Runnable threads = KernelRuns.prepare(gridX, blockX, args, m -> device.memory(m, false).commandBuffer(), body);
+            return threads::run;
+        });
     }
 
     @Override
     public void copy(HostMemory src, long srcOffset, DeviceMemory dst, long dstOffset, long bytes) {
         WorkChecks.copy(device, src, srcOffset, dst, dstOffset, bytes);
-        ByteBuffer from = device.memory(src, true).byteBuffer();
-        ByteBuffer to = device.memory(dst, false).byteBuffer();
-        submit(() -> move(from, srcOffset, to, dstOffset, bytes));
+        SimulatedMemory from = device.memory(src, true);
+        SimulatedMemory to = device.memory(dst, false);
+        submitUsing("copy host to device", new SimulatedMemory[] {from, to},
+                () -> move(from.commandBuffer(), srcOffset, to.commandBuffer(), dstOffset, bytes));
     }
 
     @Override
     public void copy(DeviceMemory src, long srcOffset, HostMemory dst, long dstOffset, long bytes) {
         WorkChecks.copy(device, dst, dstOffset, src, srcOffset, bytes);
-        ByteBuffer from = device.memory(src, false).byteBuffer();
-        ByteBuffer to = device.memory(dst, true).byteBuffer();
-        submit(() -> move(from, srcOffset, to, dstOffset, bytes));
+        SimulatedMemory from = device.memory(src, false);
+        SimulatedMemory to = device.memory(dst, true);
+        submitUsing("copy device to host", new SimulatedMemory[] {from, to},
+                () -> move(from.commandBuffer(), srcOffset, to.commandBuffer(), dstOffset, bytes));
     }
 
     @Override
     public void memset32(DeviceMemory dst, int value, long count) {
         WorkChecks.memset32(device, dst, count);
-        ByteBuffer to = device.memory(dst, false).byteBuffer();
-        submit(() -> {
-            for (int i = 0; i < count; i++) {
-                to.putInt(i * 4, value);
-            }
+        SimulatedMemory memory = device.memory(dst, false);
+        submitUsing("memset32", new SimulatedMemory[] {memory}, () -> {
+            ByteBuffer to = memory.commandBuffer();
+            return () -> {
+                for (int i = 0; i < count; i++) {
+                    to.putInt(i * 4, value);
+                }
+            };
         });
+    }
+
+    /** The simulated memory among a launch's arguments (checked to be this device's by WorkChecks). */
+    private SimulatedMemory[] memoryArguments(Object[] args) {
+        int n = 0;
+        for (Object a : args) {
+            if (a instanceof DeviceMemory) {
+                n++;
+            }
+        }
+        SimulatedMemory[] uses = new SimulatedMemory[n];
+        int i = 0;
+        for (Object a : args) {
+            if (a instanceof DeviceMemory m) {
+                uses[i++] = device.memory(m, false);
+            }
+        }
+        return uses;
+    }
+
+    /** {@link #submitUsing(String, SimulatedMemory[], java.util.function.Supplier)} of a command made now. */
+    private void submitUsing(String what, SimulatedMemory[] uses, Command command) {
+        submitUsing(what, uses, () -> command);
+    }
+
+    /**
+     * Submits the command {@code make} prepares, which uses {@code uses}: inside each memory's
+     * lifetime ({@link io.cudaloom.internal.MemoryLifetime}: entered before anything is checked,
+     * exited after the submission was counted and the stream recorded), so that a close frees the
+     * memory only after the command ran. The command checks on the stream's thread that none of
+     * its memory was freed meanwhile (a fault naming the command and the memory if so).
+     *
+     * @throws IllegalStateException if a memory is closed (nothing is enqueued)
+     */
+    private void submitUsing(String what, SimulatedMemory[] uses, java.util.function.Supplier<Command> make) {
+        int entered = 0;
+        try {
+            for (SimulatedMemory m : uses) {
+                if (!m.lifetime.enter()) {
+                    throw m.closedError();
+                }
+                entered++;
+            }
+            Command c = make.get();
+            String stream = name;
+            submit(() -> {
+                for (SimulatedMemory m : uses) {
+                    m.checkNotFreed(what, stream);
+                }
+                c.run();
+            });
+            for (SimulatedMemory m : uses) {
+                m.lifetime.usedOn(this);
+            }
+        } finally {
+            for (int i = 0; i < entered; i++) {
+                uses[i].lifetime.exit();
+            }
+        }
     }
 
     private static void move(ByteBuffer from, long fromOffset, ByteBuffer to, long toOffset, long bytes) {
@@ -302,7 +370,7 @@ public final class SimulatedStream extends GpuStream {
         if (!SimulatedDevice.API.faultSink(this).hasFaulted()) {
             try {
                 c.run();
-            } catch (InjectedFault e) {
+            } catch (InjectedFault | SimulatedMemory.UseAfterFree e) {
                 SimulatedDevice.API.faultSink(this).streamFaulted(String.valueOf(e.getMessage()), null);
             } catch (RuntimeException | Error e) {
                 SimulatedDevice.API.faultSink(this).streamFaulted("kernel failed: " + e, e); // the kernel's exception: every fault's cause
