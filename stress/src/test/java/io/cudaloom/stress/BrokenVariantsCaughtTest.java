@@ -41,7 +41,8 @@ class BrokenVariantsCaughtTest {
             "io.cudaloom.stress.jcstress.BrokenLifetimeGuardTest",
             "io.cudaloom.reactor.BrokenParkGateScannerTest",
             "io.cudaloom.reactor.BrokenBlockingWaitTimeoutTest",
-            "io.cudaloom.stress.jcstress.BrokenWakeBoardPlanTest");
+            "io.cudaloom.stress.jcstress.BrokenWakeBoardPlanTest",
+            "io.cudaloom.stress.jcstress.BrokenOrderedReleaseTest");
 
     @Test
     @Timeout(value = 8, unit = TimeUnit.MINUTES)
