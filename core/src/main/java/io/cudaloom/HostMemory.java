@@ -12,6 +12,9 @@ import java.nio.IntBuffer;
  * <p>Visibility: data a copy wrote is visible to a thread once an await covering the copy has
  * returned (the completion flag's release and acquire order it), and data written by a thread
  * before it enqueues a copy is what the copy reads.
+ *
+ * <p>Closing is stream-ordered, as {@link DeviceMemory#close()} is: the memory is freed once the
+ * copies queued on it are done, and the close does not wait for them.
  */
 public interface HostMemory extends AutoCloseable {
     /** The device whose copies use this memory. */
@@ -33,7 +36,10 @@ public interface HostMemory extends AutoCloseable {
         return byteBuffer().asFloatBuffer();
     }
 
-    /** Frees the memory; idempotent. Copies still using it must be done first (await them). */
+    /**
+     * Closes the memory: no copy may use it from now on ({@link IllegalStateException} at the call);
+     * it is freed once the copies already queued on it are done, without waiting here. Idempotent.
+     */
     @Override
     void close();
 }

@@ -11,7 +11,9 @@ import java.util.Arrays;
  * The lifetime of one piece of device or host memory, the same on every backend: closing it is
  * stream-ordered. {@code close()} returns at once; the memory is freed only once the work queued on
  * every stream that used it (up to the close) is done, on the device's releaser thread, never on
- * the caller's; memory that no queued work uses is freed at once, by the closing thread, as before.
+ * the caller's; memory that no queued work uses is freed at once: by the closing thread if it is a
+ * platform thread, as before, else by the releaser (a driver's free may wait, and must not hold a
+ * virtual thread's carrier).
  * A use after the close throws at the call, as before.
  *
  * <h2>Who uses it, and how the free waits for them</h2>
@@ -57,6 +59,10 @@ public final class MemoryLifetime {
      */
     static final String FREE_AT_CLOSE_PROPERTY = "cudaloom.memory.freeAtClose";
 
+    /** Frees run on a virtual thread: stays 0 (every free a virtual thread causes goes to the releaser). */
+    private static final java.util.concurrent.atomic.LongAdder FREES_ON_VIRTUAL_THREADS =
+            new java.util.concurrent.atomic.LongAdder();
+
     private final GpuDevice device;
     private final LifetimeGuard guard = new LifetimeGuard();
     /** Counts the memory in the device's live resources while it is open. */
@@ -71,6 +77,11 @@ public final class MemoryLifetime {
     public MemoryLifetime(GpuDevice device, LiveResources.Kind kind) {
         this.device = device;
         this.open = BackendAccess.hooks().tracked(device, kind);
+    }
+
+    /** Frees that ran on a virtual thread in this JVM, for tests: 0 (no free holds a carrier). */
+    public static long freesOnVirtualThreads() {
+        return FREES_ON_VIRTUAL_THREADS.sum();
     }
 
     /** Before an operation uses the memory: false once it is closed (the operation must throw then). */
@@ -128,6 +139,9 @@ public final class MemoryLifetime {
         Runnable freeing = hooks.tracked(device, LiveResources.Kind.FREEING_MEMORY);
         open.run();
         Runnable freeAndCount = () -> {
+            if (Thread.currentThread().isVirtual()) {
+                FREES_ON_VIRTUAL_THREADS.increment(); // never, by the rule below: tests check it
+            }
             try {
                 free.run();
             } finally {
@@ -148,7 +162,14 @@ public final class MemoryLifetime {
             }
         }
         if (pending == 0) {
-            freeAndCount.run(); // no queued work uses it: freed at once, by the closing thread, as before
+            // No queued work uses it: freed at once. By the closing thread if that is a platform
+            // thread, as before; a virtual thread's free goes to the releaser all the same, since a
+            // driver's free may wait (cuMemFree can synchronize the device), holding the carrier.
+            if (Thread.currentThread().isVirtual()) {
+                hooks.releaseOffCaller(device, freeAndCount);
+            } else {
+                freeAndCount.run();
+            }
             return;
         }
         OrderedRelease release = new OrderedRelease(() -> hooks.releaseOffCaller(device, freeAndCount));

@@ -87,10 +87,12 @@ class StreamOrderedFreeGpuTest {
     /**
      * 20,000 requests, each on a virtual thread: try-with-resources around its device and host
      * memory, copy in, a kernel, copy out, and an await with a random timeout, so that many close
-     * their memory with the work still queued. No fault, and every piece of memory is freed.
+     * their memory with the work still queued. No fault, every piece of memory is freed, and no
+     * free ran on a virtual thread (so none held a carrier in the driver).
      */
     @Test
     void twentyThousandRequestsWithTimeoutsNeverFaultAndFreeEverything(CudaDevice device) throws Exception {
+        long virtualFreesBefore = io.cudaloom.internal.MemoryLifetime.freesOnVirtualThreads();
         LongAdder ok = new LongAdder();
         LongAdder timeouts = new LongAdder();
         List<CudaStream> streams = new ArrayList<>();
@@ -143,6 +145,8 @@ class StreamOrderedFreeGpuTest {
                 + " their memory with work queued; no fault; every piece of memory freed%n",
                 (System.nanoTime() - t0) / 1e9, ok.sum(), timeouts.sum());
         assertNull(device.fault(), "no fault");
+        assertEquals(virtualFreesBefore, io.cudaloom.internal.MemoryLifetime.freesOnVirtualThreads(),
+                "no cuMemFree or cuMemFreeHost ran on a virtual thread (none held a carrier in the driver)");
         assertTrue(timeouts.sum() > 0, "the premise: requests timed out with work queued");
         assertEquals(20_000, ok.sum() + timeouts.sum());
     }

@@ -158,7 +158,10 @@ class StreamOrderedFreeTest {
 
     @Test
     void twentyThousandRequestsWithTimeoutsFreeEverythingAndNeverFault() throws Exception {
+        long virtualFreesBefore = io.cudaloom.internal.MemoryLifetime.freesOnVirtualThreads();
         Pipeline p = pipeline(20_000);
+        assertEquals(virtualFreesBefore, io.cudaloom.internal.MemoryLifetime.freesOnVirtualThreads(),
+                "no free ran on a virtual thread: every free the requests caused went to the releaser");
         assertTrue(p.timeouts() >= 1_000, "the premise: many requests timed out with work queued, " + p);
         assertTrue(p.ok() >= 1_000, "the premise: many requests completed, " + p);
         assertEquals(0, p.faulted(), "no command ran on freed memory: " + p);
