@@ -2,7 +2,10 @@
 # gpu-check.sh: one device call that checks a build on the GPU: the GPU suite, the lifetime stress
 # (streams and devices closed under load, a fault under 10,000 waiters) and, unless LATENCY=0, the
 # wait-latency benchmark twice with the methods in LATENCY_METHODS, and with SWEEP_KERNELS set
-# GpuBench's sweep (the load path) on those kernel times. Every output is packed into
+# GpuBench's sweep (the load path) on those kernel times; with DEMO=1 the demo as a new user runs it
+# (the await() run and its platform-pool baseline side by side, and --load, each with its --report
+# page); with FLOOR=1 the driver's floor (DriverContention) in the same call; CHURN_SECONDS sets the
+# lifetime stress's churn (LIFETIME=0 skips it). Every output is packed into
 # "$OUT/results.tgz" after each step, so a call cut short still brings back what ran.
 # From the repository root, after ../shared/tools/gpu-bundle && bash vthreads-demo/scripts/gpu-trim.sh:
 #   bash vthreads-demo/scripts/gpu-check.sh
@@ -11,8 +14,20 @@ R=$(mktemp -d /tmp/gpu-check.XXXXXX)
 pack() { tar czf "$OUT/results.tgz" -C "$R" . 2>/dev/null; }
 { date -u; git log -1 --format='%H %s' 2>/dev/null; git status --short 2>/dev/null; cat .gpu/INFO 2>/dev/null; } > "$R/info.txt"
 timeout 200 bash .gpu/junit > "$R/junit.txt" 2>&1; echo "junit exit $?" >> "$R/info.txt"; pack
-timeout 240 bash .gpu/java io.cudaloom.bench.LifetimeStress all --seconds "${CHURN_SECONDS:-30}" \
-  > "$R/lifetime.txt" 2>&1; echo "lifetime exit $?" >> "$R/info.txt"; pack
+if [ "${LIFETIME:-1}" = 1 ]; then
+  timeout 240 bash .gpu/java io.cudaloom.bench.LifetimeStress all --seconds "${CHURN_SECONDS:-30}" \
+    > "$R/lifetime.txt" 2>&1; echo "lifetime exit $?" >> "$R/info.txt"; pack
+fi
+if [ "${DEMO:-0}" = 1 ]; then # what ./demo runs (no Maven there: the bundle's java), and --load
+  timeout 150 bash .gpu/java io.cudaloom.demo.DemoMain --iterations "${DEMO_ITERATIONS:-20}" \
+    --report "$R/demo-report.html" > "$R/demo.txt" 2> "$R/demo.err"; echo "demo exit $?" >> "$R/info.txt"; pack
+  timeout 200 bash .gpu/java io.cudaloom.demo.DemoMain --load --seconds "${LOAD_SECONDS:-5}" \
+    --report "$R/load-report.html" > "$R/load.txt" 2> "$R/load.err"; echo "load exit $?" >> "$R/info.txt"; pack
+fi
+if [ "${FLOOR:-0}" = 1 ]; then # the driver's floor for the same submissions, in the same call
+  timeout 120 bash .gpu/java io.cudaloom.bench.DriverContention "${FLOOR_STEPS:-30000}" \
+    > "$R/floor.md" 2> "$R/floor.err"; echo "floor exit $?" >> "$R/info.txt"; pack
+fi
 if [ "${LATENCY:-1}" = 1 ]; then
   for i in 1 2; do
     timeout 150 bash .gpu/java io.cudaloom.bench.WaitLatencyBench iterations=2000 warmup=2000 \
@@ -25,4 +40,7 @@ if [ -n "${SWEEP_KERNELS:-}" ]; then # the load path: GpuBench's sweep against i
     > "$R/sweep.md" 2> "$R/sweep.err"; echo "sweep exit $?" >> "$R/info.txt"
 fi
 pack
-grep -E "tests (successful|failed|aborted|found)" "$R/junit.txt"; grep -E "^(PASS|FAIL|ALL|NOT)" "$R/lifetime.txt"; cat "$R/info.txt"
+grep -E "tests (successful|failed|aborted|found)" "$R/junit.txt"; grep -E "^(PASS|FAIL|ALL|NOT)" "$R/lifetime.txt" 2>/dev/null
+grep -E "StreamOrderedFreeGpuTest" "$R/junit.txt" | head -4
+[ -f "$R/demo.txt" ] && sed -n '/^side by side/,$p' "$R/demo.txt"
+cat "$R/info.txt"
