@@ -235,6 +235,31 @@ class LeakCheckTest {
         assertEquals(List.of("delivered"), List.copyOf(SEEN), "the waiter was still pending when its test ended");
     }
 
+    @GpuTest(simulatedFallback = true)
+    static class ClosesMemoryUnderWorkThatEndsAfterTheGrace {
+        @Test
+        void closesUnderWork(SimulatedDevice device, SimulatedStream stream) {
+            // The work ends only once the extension has closed the stream (as its check begins), and
+            // then takes 600 ms more, three times the grace: the memory is freed only after that.
+            stream.launch(() -> await().atMost(Duration.ofSeconds(30)).until(stream::isClosed));
+            stream.launchKernel(Duration.ofMillis(600));
+            DeviceMemory d = device.allocate(64);
+            HostMemory h = device.allocateHost(64);
+            stream.copy(h, d, 64);
+            d.close();
+            h.close();
+            SEEN.add(device.liveResources().count(Kind.FREEING_MEMORY));
+        }
+    }
+
+    @Test
+    void memoryClosedUnderWorkIsInFlightNotALeak() {
+        // Were closed-but-not-freed memory a leak, this would fail after the 200 ms grace.
+        run(ClosesMemoryUnderWorkThatEndsAfterTheGrace.class, "sim")
+                .testEvents().assertStatistics(s -> s.started(1).succeeded(1));
+        assertEquals(List.of(2), List.copyOf(SEEN), "the premise: both were closed with the copy still queued");
+    }
+
     // ---- devices the test opened itself ---------------------------------------------------------
 
     @GpuTest(simulatedFallback = true)
