@@ -42,7 +42,8 @@ class BrokenVariantsCaughtTest {
             "io.cudaloom.reactor.BrokenParkGateScannerTest",
             "io.cudaloom.reactor.BrokenBlockingWaitTimeoutTest",
             "io.cudaloom.stress.jcstress.BrokenWakeBoardPlanTest",
-            "io.cudaloom.stress.jcstress.BrokenOrderedReleaseTest");
+            "io.cudaloom.stress.jcstress.BrokenOrderedReleaseTest",
+            "io.cudaloom.stress.jcstress.BrokenSubmissionQueueTest");
 
     @Test
     @Timeout(value = 8, unit = TimeUnit.MINUTES)
