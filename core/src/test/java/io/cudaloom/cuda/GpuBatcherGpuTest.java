@@ -60,7 +60,7 @@ class GpuBatcherGpuTest {
             perCall = runPerCall(device);
         }
         System.out.printf("GpuBatcherGpuTest: %,d callers: batched %,.0f calls/s, %.2f us CPU per call, %.0f batches;"
-                + " per call (copy, launch, copy, await each) %,.0f calls/s, %.2f us CPU per call%n", CALLERS,
+                + " per call (its own buffers in try-with-resources: allocate, copy, launch, copy, await, free) %,.0f calls/s, %.2f us CPU per call%n", CALLERS,
                 batched[0], batched[1] / 1e3, batched[2], perCall[0], perCall[1] / 1e3);
         assertTrue(batched[2] < CALLERS / 4.0, "batched: " + batched[2] + " batches");
         assertNull(device.fault());
