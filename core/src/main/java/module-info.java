@@ -2,7 +2,8 @@
  * cuda-loom: wait on GPU work from virtual threads. The API is {@link io.cudaloom.GpuDevice},
  * {@link io.cudaloom.GpuStream} and {@link io.cudaloom.GpuEvent} (package {@code io.cudaloom}),
  * with the backends' own types ({@code io.cudaloom.cuda}, {@code io.cudaloom.sim}) and the optional
- * integrations ({@code io.cudaloom.junit}, {@code io.cudaloom.kotlin}, {@code io.cudaloom.micrometer}).
+ * integrations ({@code io.cudaloom.junit}, {@code io.cudaloom.kotlin}, {@code io.cudaloom.micrometer},
+ * {@code io.cudaloom.spring}).
  *
  * <p>Not exported: {@code io.cudaloom.reactor} (the completion reactor's parts, which the facade
  * {@code CompletionReactor} builds; its package-info is the maintainer's overview),
@@ -13,7 +14,8 @@
  * the class path they stay public classes, but are no API (the stress module uses them there).
  *
  * <p>The optional dependencies are {@code requires static}: JCuda ({@code jcuda}, an automatic
- * module named after its jar), Kotlin and kotlinx-coroutines, Micrometer, JUnit Jupiter. Each is
+ * module named after its jar), Kotlin and kotlinx-coroutines, Micrometer, JUnit Jupiter, Spring Boot
+ * (spring-boot-autoconfigure, spring-boot-actuator and the Spring Framework jars they bring). Each is
  * used when it is in the module graph (on the module path and resolved: automatic modules are
  * resolved together, or {@code --add-modules}); without JCuda in it
  * {@link io.cudaloom.GpuDevice#open()} opens the simulated device, as on the class path.
@@ -29,6 +31,7 @@ module io.cudaloom {
     exports io.cudaloom.junit;
     exports io.cudaloom.kotlin;
     exports io.cudaloom.micrometer;
+    exports io.cudaloom.spring;
 
     // Nullness annotations on the whole API: a compile dependency, read by every user of it.
     requires transitive org.jspecify;
@@ -44,6 +47,14 @@ module io.cudaloom {
     requires static kotlinx.coroutines.core;
     requires static micrometer.core;
     requires static org.junit.jupiter.api;
+    // Spring Boot (io.cudaloom.spring): the auto-configuration, Spring's annotations and
+    // @ConfigurationProperties, Health; automatic modules of their jars' Automatic-Module-Names.
+    // Its classes are public with public constructors and accessors, in an exported package, so
+    // Spring needs no opens (it reads the annotations from the class files, which no module hides).
+    requires static spring.boot.autoconfigure;
+    requires static spring.boot;
+    requires static spring.context;
+    requires static spring.boot.actuator;
     // @Blocking (class retention, compile time only)
     requires static org.jetbrains.annotations;
 

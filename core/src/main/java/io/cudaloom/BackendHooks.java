@@ -7,7 +7,6 @@ import io.cudaloom.spi.FaultSink;
 import io.cudaloom.spi.StreamBackend;
 import java.util.List;
 import java.util.function.Function;
-import org.jspecify.annotations.Nullable;
 
 /**
  * The API package's side of {@link BackendAccess}: forwards each hook to the package-private member
@@ -24,11 +23,6 @@ final class BackendHooks implements BackendAccess.Hooks {
     @Override
     public Runnable tracked(GpuDevice device, LiveResources.Kind kind) {
         return device.tracked(kind);
-    }
-
-    @Override
-    public @Nullable String firstFault(GpuDevice device) {
-        return device.firstFault();
     }
 
     @Override

@@ -85,8 +85,24 @@ public abstract class GpuDevice implements AutoCloseable {
      *     names no known backend
      */
     public static GpuDevice open(ReactorConfig config) {
+        return open(System.getProperty(BACKEND_PROPERTY, "auto"), config);
+    }
+
+    /**
+     * {@link #open(ReactorConfig)} with the backend named here instead of by the system property
+     * {@value #BACKEND_PROPERTY}: {@code auto}, {@code cuda} or {@code sim} (any case; blank is
+     * {@code auto}), for a framework or an application that reads the choice from its own
+     * configuration (the Spring Boot auto-configuration, {@code io.cudaloom.spring}, reads
+     * {@code cudaloom.device}). The system property is not read.
+     *
+     * @throws IllegalArgumentException if {@code backend} names no known backend
+     *     ("cudaloom.device must be auto or one of [cuda, sim], was 'x'"), or as {@link #open(ReactorConfig)}
+     * @throws IllegalStateException as {@link #open(ReactorConfig)}
+     */
+    public static GpuDevice open(String backend, ReactorConfig config) {
+        Objects.requireNonNull(backend, "backend");
         Objects.requireNonNull(config, "config");
-        String choice = System.getProperty(BACKEND_PROPERTY, "auto").trim().toLowerCase(Locale.ROOT);
+        String choice = backend.trim().toLowerCase(Locale.ROOT);
         List<GpuDeviceProvider> providers = GpuDeviceProvider.installed();
         if (choice.equals("auto") || choice.isEmpty()) {
             for (GpuDeviceProvider p : providers) {
@@ -208,11 +224,21 @@ public abstract class GpuDevice implements AutoCloseable {
     /**
      * The first fault of any of this device's streams, {@code "<error> on <stream>"}
      * (e.g. {@code "CUDA_ERROR_ILLEGAL_ADDRESS (700) on cuda-stream@1b6d3586"}), or null while none
-     * has faulted. Backends report their streams' faults through {@code BackendAccess.Hooks#faultSink}; the
-     * first one reported is kept, once.
+     * has faulted; the same on every backend. Once set it stays (the first one reported is kept):
+     * on a GPU the fault is sticky, the context is unusable and {@link #close()} resets it; the
+     * simulated device's other streams keep working, but it reports the fault the same way, so
+     * that code and health checks tested on it read the same. A health check reads it (the Spring
+     * Boot health indicator, {@code io.cudaloom.spring.CudaLoomHealthIndicator}); a plain field
+     * read, no driver call. Backends report their streams' faults through
+     * {@code BackendAccess.Hooks#faultSink}.
      */
-    final @Nullable String firstFault() {
+    public final @Nullable String fault() {
         return faults.firstDescription();
+    }
+
+    /** Whether any stream of this device has faulted: {@link #fault()} is not null. */
+    public final boolean isFaulted() {
+        return fault() != null;
     }
 
     /**

@@ -95,7 +95,7 @@ class DeviceFaultsTest {
                         assertSame(first, recorded, "the device's first fault is its stream's fault");
                     }
                 }
-                assertEquals(first.error() + " on " + first.on().stream, device.firstFault());
+                assertEquals(first.error() + " on " + first.on().stream, device.fault());
                 assertFalse(streams[0].faultSink().streamFaulted("LATE", null), "a later report is dropped");
                 assertSame(first, device.faults.first(), "and changes nothing");
             } finally {
@@ -179,11 +179,11 @@ class DeviceFaultsTest {
         GpuFaultException timed = assertThrows(GpuFaultException.class, () -> faulty.event().await(Duration.ofSeconds(1)));
         assertEquals(expected, timed.getMessage());
 
-        assertEquals("ILLEGAL_ADDRESS (test) on " + faulty, device.firstFault());
+        assertEquals("ILLEGAL_ADDRESS (test) on " + faulty, device.fault());
         assertFalse(healthy.faultSink().hasFaulted(), "the device's first fault is not its other streams'");
         assertNull(healthy.faults().fault());
         assertTrue(healthy.faultSink().streamFaulted("ANOTHER (test)", null), "another stream's own first fault");
-        assertEquals("ILLEGAL_ADDRESS (test) on " + faulty, device.firstFault(), "the device's first stays");
+        assertEquals("ILLEGAL_ADDRESS (test) on " + faulty, device.fault(), "the device's first stays");
         ReactorTestSupport.assertNothingLeaked(device); // the failed slot was quarantined, then recycled (settled)
     }
 

@@ -21,7 +21,8 @@ import org.junit.jupiter.api.io.TempDir;
  * user with only core, JSpecify and HdrHistogram on the class path opens the simulated device through
  * {@link GpuDevice#open()} and awaits work on it; and a user who picks the simulated device never
  * loads a JCuda class even when JCuda is there, nor a Micrometer class (nor the binder) when
- * Micrometer is there and not called. Each case runs {@link NoJCudaProbe} in a child JVM
+ * Micrometer is there and not called, nor a Spring class (nor the auto-configuration) when Spring
+ * Boot is there and the program is no Spring application. Each case runs {@link NoJCudaProbe} in a child JVM
  * with exactly the class path under test.
  */
 class NoJCudaClassPathTest {
@@ -77,6 +78,7 @@ class NoJCudaClassPathTest {
         assertTrue(run.has("jcuda.present=false"), "JCuda really is absent: " + run.out());
         assertTrue(run.has("kotlin.present=false"), "Kotlin really is absent: " + run.out());
         assertTrue(run.has("micrometer.present=false"), "Micrometer really is absent: " + run.out());
+        assertTrue(run.has("spring.present=false"), "Spring Boot really is absent: " + run.out());
         assertTrue(run.has("latency.count=1"), "the latency histogram works without it: " + run.out());
         assertTrue(run.has("providers=[cuda, sim]"), "the CUDA provider still loads, without JCuda: " + run.out());
         assertTrue(run.has("simulated=true"), run.out());
@@ -117,5 +119,12 @@ class NoJCudaClassPathTest {
         assertTrue(run.has("micrometer.present=true"), "this class path has Micrometer: " + run.out());
         assertEquals(List.of(), loaded.stream().filter(l -> l.contains(" io.micrometer.")
                 || l.contains(" io.cudaloom.micrometer.")).toList(), "Micrometer classes loaded without being called");
+        // Spring Boot is there too (core's optional dependencies are on the test class path): a
+        // program that is no Spring application loads none of it, nor the auto-configuration.
+        assertTrue(run.has("spring.present=true"), "this class path has Spring Boot: " + run.out());
+        assertEquals(List.of(), loaded.stream().filter(l -> l.contains(" org.springframework.")).toList(),
+                "Spring classes loaded in a program that is no Spring application");
+        assertEquals(List.of(), loaded.stream().filter(l -> l.contains(" io.cudaloom.spring.")).toList(),
+                "the Spring Boot auto-configuration loaded without Spring Boot");
     }
 }

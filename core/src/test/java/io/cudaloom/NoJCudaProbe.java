@@ -20,6 +20,7 @@ public final class NoJCudaProbe {
         System.out.println("jcuda.present=" + present("jcuda.driver.JCudaDriver"));
         System.out.println("kotlin.present=" + present("kotlin.Unit"));
         System.out.println("micrometer.present=" + present("io.micrometer.core.instrument.MeterRegistry"));
+        System.out.println("spring.present=" + present("org.springframework.boot.autoconfigure.AutoConfiguration"));
         List<io.cudaloom.internal.GpuDeviceProvider> providers = io.cudaloom.internal.GpuDeviceProvider.installed();
         System.out.println("providers=" + providers.stream().map(io.cudaloom.internal.GpuDeviceProvider::name).toList());
         if (args.length > 0 && args[0].equals("probe-cuda")) {

@@ -27,7 +27,7 @@ class NullMarkedPackagesTest {
             });
         }
         assertTrue(classOfPackage.keySet().containsAll(List.of("io.cudaloom", "io.cudaloom.cuda", "io.cudaloom.junit",
-                "io.cudaloom.internal", "io.cudaloom.kotlin", "io.cudaloom.micrometer", "io.cudaloom.protocol", "io.cudaloom.provider", "io.cudaloom.sim", "io.cudaloom.spi")), classOfPackage.keySet().toString());
+                "io.cudaloom.internal", "io.cudaloom.kotlin", "io.cudaloom.micrometer", "io.cudaloom.protocol", "io.cudaloom.provider", "io.cudaloom.sim", "io.cudaloom.spi", "io.cudaloom.spring")), classOfPackage.keySet().toString());
         List<String> unmarked = classOfPackage.values().stream()
                 .map(NullMarkedPackagesTest::load)
                 .map(Class::getPackage)

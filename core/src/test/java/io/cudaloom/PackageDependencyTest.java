@@ -27,7 +27,9 @@ import org.junit.jupiter.api.Test;
  * {@link ClassCycleTest}), and no backend, integration or optional dependency; the API package's
  * facade wires them. The Micrometer binder ({@code micrometer}) likewise: nothing else
  * names it or Micrometer (an optional dependency), so its classes load only when an application
- * calls it; it names only the public API. Checked
+ * calls it; it names only the public API. The Spring Boot auto-configuration ({@code spring}) sits on
+ * top too: nothing else names it or Spring (optional dependencies), it names only the public API and
+ * the Micrometer binder (no backend: it opens the device through {@code GpuDevice.open}). Checked
  * on the compiled classes' constant pools, which name every class a class refers to.
  */
 class PackageDependencyTest {
@@ -35,40 +37,51 @@ class PackageDependencyTest {
     private static final String JUNIT = "org/junit/";
     /** Micrometer is an optional dependency, for {@code io.cudaloom.micrometer} only. */
     private static final String MICROMETER = "io/micrometer/";
+    /** Spring (Boot) is an optional dependency, for {@code io.cudaloom.spring} only. */
+    private static final String SPRING = "org/springframework/";
 
     @Test
     void theApiNamesNoBackendAndTheProtocolNamesNothingOfOurs() throws Exception {
         Path root = Path.of(GpuDevice.class.getProtectionDomain().getCodeSource().getLocation().toURI());
         List<String> offences = new ArrayList<>();
         check(root.resolve("io/cudaloom"), List.of("io/cudaloom/cuda/", "io/cudaloom/sim/", "io/cudaloom/kotlin/",
-                "io/cudaloom/junit/", "io/cudaloom/micrometer/", JUNIT, MICROMETER), List.of(), offences);
-        check(root.resolve("io/cudaloom/protocol"), List.of("io/cudaloom/", JUNIT, MICROMETER), List.of("protocol/"), offences);
-        check(root.resolve("io/cudaloom/spi"), List.of("io/cudaloom/", JUNIT, MICROMETER), List.of("spi/", "protocol/"), offences);
+                "io/cudaloom/junit/", "io/cudaloom/micrometer/", JUNIT, MICROMETER, SPRING), List.of(), offences);
+        check(root.resolve("io/cudaloom/protocol"), List.of("io/cudaloom/", JUNIT, MICROMETER, SPRING), List.of("protocol/"), offences);
+        check(root.resolve("io/cudaloom/spi"), List.of("io/cudaloom/", JUNIT, MICROMETER, SPRING), List.of("spi/", "protocol/"), offences);
         check(root.resolve("io/cudaloom/internal"), List.of("io/cudaloom/cuda/", "io/cudaloom/sim/", "io/cudaloom/kotlin/",
-                "io/cudaloom/junit/", "io/cudaloom/micrometer/", JUNIT, MICROMETER), List.of(), offences);
+                "io/cudaloom/junit/", "io/cudaloom/micrometer/", JUNIT, MICROMETER, SPRING), List.of(), offences);
         check(root.resolve("io/cudaloom/reactor"), List.of("io/cudaloom/cuda/", "io/cudaloom/sim/", "io/cudaloom/kotlin/",
-                "io/cudaloom/junit/", "io/cudaloom/micrometer/", "io/cudaloom/internal/", JUNIT, MICROMETER, "kotlin/"),
+                "io/cudaloom/junit/", "io/cudaloom/micrometer/", "io/cudaloom/internal/", JUNIT, MICROMETER, SPRING, "kotlin/"),
                 List.of(), offences);
         check(root.resolve("io/cudaloom/sim"), List.of("io/cudaloom/cuda/", "io/cudaloom/junit/", "io/cudaloom/kotlin/",
-                "io/cudaloom/micrometer/", JUNIT, MICROMETER), List.of(), offences);
+                "io/cudaloom/micrometer/", JUNIT, MICROMETER, SPRING), List.of(), offences);
         check(root.resolve("io/cudaloom/cuda"), List.of("io/cudaloom/sim/", "io/cudaloom/junit/", "io/cudaloom/kotlin/",
-                "io/cudaloom/micrometer/", JUNIT, MICROMETER), List.of(), offences);
+                "io/cudaloom/micrometer/", JUNIT, MICROMETER, SPRING), List.of(), offences);
         check(root.resolve("io/cudaloom/kotlin"), List.of("io/cudaloom/cuda/", "io/cudaloom/sim/",
                 "io/cudaloom/protocol/", "io/cudaloom/spi/", "io/cudaloom/junit/", "io/cudaloom/micrometer/", JUNIT,
-                MICROMETER), List.of(), offences);
+                MICROMETER, SPRING), List.of(), offences);
         check(root.resolve("io/cudaloom/junit"), List.of("io/cudaloom/protocol/", "io/cudaloom/spi/",
-                "io/cudaloom/kotlin/", "io/cudaloom/micrometer/", MICROMETER), List.of(), offences);
+                "io/cudaloom/kotlin/", "io/cudaloom/micrometer/", MICROMETER, SPRING), List.of(), offences);
         // The providers name both backends and the provider interface; nothing names them (ServiceLoader does).
         check(root.resolve("io/cudaloom/provider"), List.of("io/cudaloom/junit/", "io/cudaloom/kotlin/",
-                "io/cudaloom/micrometer/", "io/cudaloom/protocol/", "io/cudaloom/reactor/", JUNIT, MICROMETER),
+                "io/cudaloom/micrometer/", "io/cudaloom/protocol/", "io/cudaloom/reactor/", JUNIT, MICROMETER, SPRING),
                 List.of(), offences);
         for (String pkg : List.of("", "/cuda", "/sim", "/internal", "/spi", "/protocol", "/reactor", "/junit", "/kotlin",
                 "/micrometer")) {
             check(root.resolve("io/cudaloom" + pkg), List.of("io/cudaloom/provider/"), List.of(), offences);
         }
         check(root.resolve("io/cudaloom/micrometer"), List.of("io/cudaloom/cuda/", "io/cudaloom/sim/",
-                "io/cudaloom/protocol/", "io/cudaloom/spi/", "io/cudaloom/junit/", "io/cudaloom/kotlin/", JUNIT),
+                "io/cudaloom/protocol/", "io/cudaloom/spi/", "io/cudaloom/junit/", "io/cudaloom/kotlin/", JUNIT, SPRING),
                 List.of(), offences);
+        // The Spring Boot auto-configuration: the public API and the binder; no backend, no internals.
+        check(root.resolve("io/cudaloom/spring"), List.of("io/cudaloom/cuda/", "io/cudaloom/sim/",
+                "io/cudaloom/protocol/", "io/cudaloom/spi/", "io/cudaloom/internal/", "io/cudaloom/reactor/",
+                "io/cudaloom/provider/", "io/cudaloom/junit/", "io/cudaloom/kotlin/", JUNIT), List.of(), offences);
+        // Nothing names it.
+        for (String pkg : List.of("", "/cuda", "/sim", "/internal", "/spi", "/protocol", "/reactor", "/junit", "/kotlin",
+                "/micrometer", "/provider")) {
+            check(root.resolve("io/cudaloom" + pkg), List.of("io/cudaloom/spring/"), List.of(), offences);
+        }
         assertEquals(List.of(), offences);
     }
 

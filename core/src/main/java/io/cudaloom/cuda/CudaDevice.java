@@ -352,23 +352,6 @@ public final class CudaDevice extends GpuDevice {
     }
 
     /**
-     * Whether a sticky fault was observed on this device's context (by a call on one of its
-     * streams): then {@link #close()} resets the context.
-     */
-    public boolean isFaulted() {
-        return fault() != null;
-    }
-
-    /**
-     * The first sticky fault observed on this device's context, e.g.
-     * {@code "CUDA_ERROR_ILLEGAL_ADDRESS (700) on cuda-stream@1b6d3586"}, or null while {@link #isFaulted()}
-     * is false. Kept by the device's fault owner, to which the streams report their faults.
-     */
-    public @Nullable String fault() {
-        return API.firstFault(this);
-    }
-
-    /**
      * Streams made on this device and not yet destroyed: open ones, and closed ones whose work is
      * not done yet. A closed stream leaves once its work is done; none is left once the device's
      * close has released the context. A leak check (the set this device keeps).

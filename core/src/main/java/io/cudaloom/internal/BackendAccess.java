@@ -93,13 +93,6 @@ public final class BackendAccess {
          */
         Runnable tracked(GpuDevice device, LiveResources.Kind kind);
 
-        /**
-         * The first fault of any of {@code device}'s streams, {@code "<error> on <stream>"}, or null
-         * while none has faulted: backends report their streams' faults through
-         * {@link #faultSink}; the first one reported is kept, once.
-         */
-        @Nullable String firstFault(GpuDevice device);
-
         /** Whether {@code device} is closed and its flag memory freed (no flag write can land any more). */
         boolean isMemoryReleased(GpuDevice device);
 

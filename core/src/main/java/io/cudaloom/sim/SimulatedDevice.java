@@ -18,7 +18,6 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
-import org.jspecify.annotations.Nullable;
 
 /**
  * A device that runs on the CPU, so the whole protocol runs end to end without a GPU: each
@@ -196,23 +195,6 @@ public final class SimulatedDevice extends GpuDevice {
     /** Whether {@link #close()} was called. */
     public boolean isClosed() {
         return closed;
-    }
-
-    /**
-     * Whether any stream of this device has faulted (an {@link SimulatedStream#injectFault injected
-     * fault} or a kernel that threw). Unlike a CUDA context, the device's other streams keep
-     * working; tests treat it like {@code CudaDevice.isFaulted()}, so they mean the same on both.
-     */
-    public boolean isFaulted() {
-        return API.firstFault(this) != null;
-    }
-
-    /**
-     * The first fault of any of this device's streams, e.g. {@code "ILLEGAL_ADDRESS on sim-stream-2"},
-     * or null while {@link #isFaulted()} is false.
-     */
-    public @Nullable String fault() {
-        return API.firstFault(this); // kept by the device's fault owner, as its streams reported them
     }
 
     /** Flag memories allocated and not yet freed. */
