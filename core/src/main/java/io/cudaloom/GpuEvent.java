@@ -3,6 +3,7 @@ package io.cudaloom;
 import io.cudaloom.reactor.BlockingWait;
 import io.cudaloom.reactor.Registration;
 import io.cudaloom.reactor.StreamDrain;
+import io.cudaloom.spi.StreamState;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
@@ -52,7 +53,12 @@ public final class GpuEvent {
     private final GpuStream stream;
     /** The stream's submission count when the event was taken: the work this event stands for. */
     private final long required;
-    /** Set once an await has seen the work complete; later awaits return at once. */
+    /**
+     * Set once the work is known done (an await returned, a delivery succeeded, or
+     * {@link #isDone()} saw a proof or an idle stream); later awaits and {@link #isDone()} return
+     * at once. Volatile: whoever reads it true also sees what the setter saw (the device's results
+     * behind the proof).
+     */
     private volatile boolean done;
 
     GpuEvent(CompletionReactor reactor, GpuStream stream) {
@@ -65,9 +71,47 @@ public final class GpuEvent {
         return stream;
     }
 
-    /** Whether an await of this event has already completed (no device query is made). */
+    /**
+     * Whether the work this event stands for is done, awaited or not: once true, every await
+     * returns at once and the work's results are there. Never blocks and never throws.
+     *
+     * <p>Where the reactor already knows, no driver call is made: an await or a successful
+     * callback of this event, or a proof that covers it (a flag write that landed, an earlier idle
+     * answer; trusted only when waiters are coalesced, the default, since only then is raw-stream
+     * work counted: {@link ReactorConfig.Builder#coalesce}). Otherwise one query of the stream's
+     * state ({@code cuStreamQuery} on CUDA, about a microsecond); an idle answer is recorded as the
+     * proof of the stream's work, so {@link GpuStream#workInFlight()} and
+     * {@link ReactorStats#workInFlight()} fall with it. A poll is not an await: nothing is counted.
+     *
+     * <p>Unlike {@link java.util.concurrent.Future#isDone()}, work that failed is not done: an
+     * event has no {@code get()} that would throw, and its results are read from memory, so true
+     * always means the results are there. After a fault of the stream, or once the device is
+     * closed, it stays false and an await throws ({@link GpuFaultException},
+     * {@link ReactorClosedException}). A poll that must end on those too polls
+     * {@code await(Duration.ZERO)}, which returns whether the work is done and throws them.
+     *
+     * <p>The query answers for the stream, not for this event alone: a poll
+     * ({@code while (!e.isDone())}) ends once the stream is idle, but on a stream that later work
+     * keeps busy it may stay false after this event's own work is done, until a proof covers it.
+     * To be told as soon as the work is done, use {@link #subscribe}, {@link #onComplete} or
+     * {@link #toCompletableFuture}, or await. On a host-callback thread, where CUDA allows no
+     * driver call, it answers from what is known without a query.
+     */
     public boolean isDone() {
-        return done;
+        if (done) {
+            return true;
+        }
+        if (knownComplete()) {
+            done = true;
+            return true;
+        }
+        // The stream's state now (open or closed: a closed stream's backend still answers queries);
+        // none once the device is closed (null), and FAULTED is work that will never be done.
+        if (reactor.checks().query(stream.port()) == StreamState.IDLE) {
+            done = true; // everything submitted before the query is done, this event's work included
+            return true;
+        }
+        return false;
     }
 
     /**

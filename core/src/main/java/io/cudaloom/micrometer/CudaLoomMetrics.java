@@ -44,7 +44,8 @@ import java.util.function.ToDoubleFunction;
  *     {@code SlowAwait} threshold now ({@link AwaitLatency#slowAwaitThresholdNanos()})</td></tr>
  * <tr><td>{@code cudaloom.waiters}</td><td>gauge</td><td>threads inside a blocking await now</td></tr>
  * <tr><td>{@code cudaloom.work.in.flight}</td><td>gauge</td><td>work submitted to open streams, not
- *     yet proven complete</td></tr>
+ *     yet proven complete; 0 once the work is done, awaited or not (a read asks each stream whose
+ *     counts show unproven work, once, whether it is idle: {@link GpuStream#workInFlight()})</td></tr>
  * <tr><td>{@code cudaloom.slots.free}, {@code .armed}, {@code .quarantined}, {@code .capacity}</td>
  *     <td>gauges</td><td>the completion slots</td></tr>
  * <tr><td>{@code cudaloom.awaits.completed} ({@code completions}), {@code cudaloom.awaits.immediate},
