@@ -206,6 +206,11 @@ public final class CompletionReactor {
         return callbacks.register(stream, onDone);
     }
 
+    /** A callback of {@link GpuEvent#subscribe} on {@code stream} threw: logged once and counted, never rethrown. */
+    void callbackThrew(GpuStream stream, Throwable thrown) {
+        callbacks.callbackThrew(stream.port(), thrown);
+    }
+
     /** The scanner's wake-up, made by a registrant after the volatile write that armed work (SlotTable ordering 9). */
     void wakeScanner() {
         counters.increment(Counter.SCANNER_UNPARKS);

@@ -242,6 +242,7 @@ public final class GpuEvent {
      * <p>The executor may run them on the reactor's scanner thread (a direct executor such as
      * {@code Runnable::run} does): then they must be short and must never block or await GPU work,
      * or every waiter of the reactor waits with them. Pass a real executor for anything longer.
+     * What they throw is logged and counted, never rethrown (see {@link #subscribe}).
      *
      * @throws NullPointerException if an argument is null
      * @throws IllegalStateException if the event was taken while its stream was being closed
@@ -269,12 +270,25 @@ public final class GpuEvent {
             if (failure == null) {
                 stream.completedThrough(required); // delivered without failure: proven
             }
-            executor.execute(() -> {
-                if (failure == null) {
-                    done = true;
-                }
+            executor.execute(task(onDone, failure));
+        };
+    }
+
+    /**
+     * What {@code executor} runs for a subscription: marks the event done on success, then hands
+     * {@code onDone} the outcome, containing whatever it throws: logged once and counted
+     * ({@link ReactorStats#callbackErrors()}), never rethrown (see {@link #subscribe}).
+     */
+    private Runnable task(Consumer<? super @Nullable RuntimeException> onDone, @Nullable RuntimeException failure) {
+        return () -> {
+            if (failure == null) {
+                done = true;
+            }
+            try {
                 onDone.accept(failure);
-            });
+            } catch (Throwable thrown) {
+                reactor.callbackThrew(stream, thrown);
+            }
         };
     }
 
@@ -313,6 +327,17 @@ public final class GpuEvent {
      * delivering thread's uncaught-exception handler, or thrown to the caller of this method when
      * the outcome was known at once.
      *
+     * <p><b>If {@code onDone} throws.</b> What it throws is contained, as Netty does for a
+     * listener that throws and as {@link CompletableFuture#thenRun} captures its action's
+     * exception: it is logged once, at WARNING with its stack trace, on the
+     * {@link System.Logger} {@code io.cudaloom}, and counted in
+     * {@link ReactorStats#callbackErrors()} (also the MXBean's {@code CallbackErrors} and the
+     * Micrometer counter {@code cudaloom.callback.errors}); nothing else sees it. It never
+     * escapes this method (even when a direct executor runs {@code onDone} here, the outcome being
+     * known at once), nor reaches the executor, the scanner or the uncaught-exception handler of
+     * the thread that ran it, and the other callbacks of the device are delivered as usual. The
+     * same holds for {@link #onComplete}'s {@code onDone} and {@code onError}.
+     *
      * @param executor runs {@code onDone}; called at most once per subscription
      * @param onDone given {@code null} on success, else the failure
      * @return the handle that withdraws the registration
@@ -324,13 +349,13 @@ public final class GpuEvent {
         Objects.requireNonNull(executor, "executor");
         Objects.requireNonNull(onDone, "onDone");
         if (done) {
-            executor.execute(() -> onDone.accept(null));
+            executor.execute(task(onDone, null));
             return Registration.DELIVERED;
         }
         try {
             return register(delivery(executor, onDone));
         } catch (ReactorClosedException closed) {
-            executor.execute(() -> onDone.accept(closed)); // register threw: its callback never runs
+            executor.execute(task(onDone, closed)); // register threw: its callback never runs
             return Registration.DELIVERED;
         }
     }

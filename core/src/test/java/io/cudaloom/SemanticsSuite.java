@@ -37,7 +37,8 @@ import org.junit.jupiter.api.TestInstance;
  *       served, by every form;
  *   <li>{@link CoalescingSemantics}: shared flag writes (under load): coalesced waiters share one
  *       slot, and join only a write that covers all they need;
- *   <li>{@link NonBlockingSemantics}: non-blocking callers park no thread.
+ *   <li>{@link NonBlockingSemantics}: non-blocking callers park no thread; a callback that throws
+ *       harms nothing.
  * </ol>
  * Each backend's test ({@link InstantSemanticsTest}, {@link SimulatedSemanticsTest},
  * {@link CudaSemanticsGpuTest}, tagged {@code gpu}) has one {@code @Nested} class per section suite,

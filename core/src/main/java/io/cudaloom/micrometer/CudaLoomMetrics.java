@@ -51,7 +51,7 @@ import java.util.function.ToDoubleFunction;
  * <tr><td>{@code cudaloom.awaits.completed} ({@code completions}), {@code cudaloom.awaits.immediate},
  *     {@code cudaloom.registrations}, {@code cudaloom.faults}, {@code cudaloom.timeouts},
  *     {@code cudaloom.abandoned}, {@code cudaloom.fallbacks}, {@code cudaloom.admission.waits},
- *     {@code cudaloom.scanner.errors}</td><td>function counters</td><td>the {@link ReactorStats}
+ *     {@code cudaloom.scanner.errors}, {@code cudaloom.callback.errors}</td><td>function counters</td><td>the {@link ReactorStats}
  *     counters of those names</td></tr>
  * <tr><td>{@code cudaloom.admission.wait}</td><td>function counter, seconds</td><td>
  *     {@link ReactorStats#admissionWaitNanos()}</td></tr>
@@ -153,6 +153,8 @@ public final class CudaLoomMetrics implements MeterBinder {
                 .tags(base).baseUnit("seconds").description("Time submissions waited for admission")
                 .register(registry);
         counter(registry, base, "cudaloom.scanner.errors", "Exceptions the scanner caught", s -> s.scannerErrors());
+        counter(registry, base, "cudaloom.callback.errors", "Completion callbacks that threw (logged, then ignored)",
+                s -> s.callbackErrors());
 
         for (GpuStream stream : streams) {
             Gauge.builder("cudaloom.stream.work.in.flight", stream, GpuStream::workInFlight)
