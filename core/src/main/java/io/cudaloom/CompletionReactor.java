@@ -72,8 +72,11 @@ public final class CompletionReactor {
     private final ReactorObservability.Observed observed = new Observed();
     /** The await-latency distribution (HdrHistogram) and the relative SlowAwait threshold. */
     private final LatencyRecorder latency;
-    /** The records of this reactor's open streams, so that close can open their admission gates. */
-    private final java.util.Set<StreamRecord> openStreams =
+    /**
+     * This reactor's open streams (their ports, held weakly: a stream dropped unclosed is not kept),
+     * so that close can open their admission gates and the work-in-flight gauge can sum them.
+     */
+    private final java.util.Set<ReactorStream> openStreams =
             java.util.Collections.synchronizedSet(java.util.Collections.newSetFromMap(new java.util.WeakHashMap<>()));
 
     CompletionReactor(GpuDevice device, ReactorConfig config, DeviceBackend backend) {
@@ -168,15 +171,20 @@ public final class CompletionReactor {
 
     /**
      * Work entries submitted to this device's open streams and not yet proven complete: the sum of
-     * {@link GpuStream#workInFlight()} (a closed stream's last work is not counted).
+     * {@link GpuStream#workInFlight()} (a closed stream's last work is not counted). Like it, a
+     * stream whose counts show unproven work is asked once whether it is idle
+     * ({@link RegistrationChecks#proveIfIdle}), so work that finished unawaited leaves the sum.
+     * The streams are copied under the set's lock and queried outside it.
      */
     long workInFlight() {
-        StreamRecord[] records;
+        ReactorStream[] streams;
         synchronized (openStreams) {
-            records = openStreams.toArray(new StreamRecord[0]);
+            streams = openStreams.toArray(new ReactorStream[0]);
         }
         long sum = 0;
-        for (StreamRecord r : records) {
+        for (ReactorStream s : streams) {
+            checks.proveIfIdle(s);
+            StreamRecord r = s.record();
             sum += Math.max(0, r.submissions.get() - r.completedThrough());
         }
         return sum;
@@ -198,6 +206,11 @@ public final class CompletionReactor {
         return callbacks.register(stream, onDone);
     }
 
+    /** A callback of {@link GpuEvent#subscribe} on {@code stream} threw: logged once and counted, never rethrown. */
+    void callbackThrew(GpuStream stream, Throwable thrown) {
+        callbacks.callbackThrew(stream.port(), thrown);
+    }
+
     /** The scanner's wake-up, made by a registrant after the volatile write that armed work (SlotTable ordering 9). */
     void wakeScanner() {
         counters.increment(Counter.SCANNER_UNPARKS);
@@ -212,25 +225,25 @@ public final class CompletionReactor {
      */
     void close() {
         lifecycle.close();
-        StreamRecord[] records;
+        ReactorStream[] streams;
         synchronized (openStreams) {
-            records = openStreams.toArray(new StreamRecord[0]);
+            streams = openStreams.toArray(new ReactorStream[0]);
         }
-        for (StreamRecord r : records) {
-            r.openGate(); // after the lifecycle CAS: a submitter let through sees the reactor closed
+        for (ReactorStream s : streams) {
+            s.record().openGate(); // after the lifecycle CAS: a submitter let through sees the reactor closed
         }
     }
 
-    /** A stream of this reactor's device was made (its record is admitted to close's gate opening). */
-    void streamOpened(StreamRecord record) {
-        openStreams.add(record);
+    /** A stream of this reactor's device was made (admitted to close's gate opening and to the gauge). */
+    void streamOpened(ReactorStream stream) {
+        openStreams.add(stream);
         if (isClosed()) {
-            record.openGate(); // raced with close: nothing will ever release its permits
+            stream.record().openGate(); // raced with close: nothing will ever release its permits
         }
     }
 
-    void streamClosed(StreamRecord record) {
-        openStreams.remove(record);
+    void streamClosed(ReactorStream stream) {
+        openStreams.remove(stream);
     }
 
     void countAdmissionWait(long nanos) {

@@ -3,6 +3,7 @@ package io.cudaloom;
 import io.cudaloom.reactor.BlockingWait;
 import io.cudaloom.reactor.Registration;
 import io.cudaloom.reactor.StreamDrain;
+import io.cudaloom.spi.StreamState;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
@@ -52,7 +53,12 @@ public final class GpuEvent {
     private final GpuStream stream;
     /** The stream's submission count when the event was taken: the work this event stands for. */
     private final long required;
-    /** Set once an await has seen the work complete; later awaits return at once. */
+    /**
+     * Set once the work is known done (an await returned, a delivery succeeded, or
+     * {@link #isDone()} saw a proof or an idle stream); later awaits and {@link #isDone()} return
+     * at once. Volatile: whoever reads it true also sees what the setter saw (the device's results
+     * behind the proof).
+     */
     private volatile boolean done;
 
     GpuEvent(CompletionReactor reactor, GpuStream stream) {
@@ -65,9 +71,47 @@ public final class GpuEvent {
         return stream;
     }
 
-    /** Whether an await of this event has already completed (no device query is made). */
+    /**
+     * Whether the work this event stands for is done, awaited or not: once true, every await
+     * returns at once and the work's results are there. Never blocks and never throws.
+     *
+     * <p>Where the reactor already knows, no driver call is made: an await or a successful
+     * callback of this event, or a proof that covers it (a flag write that landed, an earlier idle
+     * answer; trusted only when waiters are coalesced, the default, since only then is raw-stream
+     * work counted: {@link ReactorConfig.Builder#coalesce}). Otherwise one query of the stream's
+     * state ({@code cuStreamQuery} on CUDA, about a microsecond); an idle answer is recorded as the
+     * proof of the stream's work, so {@link GpuStream#workInFlight()} and
+     * {@link ReactorStats#workInFlight()} fall with it. A poll is not an await: nothing is counted.
+     *
+     * <p>Unlike {@link java.util.concurrent.Future#isDone()}, work that failed is not done: an
+     * event has no {@code get()} that would throw, and its results are read from memory, so true
+     * always means the results are there. After a fault of the stream, or once the device is
+     * closed, it stays false and an await throws ({@link GpuFaultException},
+     * {@link ReactorClosedException}). A poll that must end on those too polls
+     * {@code await(Duration.ZERO)}, which returns whether the work is done and throws them.
+     *
+     * <p>The query answers for the stream, not for this event alone: a poll
+     * ({@code while (!e.isDone())}) ends once the stream is idle, but on a stream that later work
+     * keeps busy it may stay false after this event's own work is done, until a proof covers it.
+     * To be told as soon as the work is done, use {@link #subscribe}, {@link #onComplete} or
+     * {@link #toCompletableFuture}, or await. On a host-callback thread, where CUDA allows no
+     * driver call, it answers from what is known without a query.
+     */
     public boolean isDone() {
-        return done;
+        if (done) {
+            return true;
+        }
+        if (knownComplete()) {
+            done = true;
+            return true;
+        }
+        // The stream's state now (open or closed: a closed stream's backend still answers queries);
+        // none once the device is closed (null), and FAULTED is work that will never be done.
+        if (reactor.checks().query(stream.port()) == StreamState.IDLE) {
+            done = true; // everything submitted before the query is done, this event's work included
+            return true;
+        }
+        return false;
     }
 
     /**
@@ -198,6 +242,7 @@ public final class GpuEvent {
      * <p>The executor may run them on the reactor's scanner thread (a direct executor such as
      * {@code Runnable::run} does): then they must be short and must never block or await GPU work,
      * or every waiter of the reactor waits with them. Pass a real executor for anything longer.
+     * What they throw is logged and counted, never rethrown (see {@link #subscribe}).
      *
      * @throws NullPointerException if an argument is null
      * @throws IllegalStateException if the event was taken while its stream was being closed
@@ -225,12 +270,25 @@ public final class GpuEvent {
             if (failure == null) {
                 stream.completedThrough(required); // delivered without failure: proven
             }
-            executor.execute(() -> {
-                if (failure == null) {
-                    done = true;
-                }
+            executor.execute(task(onDone, failure));
+        };
+    }
+
+    /**
+     * What {@code executor} runs for a subscription: marks the event done on success, then hands
+     * {@code onDone} the outcome, containing whatever it throws: logged once and counted
+     * ({@link ReactorStats#callbackErrors()}), never rethrown (see {@link #subscribe}).
+     */
+    private Runnable task(Consumer<? super @Nullable RuntimeException> onDone, @Nullable RuntimeException failure) {
+        return () -> {
+            if (failure == null) {
+                done = true;
+            }
+            try {
                 onDone.accept(failure);
-            });
+            } catch (Throwable thrown) {
+                reactor.callbackThrew(stream, thrown);
+            }
         };
     }
 
@@ -269,6 +327,17 @@ public final class GpuEvent {
      * delivering thread's uncaught-exception handler, or thrown to the caller of this method when
      * the outcome was known at once.
      *
+     * <p><b>If {@code onDone} throws.</b> What it throws is contained, as Netty does for a
+     * listener that throws and as {@link CompletableFuture#thenRun} captures its action's
+     * exception: it is logged once, at WARNING with its stack trace, on the
+     * {@link System.Logger} {@code io.cudaloom}, and counted in
+     * {@link ReactorStats#callbackErrors()} (also the MXBean's {@code CallbackErrors} and the
+     * Micrometer counter {@code cudaloom.callback.errors}); nothing else sees it. It never
+     * escapes this method (even when a direct executor runs {@code onDone} here, the outcome being
+     * known at once), nor reaches the executor, the scanner or the uncaught-exception handler of
+     * the thread that ran it, and the other callbacks of the device are delivered as usual. The
+     * same holds for {@link #onComplete}'s {@code onDone} and {@code onError}.
+     *
      * @param executor runs {@code onDone}; called at most once per subscription
      * @param onDone given {@code null} on success, else the failure
      * @return the handle that withdraws the registration
@@ -280,13 +349,13 @@ public final class GpuEvent {
         Objects.requireNonNull(executor, "executor");
         Objects.requireNonNull(onDone, "onDone");
         if (done) {
-            executor.execute(() -> onDone.accept(null));
+            executor.execute(task(onDone, null));
             return Registration.DELIVERED;
         }
         try {
             return register(delivery(executor, onDone));
         } catch (ReactorClosedException closed) {
-            executor.execute(() -> onDone.accept(closed)); // register threw: its callback never runs
+            executor.execute(task(onDone, closed)); // register threw: its callback never runs
             return Registration.DELIVERED;
         }
     }

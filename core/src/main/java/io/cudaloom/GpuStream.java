@@ -64,7 +64,7 @@ public abstract class GpuStream implements AutoCloseable {
         this.record = new StreamRecord(reactor.config());
         this.faults = device.faults.sink(port, record);
         this.backend = device.streamBackendOf(this);
-        reactor.streamOpened(record);
+        reactor.streamOpened(port);
         this.lease = device.ledger.open(LiveResources.Kind.STREAM);
     }
 
@@ -298,7 +298,7 @@ public abstract class GpuStream implements AutoCloseable {
         lease.run();
         record.openGate(); // closed: let submitters parked for room through, to find out
         StreamDrain.shutDown(port, backend::shutdown); // what it throws is logged: close() never throws
-        device.reactor().streamClosed(record);
+        device.reactor().streamClosed(port);
         d.published(); // once the drain has succeeded too, the backend may release the stream (drained())
     }
 
@@ -307,9 +307,14 @@ public abstract class GpuStream implements AutoCloseable {
      * not yet proven complete by the reactor: an upper bound of the work in flight, since a proof
      * comes only from a flag write, callback or query that landed (an await, a tracker, an idle
      * check). Never more than {@link ReactorConfig#admissionLimit()} plus the entries taken on credit.
-     * A read of two counters, no driver call: cheap enough for a gauge.
+     *
+     * <p>Falls to 0 once the work is done, awaited or not: when the counts show unproven work, the
+     * stream is asked once whether it is idle ({@code cuStreamQuery} on CUDA, a microsecond or
+     * so), and an idle answer is recorded as the proof. Otherwise a read of two counters, no driver
+     * call: cheap enough for a gauge. A closed stream is not asked (its count stays as it was).
      */
     public long workInFlight() {
+        device.reactor().checks().proveIfIdle(port);
         return Math.max(0, record.submissions.get() - record.completedThrough());
     }
 

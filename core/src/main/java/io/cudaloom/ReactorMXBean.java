@@ -73,6 +73,9 @@ public interface ReactorMXBean {
     /** {@link ReactorStats#scannerErrors()}. */
     long getScannerErrors();
 
+    /** {@link ReactorStats#callbackErrors()}. */
+    long getCallbackErrors();
+
     /** {@link AwaitLatency#count()}: awaits in the latency distribution. */
     long getAwaitCount();
 

@@ -13,7 +13,7 @@ import org.jspecify.annotations.Nullable;
  * their outcomes ({@link #registrations}, {@link #completions}, {@link #immediate}, {@link #fallbacks},
  * {@link #abandoned}, {@link #faults}, {@link #timeouts}), load now ({@link #waitersNow},
  * {@link #workInFlight}), back-pressure ({@link #admissionWaits}, {@link #admissionWaitNanos}) and
- * {@link #scannerErrors}; with the latency distribution beside them
+ * {@link #scannerErrors}, {@link #callbackErrors}; with the latency distribution beside them
  * ({@link CompletionReactor#awaitLatency()}). <b>Internals</b>, how the reactor did it (for tuning
  * and bug reports): {@link #internals()}, the scanner's parks and passes, fault probes, its CPU, and
  * the protocol's shortcuts (inline completions, coalesced awaits, flag writes, trackers). The
@@ -118,6 +118,14 @@ public final class ReactorStats {
      * example); each was reported to the scanner thread's uncaught-exception handler.
      */
     public long scannerErrors() { return get(Counter.SCANNER_ERRORS); }
+
+    /**
+     * Completion callbacks ({@link GpuEvent#subscribe}, {@link GpuEvent#onComplete}) that threw:
+     * each was logged once at WARNING on the {@code System.Logger} {@code io.cudaloom}, with its
+     * stack trace, and otherwise ignored (it reached neither the registering caller nor the thread
+     * that ran it).
+     */
+    public long callbackErrors() { return get(Counter.CALLBACK_ERRORS); }
 
     /** CPU time the scanner thread has used (its total once it has stopped; -1 where the JVM cannot tell). */
     public long scannerCpuNanos() { return get(Counter.SCANNER_CPU_NANOS); }
@@ -258,6 +266,7 @@ public final class ReactorStats {
         public Builder quarantined(int v) { return set(Counter.QUARANTINED, v); }
         public Builder coalesced(long v) { return set(Counter.COALESCED, v); }
         public Builder scannerErrors(long v) { return set(Counter.SCANNER_ERRORS, v); }
+        public Builder callbackErrors(long v) { return set(Counter.CALLBACK_ERRORS, v); }
         public Builder scannerCpuNanos(long v) { return set(Counter.SCANNER_CPU_NANOS, v); }
         public Builder flagWrites(long v) { return set(Counter.FLAG_WRITES, v); }
         public Builder admissionWaits(long v) { return set(Counter.ADMISSION_WAITS, v); }

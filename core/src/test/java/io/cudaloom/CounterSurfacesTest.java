@@ -73,6 +73,7 @@ class CounterSurfacesTest {
             "quarantined", "cudaloom.slots.quarantined",
             "coalesced", "cudaloom.internal.coalesced",
             "scannerErrors", "cudaloom.scanner.errors",
+            "callbackErrors", "cudaloom.callback.errors",
             "scannerCpuNanos", "cudaloom.internal.scanner.cpu",
             "flagWrites", "cudaloom.internal.flag.writes",
             "admissionWaits", "cudaloom.admission.waits",

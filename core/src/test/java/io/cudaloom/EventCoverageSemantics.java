@@ -2,10 +2,15 @@ package io.cudaloom;
 
 import static io.cudaloom.ReactorTestSupport.assertNothingLeaked;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
+import io.cudaloom.micrometer.CudaLoomMetrics;
+import io.cudaloom.spi.StreamState;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -22,7 +27,16 @@ import org.junit.jupiter.params.provider.MethodSource;
  * {@link #anEventNeverCompletesBeforeTheWorkSubmittedBeforeIt},
  * {@link #workWrittenByTheDeviceIsVisibleAfterTheAwait} (what the work wrote is visible after the
  * await), {@link #anEventOfAnIdleStreamCompletesAtOnceAndRegistersNothing} (nothing before it: done
- * at once, by every form).
+ * at once, by every form). And its bullet on {@code isDone()}:
+ * <blockquote>{@code event.isDone()} reports the work, awaited or not: true once it is done (then
+ * every await returns at once), never for work that failed (a fault, the device's close: an await
+ * throws, and {@code await(Duration.ZERO)} is the poll that ends on those too). It answers from
+ * what the reactor knows, else from one query of the stream, whose idle answer is recorded; the
+ * work in flight ({@code workInFlight()} of the stream and of {@code stats()}, the
+ * {@code cudaloom.work.in.flight} gauge) falls to 0 once the work is done, awaited or
+ * not.</blockquote>
+ * {@link #isDoneAndTheWorkInFlightReportWorkThatFinishedUnawaited} (the fault and the close:
+ * {@code EventIsDoneTest}, on the simulated device).
  *
  * <p>A section of the semantics suite, run by every backend and strategy ({@link SemanticsSuite}).
  */
@@ -128,5 +142,64 @@ abstract class EventCoverageSemantics extends SemanticsSuite {
         assertEquals(5, s.immediate(), s.toString());
         assertEquals(5, s.completions(), s.toString());
         assertEquals(0, s.registrations() + s.fallbacks() + s.coalesced(), "nothing registered: " + s);
+    }
+
+    /**
+     * The issue's report: 200 ms after a 1 ms kernel finished, {@code isDone()} was false, a new
+     * event's too, and the work in flight 1, until someone awaited. Here the kernels finish while
+     * nobody looks (the test asks the backend itself, {@link GpuStream#queryState}, which records
+     * no proof), then {@code isDone()} on one stream and the gauge on the other each find their
+     * work done. Both with coalescing (proofs trusted) and without (each answer from a query).
+     */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("backends")
+    void isDoneAndTheWorkInFlightReportWorkThatFinishedUnawaited(BackendFixture b) throws Exception {
+        if (!b.reportsIdle()) {
+            b.unsupported("its streams report themselves busy even with nothing in flight, so only an await's"
+                    + " own flag write proves their work done");
+        }
+        for (boolean coalesce : new boolean[] {false, true}) {
+            String mode = coalesce ? "coalescing: " : "not coalescing: ";
+            GpuDevice device = b.open(b.config().coalesce(coalesce).build());
+            SimpleMeterRegistry registry = new SimpleMeterRegistry();
+            CudaLoomMetrics.of(device).bindTo(registry);
+            Gauge gauge = registry.get("cudaloom.work.in.flight").gauge();
+            GpuStream polled = b.newStream(device);
+            GpuStream gauged = b.newStream(device);
+
+            // Held work: not done, in flight; a poll ends once it is done.
+            BackendFixture.Gate gate = b.hold(polled);
+            GpuEvent held = polled.event();
+            assertFalse(held.isDone(), mode + "held work is not done");
+            assertTrue(polled.workInFlight() > 0, mode + "held work is in flight");
+            assertTrue(gauge.value() > 0, mode + "and in the gauge");
+            gate.open();
+            awaitUntil(mode + "a poll of isDone() ends once the work is done", held::isDone);
+            assertTrue(held.isDone(), mode + "and stays done");
+
+            // A 1 ms kernel on each stream, finished while nobody awaits or looks.
+            polled.launchKernel(Duration.ofMillis(1));
+            gauged.launchKernel(Duration.ofMillis(1));
+            GpuEvent event = polled.event();
+            awaitUntil(mode + "the backend reports both streams idle",
+                    () -> polled.queryState() == StreamState.IDLE && gauged.queryState() == StreamState.IDLE);
+            assertTrue(polled.record().completedThrough() < polled.submissionCount(),
+                    mode + "the premise: no proof of the kernel recorded yet");
+            assertTrue(gauged.record().completedThrough() < gauged.submissionCount(),
+                    mode + "the premise: no proof of the other kernel recorded yet");
+
+            assertTrue(event.isDone(), mode + "the kernel finished: its event is done, though nobody awaited it");
+            assertTrue(polled.event().isDone(), mode + "a new event of the idle stream is done");
+            assertEquals(0, polled.workInFlight(), mode + "the stream's work in flight fell with it");
+            assertEquals(0.0, gauge.value(), mode + "the gauge reads 0 on idle streams whose work nobody awaited");
+            assertEquals(gauged.submissionCount(), gauged.record().completedThrough(),
+                    mode + "the gauge's read recorded the other stream's proof");
+            assertEquals(0, gauged.workInFlight(), mode);
+            ReactorStats s = device.reactor().stats();
+            assertEquals(0, s.workInFlight(), mode + s);
+            assertEquals(0, s.registrations() + s.fallbacks() + s.immediate() + s.completions(),
+                    mode + "polls and gauge reads are no awaits: nothing counted: " + s);
+            assertNothingLeaked(device);
+        }
     }
 }

@@ -1,8 +1,10 @@
 package io.cudaloom;
 
 import static io.cudaloom.ReactorTestSupport.assertNothingLeaked;
+import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
 
 import com.sun.management.HotSpotDiagnosticMXBean;
 import java.io.IOException;
@@ -14,9 +16,14 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
 import java.util.stream.Collectors;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -26,7 +33,14 @@ import org.junit.jupiter.params.provider.MethodSource;
  * <blockquote>Non-blocking callers: {@code event.subscribe(executor, onDone)},
  * {@code event.onComplete(executor, ...)}, {@code event.toCompletableFuture()} and Kotlin's
  * {@code awaitSuspending()} are served by the same reactor and slots and park no thread.</blockquote>
- * {@link #nonBlockingCallersParkNoThread}. Their fault and close outcomes are checked with the
+ * {@link #nonBlockingCallersParkNoThread}. And its bullet on callbacks that throw:
+ * <blockquote>A completion callback that throws harms nothing: registering never throws what the
+ * callback throws (also when the work is done and a direct executor runs it at once), and wherever
+ * it ran (the caller, the scanner, a host callback, an executor's thread) its exception is logged
+ * once at {@code WARNING} on the {@code io.cudaloom} logger with its stack trace, counted in
+ * {@code stats().callbackErrors()}, and reaches neither the thread's uncaught-exception handler
+ * nor the other callbacks.</blockquote>
+ * {@link #aCallbackThatThrowsIsLoggedOnceCountedAndHarmsNothing}. Their fault and close outcomes are checked with the
  * blocking ones ({@link FaultAndCloseSemantics}, {@link StreamCloseSemantics}); a
  * {@code Subscription}'s cancel race is {@link SubscriptionTest}'s.
  *
@@ -104,6 +118,84 @@ abstract class NonBlockingSemantics extends SemanticsSuite {
         assertEquals(1 + 2L * n, s.completions(), s.toString());
         assertEquals(0, s.abandoned(), s.toString());
         assertNothingLeaked(device);
+    }
+
+    /**
+     * The issue's report: a callback run at once on the caller escaped {@code onComplete}, and one
+     * run on the scanner or an executor went to the uncaught-exception handler, uncounted and not
+     * through the library's logger. Three callbacks throw here, one on each kind of thread; beside
+     * the first, a callback of the same delivery and a future must still complete, and the device
+     * must go on working.
+     */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("backends")
+    void aCallbackThatThrowsIsLoggedOnceCountedAndHarmsNothing(BackendFixture b) throws Exception {
+        GpuDevice device = b.open();
+        GpuStream stream = b.newStream(device);
+        List<Throwable> uncaught = new CopyOnWriteArrayList<>();
+        Thread.UncaughtExceptionHandler previous = Thread.getDefaultUncaughtExceptionHandler();
+        Thread.setDefaultUncaughtExceptionHandler((thread, e) -> uncaught.add(e));
+        ExecutorService pool = Executors.newSingleThreadExecutor(); // its worker dies on an escaping exception
+        try (LogCapture log = new LogCapture()) {
+            // 1. Delivered later, by the delivering thread (the scanner, or a host callback).
+            BackendFixture.Gate gate = b.hold(stream);
+            RuntimeException onDelivery = new IllegalStateException("thrown by a callback on the delivering thread");
+            AtomicInteger neighbour = new AtomicInteger();
+            assertDoesNotThrow(() -> stream.event().onComplete(Runnable::run, () -> {
+                throw onDelivery;
+            }, e -> fail(e)));
+            stream.event().onComplete(Runnable::run, neighbour::incrementAndGet, e -> fail(e));
+            CompletableFuture<?> future = stream.event().toCompletableFuture();
+            gate.open();
+            future.get(LONG.toSeconds(), TimeUnit.SECONDS);
+            awaitUntil("the neighbour ran and the throw was counted",
+                    () -> neighbour.get() == 1 && device.reactor().stats().callbackErrors() == 1);
+
+            // 2. The outcome known at once: a direct executor runs the callback on this thread.
+            GpuEvent done = stream.event();
+            done.await();
+            RuntimeException onCaller = new IllegalArgumentException("thrown by a callback run on the caller");
+            assertDoesNotThrow(() -> done.onComplete(Runnable::run, () -> {
+                throw onCaller;
+            }, e -> fail(e)), "registering never throws what the callback throws");
+            assertDoesNotThrow(() -> done.subscribe(Runnable::run, failure -> {
+                throw onCaller;
+            }), "nor does subscribing");
+
+            // 3. On an executor's thread.
+            RuntimeException onExecutor = new UnsupportedOperationException("thrown by a callback on an executor");
+            BackendFixture.Gate third = b.hold(stream);
+            stream.event().onComplete(pool, () -> {
+                throw onExecutor;
+            }, e -> fail(e));
+            third.open();
+            awaitUntil("all four throws counted", () -> device.reactor().stats().callbackErrors() == 4);
+
+            for (Throwable thrown : List.of(onDelivery, onExecutor)) {
+                List<LogRecord> records = log.records().stream().filter(r -> r.getThrown() == thrown).toList();
+                assertEquals(1, records.size(), "logged once: " + thrown);
+                assertEquals(Level.WARNING, records.get(0).getLevel());
+            }
+            List<LogRecord> onCallerRecords = log.records().stream().filter(r -> r.getThrown() == onCaller).toList();
+            assertEquals(2, onCallerRecords.size(), "each of the two callbacks logged once");
+            assertTrue(onCallerRecords.get(0).getMessage().contains(stream.toString()),
+                    "names the stream: " + onCallerRecords.get(0).getMessage());
+
+            // Nothing else saw them, and the device goes on working.
+            assertEquals(List.of(), uncaught, "no uncaught-exception handler saw a callback's exception");
+            ReactorStats s = device.reactor().stats();
+            assertEquals(0, s.scannerErrors(), s.toString());
+            assertTrue(device.reactor().scannerThread().isAlive(), "the scanner goes on");
+            BackendFixture.Gate last = b.hold(stream);
+            CompletableFuture<?> later = stream.event().toCompletableFuture(pool);
+            last.open();
+            later.get(LONG.toSeconds(), TimeUnit.SECONDS);
+            assertEquals(4, device.reactor().stats().callbackErrors());
+            assertNothingLeaked(device);
+        } finally {
+            pool.shutdownNow();
+            Thread.setDefaultUncaughtExceptionHandler(previous);
+        }
     }
 
     // ---- helpers -----------------------------------------------------------------------------------

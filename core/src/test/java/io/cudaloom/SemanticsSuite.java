@@ -27,6 +27,7 @@ import org.junit.jupiter.api.TestInstance;
  *   <li>{@link AwaitSemantics}: the await conventions (interruptible, timed, uninterruptible,
  *       spurious unparks, platform threads), and a waiter that gives up withdraws;
  *   <li>{@link EventCoverageSemantics}: an event covers the work submitted before it, never less;
+ *       and {@code isDone()} reports that work, awaited or not;
  *   <li>{@link FallbackAndStrategySemantics}: no slot free, or the write refused: a host callback,
  *       counted; and every strategy keeps the contract (the strategy is really the one used);
  *   <li>{@link FaultAndCloseSemantics}: a device fault wakes the stream's waiters with the named
@@ -36,7 +37,8 @@ import org.junit.jupiter.api.TestInstance;
  *       served, by every form;
  *   <li>{@link CoalescingSemantics}: shared flag writes (under load): coalesced waiters share one
  *       slot, and join only a write that covers all they need;
- *   <li>{@link NonBlockingSemantics}: non-blocking callers park no thread.
+ *   <li>{@link NonBlockingSemantics}: non-blocking callers park no thread; a callback that throws
+ *       harms nothing.
  * </ol>
  * Each backend's test ({@link InstantSemanticsTest}, {@link SimulatedSemanticsTest},
  * {@link CudaSemanticsGpuTest}, tagged {@code gpu}) has one {@code @Nested} class per section suite,

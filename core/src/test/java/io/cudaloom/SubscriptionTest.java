@@ -254,7 +254,7 @@ class SubscriptionTest {
         assertTrue(later.done.await(LONG.toSeconds(), TimeUnit.SECONDS));
         assertEquals(0, r.tasks.get(), "the executor was never called for the withdrawn subscription");
         assertEquals(0, r.outcomes.get());
-        assertFalse(event.isDone());
+        assertTrue(event.isDone(), "its work is done (isDone() reports the work), though nothing was delivered for it");
         assertEquals(1, device.reactor().stats().abandoned());
         assertNothingLeaked(device);
     }

@@ -44,13 +44,14 @@ import java.util.function.ToDoubleFunction;
  *     {@code SlowAwait} threshold now ({@link AwaitLatency#slowAwaitThresholdNanos()})</td></tr>
  * <tr><td>{@code cudaloom.waiters}</td><td>gauge</td><td>threads inside a blocking await now</td></tr>
  * <tr><td>{@code cudaloom.work.in.flight}</td><td>gauge</td><td>work submitted to open streams, not
- *     yet proven complete</td></tr>
+ *     yet proven complete; 0 once the work is done, awaited or not (a read asks each stream whose
+ *     counts show unproven work, once, whether it is idle: {@link GpuStream#workInFlight()})</td></tr>
  * <tr><td>{@code cudaloom.slots.free}, {@code .armed}, {@code .quarantined}, {@code .capacity}</td>
  *     <td>gauges</td><td>the completion slots</td></tr>
  * <tr><td>{@code cudaloom.awaits.completed} ({@code completions}), {@code cudaloom.awaits.immediate},
  *     {@code cudaloom.registrations}, {@code cudaloom.faults}, {@code cudaloom.timeouts},
  *     {@code cudaloom.abandoned}, {@code cudaloom.fallbacks}, {@code cudaloom.admission.waits},
- *     {@code cudaloom.scanner.errors}</td><td>function counters</td><td>the {@link ReactorStats}
+ *     {@code cudaloom.scanner.errors}, {@code cudaloom.callback.errors}</td><td>function counters</td><td>the {@link ReactorStats}
  *     counters of those names</td></tr>
  * <tr><td>{@code cudaloom.admission.wait}</td><td>function counter, seconds</td><td>
  *     {@link ReactorStats#admissionWaitNanos()}</td></tr>
@@ -152,6 +153,8 @@ public final class CudaLoomMetrics implements MeterBinder {
                 .tags(base).baseUnit("seconds").description("Time submissions waited for admission")
                 .register(registry);
         counter(registry, base, "cudaloom.scanner.errors", "Exceptions the scanner caught", s -> s.scannerErrors());
+        counter(registry, base, "cudaloom.callback.errors", "Completion callbacks that threw (logged, then ignored)",
+                s -> s.callbackErrors());
 
         for (GpuStream stream : streams) {
             Gauge.builder("cudaloom.stream.work.in.flight", stream, GpuStream::workInFlight)

@@ -7,8 +7,14 @@ import io.cudaloom.spi.StreamState;
 import java.util.function.Consumer;
 import org.jspecify.annotations.Nullable;
 
-/** Non-blocking registration: what futures and callbacks register instead of a parked thread. */
+/**
+ * Non-blocking registration: what futures and callbacks register instead of a parked thread; and
+ * what becomes of a user's callback that throws ({@link #callbackThrew}).
+ */
 public final class CallbackRegistrations {
+    /** The library's logger (named, not referenced: this part names no API class). */
+    private static final System.Logger LOG = System.getLogger("io.cudaloom");
+
     private final RegistrationChecks checks;
     private final SlotTable<Completion> table;
     private final Registrar registrar;
@@ -74,5 +80,28 @@ public final class CallbackRegistrations {
             return Registration.DELIVERED;
         }
         return () -> counters.abandoned(fb.cancel());
+    }
+
+    /**
+     * A user's completion callback ({@link GpuEvent#subscribe}'s {@code onDone}, and so
+     * {@link GpuEvent#onComplete}'s) threw {@code thrown}, on whatever thread ran it (the caller's,
+     * the scanner, a host callback, an executor's): the task that ran it caught it and calls this,
+     * as Netty contains a listener that throws and as {@code CompletableFuture} captures a stage's
+     * exception. Logged
+     * once here, at WARNING with the stack trace, then counted
+     * ({@link Counter#CALLBACK_ERRORS}: a reader that sees the count also finds the record); never
+     * rethrown, so it reaches neither the registrant, the scanner's loop, the other callbacks of
+     * the delivery, nor the thread's uncaught-exception handler. Never throws: a logger that fails
+     * is ignored.
+     */
+    public void callbackThrew(ReactorStream stream, Throwable thrown) {
+        try {
+            LOG.log(System.Logger.Level.WARNING, () -> "cuda-loom: a completion callback for " + stream + " of "
+                    + stream.deviceName() + " threw " + thrown + " on thread " + Thread.currentThread().getName()
+                    + "; ignored (counted in ReactorStats.callbackErrors)", thrown);
+        } catch (Throwable logFailed) {
+            // the count below still tells; a failing logger must not take the delivering thread down
+        }
+        counters.increment(Counter.CALLBACK_ERRORS);
     }
 }

@@ -16,7 +16,9 @@ public interface Completion {
 
     /**
      * Runs a completion, reporting anything it throws (e.g. a caller's executor that rejects the
-     * callback) to the current thread's uncaught-exception handler instead of letting it escape:
+     * callback; a user's callback itself never throws this far: it is contained, logged and
+     * counted where it runs, {@link CallbackRegistrations#callbackThrew}) to the current thread's
+     * uncaught-exception handler instead of letting it escape:
      * completions run on the scanner, which serves every waiter, on the closing thread, which must
      * go on waking the others, and on a stream's host-callback thread, where an escaping exception
      * would be taken for a fault of the stream.

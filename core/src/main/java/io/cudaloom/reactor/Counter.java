@@ -84,6 +84,8 @@ public enum Counter {
             "cudaloom.internal.coalesced", "Awaits that joined another waiter's registration"),
     SCANNER_ERRORS("scannerErrors", Source.SCANNER, Type.LONG, Measure.COUNT, Unit.NONE, Group.OPERATOR,
             "cudaloom.scanner.errors", "Exceptions and errors the scanner caught in its loop"),
+    CALLBACK_ERRORS("callbackErrors", Source.ADDER, Type.LONG, Measure.COUNT, Unit.NONE, Group.OPERATOR,
+            "cudaloom.callback.errors", "Completion callbacks that threw (each logged at WARNING on io.cudaloom, then ignored)"),
     /** -1 where the JVM cannot tell: JFR's N/A there, 0 for Micrometer. */
     SCANNER_CPU_NANOS("scannerCpuNanos", Source.SAMPLED, Type.LONG, Measure.COUNT, Unit.NANOSECONDS, Group.INTERNAL,
             "cudaloom.internal.scanner.cpu", "CPU time the scanner thread has used (-1: unknown)"),

@@ -117,6 +117,10 @@ public final class ReactorCountersEvent extends jdk.jfr.Event {
     @Label("Scanner Errors")
     long scannerErrors;
 
+    @Label("Callback Errors")
+    @Description("Completion callbacks that threw (each logged at WARNING on io.cudaloom, then ignored)")
+    long callbackErrors;
+
     @Label("Scanner CPU Time")
     @Description("CPU time the scanner thread has used; N/A (Long.MIN_VALUE) where the JVM cannot tell")
     @Timespan(Timespan.NANOSECONDS)

@@ -2,6 +2,7 @@ package io.cudaloom.reactor;
 
 import io.cudaloom.spi.StreamState;
 import java.util.function.Supplier;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The one step every wait and registration takes before registering (in the manner of AQS's
@@ -52,6 +53,56 @@ public final class RegistrationChecks {
             throw stream.faults().neverCompletes(); // the fault owner's one factory
         }
         return state;
+    }
+
+    /**
+     * A look at the stream for {@code GpuEvent.isDone()} and the work-in-flight gauges: the
+     * stream's state now, from one query ({@code cuStreamQuery} on CUDA; FAULTED with no driver
+     * call once a fault is recorded), an IDLE answer recorded as a proof of the work counted
+     * before the query, as {@link #precheck} does. Unlike it, this is no await: it counts nothing
+     * and never throws.
+     *
+     * <p>Ordering: the count is read before the query. A submission is counted only after its
+     * enqueue returned ({@code GpuStream.submissionCount}), so an IDLE answer that follows the read
+     * covers every counted entry, and the proof it records ({@link StreamRecord#completedThrough},
+     * a compare-and-set that only raises) is never ahead of the work. The proof's volatile write is
+     * what later readers of the counts (the gauges, {@code isKnownComplete}) observe.
+     *
+     * @return IDLE (the proof recorded), BUSY or FAULTED (the fault recorded by the fault owner);
+     *     null where no query may be made: the reactor is closed, the caller runs on a host
+     *     callback (CUDA forbids driver calls there; a recorded fault is still answered), or the
+     *     backend's query threw
+     */
+    public @Nullable StreamState query(ReactorStream stream) {
+        if (state.isClosed()) {
+            return null;
+        }
+        if (FallbackRegistration.onHostCallback()) {
+            return stream.faults().hasFaulted() ? StreamState.FAULTED : null;
+        }
+        long counted = stream.submissionCount(); // before the query: an idle answer covers these
+        StreamState answer;
+        try {
+            answer = stream.queryState();
+        } catch (RuntimeException e) {
+            return null; // a look, not a wait: the waits and the scanner's probe report what the backend does
+        }
+        if (answer == StreamState.IDLE) {
+            stream.completedThrough(counted);
+        }
+        return answer;
+    }
+
+    /**
+     * The gauges' refresh ({@code GpuStream.workInFlight()}, {@code ReactorStats.workInFlight()}):
+     * one {@link #query} of {@code stream} if its counts show work not yet proven complete, none
+     * otherwise, so that work finished without anyone awaiting it leaves the gauge once the stream
+     * is idle. Bounded: at most one query per stream per read.
+     */
+    public void proveIfIdle(ReactorStream stream) {
+        if (stream.hasWorkNotKnownComplete() && !stream.isClosed()) {
+            query(stream);
+        }
     }
 
     /**

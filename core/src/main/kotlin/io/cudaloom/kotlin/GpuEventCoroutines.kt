@@ -37,9 +37,13 @@ import kotlinx.coroutines.suspendCancellableCoroutine
  * in [ReactorStats.abandoned]; the GPU work goes on and the slot it held is recycled once the
  * device's write lands. Cancellation and delivery race on one atomic cell of the reactor: if the
  * delivery won, the coroutine still ends with the [CancellationException] (a cancelled coroutine
- * is never resumed normally) and nothing is counted as abandoned. If the event is already done
- * ([GpuEvent.isDone]) this returns at once without suspending, and so without checking for
- * cancellation.
+ * is never resumed normally) and nothing is counted as abandoned. If the outcome is known at once
+ * (the event already awaited, its stream idle or faulted, the device closed), [GpuEvent.subscribe]
+ * hands it over before the coroutine suspends, and this returns or throws without suspending,
+ * unless the coroutine is already cancelled (then [CancellationException], as any cancellable
+ * suspension). It does not ask [GpuEvent.isDone] first: that would query a busy stream's state once
+ * more before the registration's own query, and an idle one's completion would go uncounted in
+ * [ReactorStats.immediate].
  *
  * **Where the coroutine resumes.** On its own dispatcher, as after any suspension. The thread that
  * delivers the completion (the reactor's scanner thread, which serves every waiter of the device)
@@ -57,9 +61,6 @@ import kotlinx.coroutines.suspendCancellableCoroutine
  * @throws CancellationException if the coroutine was cancelled while suspended
  */
 public suspend fun GpuEvent.awaitSuspending() {
-    if (isDone) {
-        return
-    }
     suspendCancellableCoroutine { continuation ->
         // subscribe may hand the outcome over before it returns (work already done, stream
         // faulted, device closed): then the continuation is resumed before it ever suspended,
