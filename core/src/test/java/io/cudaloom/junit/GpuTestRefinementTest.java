@@ -128,6 +128,18 @@ class GpuTestRefinementTest {
         }
     }
 
+    @GpuTest
+    static class NoFallbackAroundANestedClass {
+        @Nested
+        @GpuTest(simulatedFallback = true)
+        class AllowsIt {
+            @Test
+            void runsInTheNestedClass(GpuDevice device) {
+                seen("runsInTheNestedClass", device);
+            }
+        }
+    }
+
     @Test
     void simulatedFallbackIsInheritedUnlessTheMethodSetsIt() {
         EngineExecutionResults results = run(FallbackOnTheClass.class);
@@ -145,6 +157,12 @@ class GpuTestRefinementTest {
         assertEquals(List.of("inheritsTheClasss(GpuDevice): " + GpuExtension.DEVICE_PARAMETER + "=sim asks for the"
                 + " simulated device, and this test needs a CUDA device (no simulatedFallback)"), skipped(other));
         assertEquals(List.of("allowsIt"), List.copyOf(SEEN.keySet()));
+
+        // A @Nested class refines its enclosing class's settings the same way.
+        SEEN.clear();
+        EngineExecutionResults nested = run(NoFallbackAroundANestedClass.class);
+        assertSucceeded(nested, "runsInTheNestedClass");
+        assertEquals(List.of(), skipped(nested));
     }
 
     // ---- config ---------------------------------------------------------------------------------
