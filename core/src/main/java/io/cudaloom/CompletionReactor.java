@@ -170,6 +170,32 @@ public final class CompletionReactor {
     }
 
     /**
+     * Calls {@code listener} as each blocking await that registered ends, with its outcome and how
+     * long it waited: the awaits {@link #awaitLatency()} counts, one call each, on the awaiting
+     * thread, after the await is counted in {@link #stats()} and recorded in
+     * {@link #awaitLatency()} and before it returns ({@link AwaitListener} says when exactly, and
+     * what a throwing listener does). For a metrics library's timer: the Micrometer binder
+     * ({@code io.cudaloom.micrometer.CudaLoomMetrics}) adds one and removes it when closed. Adding
+     * the same listener twice calls it twice. Allowed on a closed reactor (no await ends there any
+     * more).
+     *
+     * @throws NullPointerException if {@code listener} is null
+     */
+    public void addAwaitListener(AwaitListener listener) {
+        latency.addListener(Objects.requireNonNull(listener, "listener"));
+    }
+
+    /**
+     * Stops calling {@code listener} (one addition of it, by identity): awaits that end after this
+     * returns do not call it (one ending meanwhile may still call it once).
+     *
+     * @return true if it was added and is now removed; false if it was not added
+     */
+    public boolean removeAwaitListener(AwaitListener listener) {
+        return latency.removeListener(listener);
+    }
+
+    /**
      * Work entries submitted to this device's open streams and not yet proven complete: the sum of
      * {@link GpuStream#workInFlight()} (a closed stream's last work is not counted). Like it, a
      * stream whose counts show unproven work is asked once whether it is idle

@@ -78,7 +78,7 @@ class ClassCycleTest {
             "sim.SimulatedDevice sim.SimulatedMemory sim.SimulatedStream");
 
     /** What the parts may name of the API package: see {@link #thePartsNameOfTheApiOnlyItsValues}. */
-    private static final Set<String> API_A_PART_MAY_NAME = Set.of("AwaitLatency", "CompletionStrategy",
+    private static final Set<String> API_A_PART_MAY_NAME = Set.of("AwaitLatency", "AwaitListener", "CompletionStrategy",
             "GpuFaultException", "ReactorClosedException", "ReactorConfig", "ReactorInternalsMXBean", "ReactorMXBean",
             "Subscription");
 

@@ -15,6 +15,8 @@ import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -24,6 +26,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
+import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.extension.AfterAllCallback;
 import org.junit.jupiter.api.extension.AfterEachCallback;
 import org.junit.jupiter.api.extension.BeforeEachCallback;
@@ -108,12 +111,28 @@ public final class GpuExtension
     /** Where a test runs ({@code backend}), or that it is skipped ({@code backend} null), and why. */
     private record Decision(@Nullable Backend backend, String reason) {}
 
-    /** The settings of one test: its {@link GpuTest}, the class's, or the defaults. */
+    /**
+     * The settings of one test or class: the defaults, refined by each {@link GpuTest} from the
+     * outermost class in ({@link #settings}).
+     */
     private record Settings(boolean simulatedFallback, String config, boolean checkLeaks, boolean captureSites) {
         static final Settings DEFAULTS = new Settings(false, "", true, false);
 
-        static Settings of(GpuTest a) {
-            return new Settings(a.simulatedFallback(), a.config().strip(), a.checkLeaks(), a.captureSites());
+        /** These settings with the attributes that {@code a} (on {@code where}) sets changed, the others kept. */
+        Settings refinedBy(GpuTest a, AnnotatedElement where) {
+            String named = a.config().strip();
+            return new Settings(flag(a.simulatedFallback(), simulatedFallback, "simulatedFallback", where),
+                    named.isEmpty() ? config : named, flag(a.checkLeaks(), checkLeaks, "checkLeaks", where),
+                    flag(a.captureSites(), captureSites, "captureSites", where));
+        }
+
+        /** An attribute's value: none set inherits {@code inherited}; more than one is refused. */
+        private static boolean flag(boolean[] set, boolean inherited, String name, AnnotatedElement where) {
+            if (set.length > 1) {
+                throw new ExtensionConfigurationException("@GpuTest(" + name + " = " + Arrays.toString(set)
+                        .replace('[', '{').replace(']', '}') + ") on " + where + ": give one value, or none to inherit");
+            }
+            return set.length == 0 ? inherited : set[0];
         }
     }
 
@@ -132,7 +151,14 @@ public final class GpuExtension
 
     @Override
     public ConditionEvaluationResult evaluateExecutionCondition(ExtensionContext context) {
-        Decision d = decide(context, settings(context));
+        Settings settings = settings(context);
+        Decision d = decide(context, settings);
+        if (d.backend() == null && context.getTestMethod().isEmpty() && context.getTestClass().isPresent()
+                && refinedRuns(context, settings, context.getTestClass().get(), new HashSet<>())) {
+            // A method or @Nested class inside refines the class's settings to run: the class runs
+            // for it, and each of its tests is decided on its own settings (the others skipped).
+            return ConditionEvaluationResult.enabled(d.reason() + "; some of its tests run (their @GpuTest allows it)");
+        }
         if (d.backend() == null) {
             // Printed as well as reported: build logs show skipped GPU tests without a report viewer.
             System.out.println("SKIPPED " + describe(context) + ": " + d.reason());
@@ -174,13 +200,60 @@ public final class GpuExtension
         }
     }
 
-    /** The {@link GpuTest} of the test method, else of its class (superclasses, enclosing classes of @Nested). */
+    /**
+     * A test's or class's settings: the defaults, refined by the {@link GpuTest} of the outermost
+     * class enclosing a {@code @Nested} one, then of each class inwards, then of the test method;
+     * each changes only the attributes it sets. A class's annotation is found as JUnit finds it
+     * (on the class, meta-present, or inherited from a superclass).
+     */
     private static Settings settings(ExtensionContext context) {
-        Optional<GpuTest> a = context.getTestMethod().flatMap(m -> AnnotationSupport.findAnnotation(m, GpuTest.class));
-        for (Class<?> c = context.getTestClass().orElse(null); a.isEmpty() && c != null; c = enclosingOfNested(c)) {
-            a = AnnotationSupport.findAnnotation(c, GpuTest.class);
+        Settings s = classSettings(context.getTestClass().orElse(null));
+        Optional<Method> method = context.getTestMethod();
+        return method.isPresent() ? refined(s, method.get()) : s;
+    }
+
+    private static Settings classSettings(@Nullable Class<?> c) {
+        return c == null ? Settings.DEFAULTS : refined(classSettings(enclosingOfNested(c)), c);
+    }
+
+    /** {@code s} refined by the {@link GpuTest} of {@code element}, if it has one. */
+    private static Settings refined(Settings s, AnnotatedElement element) {
+        Optional<GpuTest> a = AnnotationSupport.findAnnotation(element, GpuTest.class);
+        return a.isPresent() ? s.refinedBy(a.get(), element) : s;
+    }
+
+    /**
+     * Whether a test method or {@code @Nested} class inside {@code c}, whose {@link GpuTest}
+     * refines {@code classSettings}, would run: then the class must not be skipped as a whole.
+     */
+    private static boolean refinedRuns(ExtensionContext context, Settings classSettings, Class<?> c,
+            Set<Class<?>> seen) {
+        if (!seen.add(c)) {
+            return false;
         }
-        return a.map(Settings::of).orElse(Settings.DEFAULTS);
+        for (Method m : ReflectionSupport.findMethods(c, m -> AnnotationSupport.isAnnotated(m, GpuTest.class),
+                HierarchyTraversalMode.TOP_DOWN)) {
+            try {
+                if (decide(context, refined(classSettings, m)).backend() != null) {
+                    return true;
+                }
+            } catch (ExtensionConfigurationException e) {
+                return true; // a malformed @GpuTest: the method runs its condition, and fails there naming it
+            }
+        }
+        for (Class<?> nested : ReflectionSupport.findNestedClasses(c, n -> !Modifier.isStatic(n.getModifiers())
+                && AnnotationSupport.isAnnotated(n, Nested.class))) {
+            Settings s;
+            try {
+                s = refined(classSettings, nested);
+            } catch (ExtensionConfigurationException e) {
+                return true; // as above: the nested class fails, naming it
+            }
+            if (decide(context, s).backend() != null || refinedRuns(context, s, nested, seen)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** The enclosing class of an inner ({@code @Nested}) class, whose extensions it inherits; else null. */

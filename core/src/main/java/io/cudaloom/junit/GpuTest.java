@@ -79,8 +79,37 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * leak: the check then runs only once, after the class, when every method has finished. Put the
  * annotation on the class to get that check. {@link ExpectDeviceFault} is refused in such a class.
  *
- * <p>On a class, applies to every test method in it and in its {@code @Nested} classes; on a method,
- * overrides the class's settings for that method.
+ * <h2>On a class and on a method</h2>
+ * On a class, applies to every test method in it and in its {@code @Nested} classes. On a method
+ * (or on a {@code @Nested} class) it <em>refines</em> the settings around it: only the attributes
+ * it sets change, the others are inherited. Method over class, a {@code @Nested} class over its
+ * enclosing class, a class over the defaults:
+ *
+ * <pre>{@code
+ * @GpuTest(simulatedFallback = true, config = "small")
+ * class ScaleTest {
+ *     @Test
+ *     @GpuTest(captureSites = true)        // still simulatedFallback = true and config = "small"
+ *     void leaksNothing(GpuDevice device) { ... }
+ *
+ *     @Test
+ *     @GpuTest(simulatedFallback = false)  // this one needs the GPU itself: skipped without one
+ *     void fillsOnTheGpu(CudaDevice gpu) { ... }
+ * }
+ * }</pre>
+ *
+ * A bare {@code @GpuTest} on a method sets nothing, so it changes nothing. The three switches
+ * ({@link #simulatedFallback()}, {@link #checkLeaks()}, {@link #captureSites()}) are declared as
+ * {@code boolean[]} with an empty default only so that "not set" can be told from "set to its
+ * default" (an annotation cannot tell otherwise): write each as one value, as before
+ * ({@code simulatedFallback = true}; in Kotlin {@code simulatedFallback = [true]}); more than one
+ * value fails the test with a one-line message. {@link #config()} is inherited while empty. A class
+ * without a {@code @GpuTest} of its own inherits its superclass's, as for any {@code @Inherited}
+ * annotation.
+ *
+ * <p>A class that its own settings would skip still runs where one of its methods (or
+ * {@code @Nested} classes) allows the simulated device: that method runs and the others are
+ * skipped, each with its reason.
  */
 @Target({ElementType.TYPE, ElementType.METHOD, ElementType.ANNOTATION_TYPE})
 @Retention(RetentionPolicy.RUNTIME)
@@ -90,31 +119,35 @@ import org.junit.jupiter.api.extension.ExtendWith;
 public @interface GpuTest {
     /**
      * Whether the test may run on the simulated device where no CUDA device is present (true), or
-     * must be skipped there (false, the default).
+     * must be skipped there (false, the default). Not set (empty): inherited from the class (see
+     * "On a class and on a method"); write it as one value.
      *
-     * @return whether the simulated device may stand in for a GPU
+     * @return whether the simulated device may stand in for a GPU: one value, or none to inherit
      */
-    boolean simulatedFallback() default false;
+    boolean[] simulatedFallback() default {};
 
     /**
      * The {@link io.cudaloom.ReactorConfig} of the injected device: the name of a static method
      * without parameters returning one, in the test class (or a superclass, or the class enclosing a
      * {@code @Nested} class), or in another class as {@code "com.example.Configs#reactorOnly"}. Empty
-     * (the default): {@link io.cudaloom.ReactorConfig#defaults()}. Each configuration gets its own
-     * device.
+     * (the default): inherited from the class (see "On a class and on a method"), and where no
+     * enclosing {@code @GpuTest} names one, {@link io.cudaloom.ReactorConfig#defaults()}; a method
+     * that wants the defaults under a class that names a configuration names a method returning
+     * them. Each configuration gets its own device.
      *
-     * @return the name of the configuration's factory method, or empty for the defaults
+     * @return the name of the configuration's factory method, or empty to inherit
      */
     String config() default "";
 
     /**
      * Whether to check after each test that everything was given back and the device came back to
      * rest (see the class comment): false for a test that leaks on purpose. A device that faulted
-     * is replaced either way.
+     * is replaced either way. Not set (empty): inherited, true where nothing around sets it; write
+     * it as one value.
      *
-     * @return whether leaks fail the test
+     * @return whether leaks fail the test: one value, or none to inherit
      */
-    boolean checkLeaks() default true;
+    boolean[] checkLeaks() default {};
 
     /**
      * Whether to record where each allocation, stream and wait of the injected device is made
@@ -122,9 +155,10 @@ public @interface GpuTest {
      * (the caller's frames). Off by default: capturing walks the stack at every allocation and
      * await. The configuration parameter {@value GpuExtension#CAPTURE_SITES_PARAMETER} turns it on
      * for every test; the system property {@code cudaloom.leakSites} ({@code sampled} or
-     * {@code all}) for every device of the JVM.
+     * {@code all}) for every device of the JVM. Not set (empty): inherited, false where nothing
+     * around sets it; write it as one value.
      *
-     * @return whether to capture the sites of allocations, streams and waits
+     * @return whether to capture the sites of allocations, streams and waits: one value, or none to inherit
      */
-    boolean captureSites() default false;
+    boolean[] captureSites() default {};
 }

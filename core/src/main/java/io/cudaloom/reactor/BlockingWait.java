@@ -1,5 +1,6 @@
 package io.cudaloom.reactor;
 
+import io.cudaloom.AwaitListener;
 import io.cudaloom.GpuEvent;
 import io.cudaloom.GpuFaultException;
 import io.cudaloom.GpuStream;
@@ -108,7 +109,7 @@ public final class BlockingWait implements CoalescedWait.Parking {
         long start = System.nanoTime();
         // Null unless a JFR recording has io.cudaloom.SlowAwait enabled: no allocation otherwise.
         SlowAwaitEvent slow = ReactorEvents.beginAwait();
-        String outcome = SlowAwaitEvent.FAILED; // a constant: assigning it allocates nothing
+        AwaitListener.Outcome outcome = AwaitListener.Outcome.FAILED; // unless decided below
         Waiter waiter = Waiter.current(); // this thread's record, reused by every await
         int inside = waiters.incrementAndGet();
         try {
@@ -117,10 +118,10 @@ public final class BlockingWait implements CoalescedWait.Parking {
             if (completed) {
                 stream.completedThrough(required); // a normal return proves the event's work done
             }
-            outcome = completed ? SlowAwaitEvent.COMPLETED : SlowAwaitEvent.TIMED_OUT;
+            outcome = completed ? AwaitListener.Outcome.COMPLETED : AwaitListener.Outcome.TIMEOUT;
             return completed;
         } catch (InterruptedException | GpuFaultException | ReactorClosedException e) {
-            outcome = ReactorEvents.outcomeOf(e);
+            outcome = outcomeOf(e);
             throw e;
         } finally {
             waiters.decrementAndGet();
@@ -131,7 +132,7 @@ public final class BlockingWait implements CoalescedWait.Parking {
             long landed = waiter.landedAt();
             stream.record().recordWait((landed != 0L && landed - start > 0 && landed - now <= 0 ? landed : now) - start);
             latency.record(now - start);
-            if (outcome == SlowAwaitEvent.TIMED_OUT) { // a constant: loads no JFR class
+            if (outcome == AwaitListener.Outcome.TIMEOUT) {
                 counters.increment(Counter.TIMEOUTS);
             }
             if (slow != null) {
@@ -140,11 +141,23 @@ public final class BlockingWait implements CoalescedWait.Parking {
                 if (slow.shouldCommit() && latency.isSlow(System.nanoTime() - start)) { // relative threshold too
                     slow.device = deviceName;
                     slow.stream = stream.toString();
-                    slow.outcome = outcome;
+                    slow.outcome = ReactorEvents.eventOutcome(outcome);
                     slow.commit();
                 }
             }
+            // Last: after every counter of this await (a listener reading stats() sees it counted),
+            // its histogram record, and the JFR event's end (which a slow listener must not lengthen).
+            latency.ended(now - start, outcome);
         }
+    }
+
+    private static AwaitListener.Outcome outcomeOf(Exception e) {
+        if (e instanceof InterruptedException) {
+            return AwaitListener.Outcome.INTERRUPTED;
+        } else if (e instanceof GpuFaultException) {
+            return AwaitListener.Outcome.FAULT;
+        }
+        return AwaitListener.Outcome.CLOSED; // ReactorClosedException: the only other one caught
     }
 
     /** Registers and waits; {@code slow}, if recording, is told the path taken. */

@@ -30,12 +30,16 @@ import org.jspecify.annotations.Nullable;
  *       declares one per counter; CounterSurfacesTest fails for a counter without its field;
  *   <li>Micrometer: {@code io.cudaloom.micrometer.CudaLoomMetrics} binds {@link #meter} (a gauge for
  *       a {@link Measure#LEVEL}, a function counter otherwise, in seconds for a
- *       {@link Unit#NANOSECONDS} counter; {@link Group#INTERNAL} ones only when asked). That
+ *       {@link Unit#NANOSECONDS} counter; {@link Group#INTERNAL} ones only when asked), but for
+ *       {@link #TIMEOUTS}, whose meter is the count of the await timer {@value #AWAIT_TIMER} tagged
+ *       {@code outcome=timeout} (the same awaits, counted at the same point). That
  *       package may name only the public API, so it lists its meters itself; CounterSurfacesTest
  *       fails for a counter whose meter it does not bind, or binds under another name.
  * </ul>
  * Every counter is on every surface; {@link #group} says which MXBean, and whether Micrometer
- * binds it by default. The names are public (attributes, JFR fields, meter names): never rename one.
+ * binds it by default. The names are public (attributes, JFR fields, meter names): rename one only
+ * with a CHANGELOG entry (0.1.0 renamed two meters: {@code cudaloom.awaits.completed} to
+ * {@code cudaloom.completions}, {@code cudaloom.timeouts} to the await timer's outcome tag).
  *
  * <p>Adding a counter: a constant here (in the place where {@code toString} should print it), its
  * accessor and builder setter in {@link ReactorStats} (and in {@link ReactorStats.Internals} for an
@@ -55,7 +59,7 @@ public enum Counter {
     REGISTRATIONS("registrations", Source.ADDER, Type.LONG, Measure.COUNT, Unit.NONE, Group.OPERATOR,
             "cudaloom.registrations", "Awaits and callbacks that armed a slot"),
     COMPLETIONS("completions", Source.ADDER, Type.LONG, Measure.COUNT, Unit.NONE, Group.OPERATOR,
-            "cudaloom.awaits.completed", "Awaits that returned normally, and callbacks completed without failure"),
+            "cudaloom.completions", "Awaits that returned normally, and callbacks completed without failure"),
     INLINE_COMPLETIONS("inlineCompletions", Source.ADDER, Type.LONG, Measure.COUNT, Unit.NONE, Group.INTERNAL,
             "cudaloom.internal.inline.completions", "Completions seen by the waiter's own spin, without a wake-up"),
     IMMEDIATE("immediate", Source.ADDER, Type.LONG, Measure.COUNT, Unit.NONE, Group.OPERATOR,
@@ -98,7 +102,7 @@ public enum Counter {
     TRACKERS("trackers", Source.ADDER, Type.LONG, Measure.COUNT, Unit.NONE, Group.INTERNAL,
             "cudaloom.internal.trackers", "Flag writes enqueued with no waiter, to prove a full stream's work complete"),
     TIMEOUTS("timeouts", Source.ADDER, Type.LONG, Measure.COUNT, Unit.NONE, Group.OPERATOR,
-            "cudaloom.timeouts", "Blocking awaits that timed out while registered"),
+            Counter.AWAIT_TIMER, "Blocking awaits that timed out while registered"),
     WAITERS_NOW("waitersNow", Source.SAMPLED, Type.INT, Measure.LEVEL, Unit.NONE, Group.OPERATOR,
             "cudaloom.waiters", "Threads inside a blocking await now"),
     WORK_IN_FLIGHT("workInFlight", Source.SAMPLED, Type.LONG, Measure.LEVEL, Unit.NONE, Group.OPERATOR,
@@ -148,6 +152,9 @@ public enum Counter {
         /** How the reactor did it: {@link ReactorStats.Internals}, {@link ReactorInternalsMXBean}, Micrometer when asked. */
         INTERNAL
     }
+
+    /** The Micrometer await timer (one meter, tagged by outcome), the meter of {@link #TIMEOUTS}. */
+    public static final String AWAIT_TIMER = "cudaloom.await";
 
     /** {@link #values()}, made once (values() copies its array on every call). */
     public static final List<Counter> ALL = List.of(values());

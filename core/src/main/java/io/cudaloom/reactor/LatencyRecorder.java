@@ -1,6 +1,7 @@
 package io.cudaloom.reactor;
 
 import io.cudaloom.AwaitLatency;
+import io.cudaloom.AwaitListener;
 import io.cudaloom.ReactorConfig;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
@@ -23,6 +24,13 @@ import org.HdrHistogram.Recorder;
  * recent window is two halves of {@value #WINDOW_SECONDS} s each: what was drained in the current
  * half and in the previous one (so it covers the last 10 to 20 s of reads). Every read also
  * refreshes the relative {@code SlowAwait} threshold ({@link #isSlow}).
+ *
+ * <p><b>Await listeners</b> ({@link AwaitListener}, {@link #ended}): a copy-on-write array in one
+ * volatile field, replaced whole by {@link #addListener} and {@link #removeListener} (serialized by
+ * {@code listenersLock}; the volatile write publishes the new array and the listeners in it). Each
+ * await reads the field once, as it ends, and calls what that array holds: with none added,
+ * that read and an empty loop are the whole cost (no allocation). A removal is seen by every await
+ * whose read comes after its write; one that read before may still call the removed listener once.
  */
 public final class LatencyRecorder {
     /** The largest wait recorded as itself; longer ones count as this. */
@@ -35,7 +43,15 @@ public final class LatencyRecorder {
     /** How often {@link #isSlow} refreshes the threshold (a read of the stats refreshes it too). */
     private static final long REFRESH_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
 
+    private static final System.Logger LOG = System.getLogger("io.cudaloom");
+    private static final AwaitListener[] NO_LISTENERS = {};
+
     private final Recorder recorder = new Recorder(1, HIGHEST_NANOS, DIGITS);
+    /** The await listeners: replaced whole under {@link #listenersLock}, read once per await (class comment). */
+    private volatile AwaitListener[] listeners = NO_LISTENERS;
+    private final ReentrantLock listenersLock = new ReentrantLock();
+    /** Whether a listener's exception was logged at WARNING yet (racy by design). */
+    private volatile boolean listenerFailureLogged;
     private final double slowFactor;
     private final ReentrantLock lock = new ReentrantLock();
     // guarded by lock:
@@ -74,6 +90,65 @@ public final class LatencyRecorder {
     /** Records one await's wait; allocation-free. */
     void record(long nanos) {
         recorder.recordValue(nanos < 0 ? 0 : Math.min(nanos, HIGHEST_NANOS));
+    }
+
+    /**
+     * One await ended ({@link BlockingWait}, last: after counting it in the stats and
+     * {@link #record recording} its wait): calls the listeners added (the array the volatile read
+     * returns), in the order added. A listener's exception is logged and changes nothing of the
+     * await's outcome.
+     */
+    void ended(long nanos, AwaitListener.Outcome outcome) {
+        AwaitListener[] ls = listeners; // the one volatile read (see the class comment)
+        for (AwaitListener l : ls) {
+            try {
+                l.awaitEnded(outcome, nanos);
+            } catch (RuntimeException e) {
+                listenerFailed(l, e);
+            }
+        }
+    }
+
+    private void listenerFailed(AwaitListener l, RuntimeException e) {
+        boolean first = !listenerFailureLogged;
+        listenerFailureLogged = true; // racy by design: at worst two WARNINGs
+        LOG.log(first ? System.Logger.Level.WARNING : System.Logger.Level.DEBUG,
+                "await listener " + l + " threw; the await's outcome is unchanged"
+                        + (first ? " (later failures of this device's listeners are logged at DEBUG)" : ""), e);
+    }
+
+    /** Adds {@code listener} (a second add of the same one calls it twice). */
+    public void addListener(AwaitListener listener) {
+        java.util.Objects.requireNonNull(listener, "listener");
+        listenersLock.lock();
+        try {
+            AwaitListener[] old = listeners;
+            AwaitListener[] grown = java.util.Arrays.copyOf(old, old.length + 1);
+            grown[old.length] = listener;
+            listeners = grown; // publishes the array and the listener (see the class comment)
+        } finally {
+            listenersLock.unlock();
+        }
+    }
+
+    /** Removes one occurrence of {@code listener} (by identity); false if it was not added. */
+    public boolean removeListener(AwaitListener listener) {
+        listenersLock.lock();
+        try {
+            AwaitListener[] old = listeners;
+            for (int i = 0; i < old.length; i++) {
+                if (old[i] == listener) {
+                    AwaitListener[] shrunk = new AwaitListener[old.length - 1];
+                    System.arraycopy(old, 0, shrunk, 0, i);
+                    System.arraycopy(old, i + 1, shrunk, i, old.length - i - 1);
+                    listeners = shrunk.length == 0 ? NO_LISTENERS : shrunk;
+                    return true;
+                }
+            }
+            return false;
+        } finally {
+            listenersLock.unlock();
+        }
     }
 
     /**

@@ -1,6 +1,7 @@
 package io.cudaloom.reactor;
 
 import io.cudaloom.AwaitLatency;
+import io.cudaloom.AwaitListener;
 import io.cudaloom.GpuFaultException;
 import io.cudaloom.ReactorClosedException;
 import java.lang.invoke.MethodHandles;
@@ -47,6 +48,22 @@ public final class ReactorEvents {
             return "closed";
         }
         return SlowAwaitEvent.FAILED;
+    }
+
+    /**
+     * The {@link SlowAwaitEvent} outcome of an await that ended so: the event's documented values
+     * ("timed out" where the listeners' outcome is {@code TIMEOUT}). Here, not in the event class:
+     * calling a static method of an event class would load it, and Flight Recorder with it.
+     */
+    static String eventOutcome(AwaitListener.Outcome outcome) {
+        return switch (outcome) {
+            case COMPLETED -> SlowAwaitEvent.COMPLETED;
+            case TIMEOUT -> SlowAwaitEvent.TIMED_OUT;
+            case INTERRUPTED -> "interrupted";
+            case FAULT -> "fault";
+            case CLOSED -> "closed";
+            case FAILED -> SlowAwaitEvent.FAILED;
+        };
     }
 
     private static boolean slowAwaitEnabled() {

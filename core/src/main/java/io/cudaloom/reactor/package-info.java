@@ -54,7 +54,7 @@
  * ReactorCounters: the multi-writer counters and the stats snapshot; ReactorEvents: the JFR
  * events, each allocation-free while disabled; ReactorObservability: the
  * ReactorMXBean and the periodic JFR hook, installed when the reactor opens and removed
- * when it closes; LatencyRecorder: the await-latency histogram; StreamRecord: each stream's
+ * when it closes; LatencyRecorder: the await-latency histogram and the await listeners; StreamRecord: each stream's
  * admission, group-commit sequence, completion proof and wait average; StreamDrain: the one
  * registration a stream's close leaves; Waiter and WaitGroup: the hand-offs; PreWake: the waiters'
  * planned wake-ups, which the scanner serves (over the protocol's WakeBoard); TimerSlack: the

@@ -10,23 +10,30 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.cudaloom.AwaitLatency;
 import io.cudaloom.GpuFaultException;
+import io.cudaloom.ReactorClosedException;
 import io.cudaloom.ReactorConfig;
 import io.cudaloom.ReactorStats;
 import io.cudaloom.sim.SimulatedDevice;
 import io.cudaloom.sim.SimulatedStream;
 import io.micrometer.core.instrument.FunctionCounter;
-import io.micrometer.core.instrument.FunctionTimer;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.Tags;
-import io.micrometer.core.instrument.TimeGauge;
+import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 
-/** The Micrometer binder, read through a {@link SimpleMeterRegistry} against a simulated device. */
+/**
+ * The Micrometer binder, read through a {@link SimpleMeterRegistry} and scraped through a
+ * {@link PrometheusMeterRegistry}, against a simulated device.
+ */
 class CudaLoomMetricsTest {
     private static final Duration LONG = Duration.ofSeconds(30);
 
@@ -44,7 +51,7 @@ class CudaLoomMetricsTest {
     }
 
     @Test
-    void theAwaitTimerAndPercentilesFollowTheLatencyHistogramAndTheCountersTheStats() throws Exception {
+    void theAwaitTimerCountsWhatTheLatencyHistogramDoesAndTheCountersTheStats() throws Exception {
         SimpleMeterRegistry registry = new SimpleMeterRegistry();
         try (SimulatedDevice device = SimulatedDevice.create(ReactorConfig.builder().jmx(false).build())) {
             CudaLoomMetrics.of(device).tags(Tags.of("app", "test")).bindTo(registry);
@@ -57,22 +64,22 @@ class CudaLoomMetricsTest {
             ReactorStats stats = device.reactor().stats();
             assertTrue(latency.count() >= 15, "most awaits registered: " + latency + " " + stats);
 
-            FunctionTimer timer = registry.get("cudaloom.await").tags("device", device.name(), "app", "test").functionTimer();
-            assertEquals(latency.count(), (long) timer.count());
-            assertEquals(latency.totalNanos(), timer.totalTime(TimeUnit.NANOSECONDS), latency.totalNanos() * 1e-9);
-            assertTrue(timer.totalTime(TimeUnit.MILLISECONDS) > 0, "time waited: " + timer.totalTime(TimeUnit.MILLISECONDS));
+            Timer completed = registry.get("cudaloom.await").tags("device", device.name(), "app", "test",
+                    "outcome", "completed").timer();
+            assertEquals(latency.count(), completed.count(), "one timer record per await the histogram counts");
+            assertEquals(latency.totalNanos(), completed.totalTime(TimeUnit.NANOSECONDS), latency.totalNanos() * 0.02,
+                    "the same durations (the histogram's mean is within 1%)");
+            assertTrue(completed.max(TimeUnit.MILLISECONDS) >= 1.0, "2 ms kernels: " + completed.max(TimeUnit.MILLISECONDS));
+            assertEquals(6, registry.find("cudaloom.await").timers().size(), "one timer per outcome, registered at once");
+            for (String other : List.of("timeout", "interrupted", "fault", "closed", "failed")) {
+                assertEquals(0, registry.get("cudaloom.await").tag("outcome", other).timer().count(), other);
+            }
+            assertTrue(latency.recentP99Nanos() > 0, "20 awaits: the recent window has a p99: " + latency);
+            assertEquals(latency.recentP99Nanos(),
+                    registry.get("cudaloom.await.recent.p99").timeGauge().value(TimeUnit.NANOSECONDS), 1.0);
+            assertNull(registry.find("cudaloom.await.latency").meter(), "no lifetime quantile gauges any more");
 
-            TimeGauge p50 = registry.get("cudaloom.await.latency").tag("quantile", "0.5").timeGauge();
-            TimeGauge p99 = registry.get("cudaloom.await.latency").tag("quantile", "0.99").timeGauge();
-            TimeGauge p999 = registry.get("cudaloom.await.latency").tag("quantile", "0.999").timeGauge();
-            TimeGauge max = registry.get("cudaloom.await.latency.max").timeGauge();
-            assertEquals(latency.p50Nanos(), p50.value(TimeUnit.NANOSECONDS), 1.0);
-            assertEquals(latency.p99Nanos(), p99.value(TimeUnit.NANOSECONDS), 1.0);
-            assertTrue(p50.value(TimeUnit.NANOSECONDS) > 0);
-            assertTrue(p50.value() <= p99.value() && p99.value() <= p999.value() && p999.value() <= max.value());
-            assertEquals(4, registry.find("cudaloom.await.latency").timeGauges().size(), "p50, p90, p99, p999");
-
-            assertEquals(stats.completions(), registry.get("cudaloom.awaits.completed").functionCounter().count());
+            assertEquals(stats.completions(), registry.get("cudaloom.completions").functionCounter().count());
             assertEquals(stats.registrations(), registry.get("cudaloom.registrations").functionCounter().count());
             assertEquals(stats.immediate(), registry.get("cudaloom.awaits.immediate").functionCounter().count());
             assertEquals(20, stats.completions());
@@ -86,6 +93,132 @@ class CudaLoomMetricsTest {
                 assertEquals(now.freeSlots(), free.value(), "the gauge reads the stats");
             });
             assertNull(registry.find("cudaloom.internal.scan.passes").functionCounter(), "internals only when asked");
+        }
+    }
+
+    /**
+     * What a Prometheus server scrapes: the await timer as a histogram with buckets (so it
+     * aggregates across instances), one series per outcome, after awaits that complete, time out,
+     * are interrupted, fault and find the device closed on the simulated device; the names in
+     * Micrometer's conventions, rendered in Prometheus's (base unit seconds, counters
+     * {@code _total}).
+     */
+    @Test
+    void aPrometheusScrapeShowsTheAwaitHistogramsBucketsByOutcome() throws Exception {
+        PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+        SimulatedDevice device = SimulatedDevice.create(ReactorConfig.builder().jmx(false).build());
+        try (CudaLoomMetrics metrics = CudaLoomMetrics.of(device).tags(Tags.of("app", "scrape"))
+                .serviceLevelObjectives(Duration.ofMillis(5), Duration.ofMillis(50))) {
+            metrics.bindTo(registry);
+            SimulatedStream stream = device.newStream();
+            stream.launchKernel(Duration.ofMillis(1));
+            stream.await(); // completed
+
+            CountDownLatch gate = gate(stream);
+            assertFalse(stream.event().await(Duration.ofMillis(5)), "timed out behind the gate");
+            Thread interrupted = interruptedWhileWaiting(device, stream);
+            gate.countDown();
+            interrupted.join();
+
+            SimulatedStream faulty = device.newStream();
+            faulty.injectFault("an illegal address");
+            assertThrows(GpuFaultException.class, faulty::await); // fault
+
+            SimulatedStream held = device.newStream();
+            CountDownLatch never = gate(held);
+            AtomicReference<Throwable> closed = new AtomicReference<>();
+            Thread waiter = Thread.ofVirtual().start(() -> {
+                try {
+                    held.await();
+                } catch (Throwable t) {
+                    closed.set(t);
+                }
+            });
+            await().atMost(LONG).until(() -> device.reactor().stats().waitersNow() == 1);
+            device.close(); // the waiter throws ReactorClosedException
+            waiter.join();
+            never.countDown();
+            assertInstanceOf(ReactorClosedException.class, closed.get());
+
+            String scrape = registry.scrape();
+            System.out.println(scrape.lines().filter(l -> l.startsWith("cudaloom_await_seconds_count")
+                    || l.startsWith("# TYPE cudaloom_await")).collect(java.util.stream.Collectors.joining("\n")));
+            assertTrue(scrape.contains("# TYPE cudaloom_await_seconds histogram"), "a histogram");
+            for (String outcome : List.of("completed", "timeout", "interrupted", "fault", "closed")) {
+                String series = "cudaloom_await_seconds_count{app=\"scrape\",device=\"" + device.name()
+                        + "\",outcome=\"" + outcome + "\"} 1";
+                assertTrue(scrape.contains(series), "one " + outcome + " await: " + series + " in\n" + scrape);
+            }
+            Pattern bucket = Pattern.compile("cudaloom_await_seconds_bucket\\{app=\"scrape\",device=\"[^\"]+\","
+                    + "outcome=\"completed\",le=\"([^\"]+)\"\\} (\\d+)");
+            List<String> bounds = bucket.matcher(scrape).results().map(m -> m.group(1)).toList();
+            assertTrue(bounds.size() > 20, "the percentile histogram's buckets: " + bounds);
+            assertTrue(bounds.contains("0.005") && bounds.contains("0.05"), "the SLO boundaries: " + bounds);
+            assertTrue(bounds.contains("+Inf"), bounds.toString());
+            assertTrue(Double.parseDouble(bounds.get(0)) <= 1e-6 * 1.5, "from about 1 us: " + bounds.get(0));
+            System.out.printf("%d buckets per outcome, %s to %s%n", bounds.size(), bounds.get(0),
+                    bounds.get(bounds.size() - 2));
+            assertTrue(scrape.contains("cudaloom_await_seconds_max{"), "the timer's max");
+            assertTrue(scrape.contains("cudaloom_await_recent_p99_seconds{"), "the recent p99 gauge");
+            assertTrue(scrape.contains("cudaloom_completions_total{"), "a counter, _total");
+            assertFalse(scrape.contains("cudaloom_timeouts"), "the timeouts are the timer's outcome tag");
+            assertFalse(scrape.contains("quantile="), "no client-side quantiles: they do not aggregate");
+        } finally {
+            device.close();
+        }
+    }
+
+    /** A virtual thread interrupted in {@code stream.await()}; returned once it has thrown. */
+    private static Thread interruptedWhileWaiting(SimulatedDevice device, SimulatedStream stream) throws Exception {
+        AtomicReference<Throwable> thrown = new AtomicReference<>();
+        long before = device.reactor().stats().waitersNow();
+        Thread t = Thread.ofVirtual().start(() -> {
+            try {
+                stream.await();
+            } catch (Throwable e) {
+                thrown.set(e);
+            }
+        });
+        await().atMost(LONG).until(() -> device.reactor().stats().waitersNow() > before);
+        t.interrupt();
+        await().atMost(LONG).until(() -> thrown.get() != null);
+        assertInstanceOf(InterruptedException.class, thrown.get());
+        return t;
+    }
+
+    @Test
+    void closingTheBinderStopsTheTimerAndBindingARegistryAgainRecordsOnce() throws Exception {
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        try (SimulatedDevice device = SimulatedDevice.create(ReactorConfig.builder().jmx(false).build())) {
+            SimulatedStream stream = device.newStream();
+            CudaLoomMetrics metrics = CudaLoomMetrics.of(device).stream(stream);
+            metrics.bindTo(registry);
+            metrics.bindTo(registry); // again, after naming more streams: the same meters, one listener
+            Timer completed = registry.get("cudaloom.await").tag("outcome", "completed").timer();
+            long before = device.reactor().awaitLatency().count();
+            for (int i = 0; i < 5; i++) {
+                stream.launchKernel(Duration.ofMillis(1));
+                stream.await();
+            }
+            long recorded = device.reactor().awaitLatency().count() - before;
+            assertEquals(recorded, completed.count(), "each await recorded once");
+            metrics.close();
+            metrics.close(); // idempotent
+            stream.launchKernel(Duration.ofMillis(1));
+            stream.await();
+            assertEquals(recorded, completed.count(), "closed: no more records");
+            assertTrue(device.reactor().awaitLatency().count() >= before + recorded, "the awaits still ran");
+        }
+    }
+
+    @Test
+    void badSloBoundariesAreRefused() {
+        try (SimulatedDevice device = SimulatedDevice.create(ReactorConfig.builder().jmx(false).build())) {
+            CudaLoomMetrics m = CudaLoomMetrics.of(device);
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> m.serviceLevelObjectives(Duration.ofMillis(1), Duration.ZERO));
+            assertEquals("SLO boundaries must be positive durations, got PT0S", e.getMessage());
+            assertThrows(NullPointerException.class, () -> m.serviceLevelObjectives((Duration) null));
         }
     }
 
@@ -136,23 +269,27 @@ class CudaLoomMetricsTest {
         SimpleMeterRegistry registry = new SimpleMeterRegistry();
         try (SimulatedDevice device = SimulatedDevice.create(ReactorConfig.builder().jmx(false).build())) {
             CudaLoomMetrics.of(device).bindTo(registry);
-            FunctionCounter timeouts = registry.get("cudaloom.timeouts").functionCounter();
+            Timer timeouts = registry.get("cudaloom.await").tag("outcome", "timeout").timer();
             FunctionCounter faults = registry.get("cudaloom.faults").functionCounter();
             SimulatedStream stream = device.newStream();
             CountDownLatch gate = gate(stream);
             assertFalse(stream.event().await(Duration.ofMillis(5)), "timed out behind the gate");
             assertFalse(stream.event().await(5, TimeUnit.MILLISECONDS));
-            assertEquals(2.0, timeouts.count());
+            assertEquals(2, timeouts.count());
             assertEquals(2, device.reactor().stats().timeouts());
+            assertTrue(timeouts.totalTime(TimeUnit.MILLISECONDS) >= 10, "each waited its 5 ms: "
+                    + timeouts.totalTime(TimeUnit.MILLISECONDS));
             gate.countDown();
             stream.await();
-            assertEquals(2.0, timeouts.count(), "a completed await is no timeout");
+            assertEquals(2, timeouts.count(), "a completed await is no timeout");
 
             SimulatedStream faulty = device.newStream();
             faulty.injectFault("an illegal address");
             Throwable t = assertThrows(Throwable.class, faulty::await);
             assertInstanceOf(GpuFaultException.class, t);
             await().atMost(LONG).until(() -> faults.count() == 1.0);
+            assertEquals(1, registry.get("cudaloom.await").tag("outcome", "fault").timer().count(),
+                    "the await that faulted (it registered before the fault was seen)");
         }
     }
 

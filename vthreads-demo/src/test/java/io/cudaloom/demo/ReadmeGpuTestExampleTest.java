@@ -39,7 +39,7 @@ class ReadmeGpuTestExampleTest {
     }   // then the extension checks: memory, streams and devices closed, no wait pending, every slot back, no fault
 
     @Test
-    @GpuTest                                // needs the GPU itself: skipped (and says why) without one
+    @GpuTest(simulatedFallback = false)     // needs the GPU itself: skipped (and says why) without one
     void fillsOnTheGpu(CudaDevice gpu, CudaStream stream) throws Exception {   // a fresh stream per test
         try (DeviceBuffer buf = gpu.allocate(4096);
              PinnedBuffer host = gpu.allocateHost(4096)) {
