@@ -283,41 +283,54 @@ public final class BlockingWait implements CoalescedWait.Parking {
                 wakeAt = wakeAt(start, untilMargin - parkOvershootNanos, timed, deadline);
             }
             long remaining;
-            // A spurious or stale wake-up (an unpark meant for an earlier wait) sleeps again for the rest.
-            while (!waiter.isDelivered(ticket) && (remaining = wakeAt - System.nanoTime()) > 0) {
-                boolean posted = cell != PreWake.NOT_POSTED;
-                LockSupport.parkNanos(parkBlocker, remaining); // posted: a backstop the scanner's unpark ends first
-                long now = System.nanoTime();
-                long late;
-                if (!waiter.isDelivered(ticket)) {
-                    late = now - wakeAt; // woken at the planned time (the scanner's unpark or the timer): the lateness
-                } else {
-                    // Woken by the delivery. If the work landed after the planned wake-up, nothing had
-                    // woken this thread by then: the lateness is at least that (else a sleep that
-                    // always overshoots the landing would never learn its lateness).
-                    long landed = waiter.landedAt();
-                    late = landed != 0L && landed - wakeAt > 0 ? landed - wakeAt + BackoffIdleStrategy.MIN_MARGIN_NANOS : -1L;
-                }
-                if (late >= 0 && late < BackoffIdleStrategy.MAX_OVERSHOOT_NANOS) {
-                    if (posted) {
-                        long old = preWokenLateNanos;
-                        preWokenLateNanos = old + ((late - old) >> 2);
+            // Uninterruptible, with the interrupt status set (a pool's shutdownNow()): every park
+            // would return at once and this loop spin for the whole sleep, holding a carrier. So, as
+            // parkUntilDelivered does, the status is cleared before each park (one that comes
+            // during the sleep ends that park: cleared again, asleep again) and set again below
+            // once the sleep ends. Interruptible: kept, and the loop ends on it.
+            boolean interrupted = false;
+            try {
+                // A spurious or stale wake-up (an unpark meant for an earlier wait) sleeps again for the rest.
+                while (!waiter.isDelivered(ticket) && (remaining = wakeAt - System.nanoTime()) > 0) {
+                    boolean posted = cell != PreWake.NOT_POSTED;
+                    if (!interruptible && Thread.interrupted()) {
+                        interrupted = true;
+                    }
+                    LockSupport.parkNanos(parkBlocker, remaining); // posted: a backstop the scanner's unpark ends first
+                    long now = System.nanoTime();
+                    long late;
+                    if (!waiter.isDelivered(ticket)) {
+                        late = now - wakeAt; // woken at the planned time (the scanner's unpark or the timer): the lateness
                     } else {
-                        long old = parkOvershootNanos;
-                        parkOvershootNanos = old + ((late - old) >> 2);
+                        // Woken by the delivery. If the work landed after the planned wake-up, nothing had
+                        // woken this thread by then: the lateness is at least that (else a sleep that
+                        // always overshoots the landing would never learn its lateness).
+                        long landed = waiter.landedAt();
+                        late = landed != 0L && landed - wakeAt > 0 ? landed - wakeAt + BackoffIdleStrategy.MIN_MARGIN_NANOS : -1L;
+                    }
+                    if (late >= 0 && late < BackoffIdleStrategy.MAX_OVERSHOOT_NANOS) {
+                        if (posted) {
+                            long old = preWokenLateNanos;
+                            preWokenLateNanos = old + ((late - old) >> 2);
+                        } else {
+                            long old = parkOvershootNanos;
+                            parkOvershootNanos = old + ((late - old) >> 2);
+                        }
+                    }
+                    if (posted && !preWake.holds(cell, waiter)) {
+                        // Taken by the scanner: its unpark woke us, or will leave a permit. Woken early
+                        // all the same (an ABA of the cell, WakeBoard): post again for the rest.
+                        cell = !waiter.isDelivered(ticket) && wakeAt - now > 0 ? preWake.post(waiter, wakeAt) : PreWake.NOT_POSTED;
+                    }
+                    if (interrupted(interruptible)) {
+                        break; // the park that follows the spin handles it
                     }
                 }
-                if (posted && !preWake.holds(cell, waiter)) {
-                    // Taken by the scanner: its unpark woke us, or will leave a permit. Woken early
-                    // all the same (an ABA of the cell, WakeBoard): post again for the rest.
-                    cell = !waiter.isDelivered(ticket) && wakeAt - now > 0 ? preWake.post(waiter, wakeAt) : PreWake.NOT_POSTED;
+                if (cell != PreWake.NOT_POSTED) {
+                    preWake.withdraw(cell, waiter); // fails only if the scanner took it: a permit may be left, re-checked
                 }
-                if (interrupted(interruptible)) {
-                    break; // the park that follows the spin handles it
-                }
-            }
-            if (cell != PreWake.NOT_POSTED) {
-                preWake.withdraw(cell, waiter); // fails only if the scanner took it: a permit may be left, re-checked
+            } finally {
+                restoreInterrupt(interrupted); // the spin ignores it; the final park clears and restores it again
             }
         }
         return timed && deadline - end < 0 ? deadline : end;
