@@ -105,9 +105,11 @@ public final class BlockingWait implements CoalescedWait.Parking {
         if (poll) {
             return false;
         }
-        long start = System.nanoTime();
         // Null unless a JFR recording has io.cudaloom.SlowAwait enabled: no allocation otherwise.
+        // Begun before the clock starts, so that the event spans the whole wait (a timed one's
+        // deadline included), however long beginning it took (the first one adds JFR hooks).
         SlowAwaitEvent slow = ReactorEvents.beginAwait();
+        long start = System.nanoTime();
         String outcome = SlowAwaitEvent.FAILED; // a constant: assigning it allocates nothing
         Waiter waiter = Waiter.current(); // this thread's record, reused by every await
         int inside = waiters.incrementAndGet();
