@@ -271,6 +271,13 @@ public abstract class GpuDevice implements AutoCloseable {
     public abstract GpuStream newStream();
 
     /**
+     * What a kernel launch on this device may ask for: every launch is checked against it before
+     * anything is enqueued ({@link GpuStream#launch}). A CUDA device's, read from the driver when it
+     * opened; the simulated device's, those of an H100/H200, so that CI refuses what a GPU would.
+     */
+    public abstract LaunchLimits launchLimits();
+
+    /**
      * Device memory of {@code bytes} bytes, for kernels and copies (on a GPU {@code cuMemAlloc}).
      *
      * @throws IllegalArgumentException if {@code bytes} is not positive (or too large for the backend)

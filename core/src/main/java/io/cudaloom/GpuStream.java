@@ -207,7 +207,9 @@ public abstract class GpuStream implements AutoCloseable {
      *
      * @param args {@link DeviceMemory} of this device, {@code Integer}, {@code Long}, {@code Float}
      *     or {@code Double}, one for each of the kernel's {@link GpuKernel#params()}, in order
-     * @throws IllegalArgumentException if a dimension is below 1, the arguments are not as many as
+     * @throws IllegalArgumentException if a dimension is below 1 or over the device's
+     *     {@link GpuDevice#launchLimits() launch limits} (more than 1,024 threads per block on an
+     *     H100 and on the simulated device), the arguments are not as many as
      *     the kernel's parameters, one is not of the type its parameter takes ({@link GpuKernel.Param}),
      *     or memory belongs to another device; thrown before anything is enqueued, so the stream
      *     stays usable

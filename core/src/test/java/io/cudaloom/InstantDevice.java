@@ -68,6 +68,11 @@ final class InstantDevice extends GpuDevice {
     }
 
     @Override
+    public LaunchLimits launchLimits() {
+        return new LaunchLimits(1024, 1024, 1024, 64, Integer.MAX_VALUE, 65_535, 65_535, 232_448);
+    }
+
+    @Override
     public InstantStream newStream() {
         return new InstantStream(this, refuseFlagWrites, holdFlagWrites);
     }

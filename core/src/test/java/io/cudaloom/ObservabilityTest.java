@@ -251,21 +251,62 @@ class ObservabilityTest {
         }
     }
 
+    /**
+     * The path says what happened to that await. With the defaults (coalescing on), a lone await
+     * arms a write of its own and parks as with {@code coalesce(false)}: {@code parked}, as
+     * {@code stats().coalesced()} says (0); before, it was recorded as {@code coalesced} with
+     * defaults and {@code parked} without (this test failed on the first assertion).
+     */
     @Test
-    void aCoalescedAwaitIsNamed() throws Exception {
-        try (SimulatedDevice device = SimulatedDevice.create(ReactorConfig.builder().coalesce(true).build())) {
+    void aLoneAwaitIsParkedWithOrWithoutCoalescing() throws Exception {
+        for (boolean coalesce : new boolean[] {true, false}) {
+            try (SimulatedDevice device = SimulatedDevice.create(ReactorConfig.builder().coalesce(coalesce).build())) {
+                SimulatedStream stream = device.newStream();
+                AtomicReference<Throwable> failure = new AtomicReference<>();
+                List<RecordedEvent> events = record(slowAwaitsOverZeroMs(), () -> {
+                    CountDownLatch gate = gate(stream);
+                    Thread waiter = awaiting(stream, failure);
+                    await().atMost(LONG).until(() -> parkedOn(waiter, device.reactor()));
+                    gate.countDown();
+                    waiter.join();
+                });
+                assertNull(failure.get());
+                assertEquals(0, device.reactor().stats().coalesced(), "coalesce(" + coalesce + "): shared with nobody");
+                assertEquals(List.of("parked"), of(events, SlowAwaitEvent.NAME, device).stream()
+                        .map(e -> e.getString("path")).toList(), "coalesce(" + coalesce + ")");
+            }
+        }
+    }
+
+    /**
+     * Waiters that join the write a first waiter armed are {@code coalesced}, one event for each
+     * await {@code stats().coalesced()} counts; the first, whose write they share, is {@code parked}.
+     */
+    @Test
+    void theAwaitsThatShareAnotherWaitersWriteAreCoalescedAsStatsCountThem() throws Exception {
+        try (SimulatedDevice device = SimulatedDevice.create(ReactorConfig.defaults())) {
             SimulatedStream stream = device.newStream();
             AtomicReference<Throwable> failure = new AtomicReference<>();
             List<RecordedEvent> events = record(slowAwaitsOverZeroMs(), () -> {
                 CountDownLatch gate = gate(stream);
-                Thread waiter = awaiting(stream, failure);
-                await().atMost(LONG).until(() -> parkedOn(waiter, device.reactor()));
+                GpuEvent event = stream.event();
+                Thread first = awaiting(event, failure);
+                await().atMost(LONG).until(() -> parkedOn(first, device.reactor()));
+                List<Thread> joiners = new ArrayList<>();
+                for (int i = 0; i < 3; i++) {
+                    joiners.add(awaiting(event, failure));
+                }
+                await().atMost(LONG).until(() -> joiners.stream().allMatch(t -> parkedOn(t, device.reactor())));
                 gate.countDown();
-                waiter.join();
+                first.join();
+                for (Thread t : joiners) {
+                    t.join();
+                }
             });
             assertNull(failure.get());
-            List<RecordedEvent> slow = of(events, SlowAwaitEvent.NAME, device);
-            assertEquals(List.of("coalesced"), slow.stream().map(e -> e.getString("path")).toList());
+            assertEquals(3, device.reactor().stats().coalesced(), "the three joined the first one's write");
+            assertEquals(List.of("coalesced", "coalesced", "coalesced", "parked"), of(events, SlowAwaitEvent.NAME, device)
+                    .stream().map(e -> e.getString("path")).sorted().toList());
         }
     }
 

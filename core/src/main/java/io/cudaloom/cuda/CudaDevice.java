@@ -1,10 +1,12 @@
 package io.cudaloom.cuda;
 
 import static io.cudaloom.cuda.Cuda.check;
+import static jcuda.driver.CUdevice_attribute.*;
 import static jcuda.driver.JCudaDriver.*;
 
 import io.cudaloom.GpuDevice;
 import io.cudaloom.GpuKernel;
+import io.cudaloom.LaunchLimits;
 import io.cudaloom.LiveResources;
 import io.cudaloom.ReactorClosedException;
 import io.cudaloom.ReactorConfig;
@@ -81,6 +83,8 @@ public final class CudaDevice extends GpuDevice {
     private final String name;
     private final int computeMajor;
     private final int computeMinor;
+    /** Read from the driver once, at open (cuDeviceGetAttribute); every launch is checked against it. */
+    private final LaunchLimits launchLimits;
     private volatile boolean closed;
     /** Set once the context has been released or reset: nothing of it can run any more. */
     private volatile boolean contextGone;
@@ -115,7 +119,19 @@ public final class CudaDevice extends GpuDevice {
         this.computeMajor = v[0];
         check(cuDeviceGetAttribute(v, jcuda.driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device), "cuDeviceGetAttribute");
         this.computeMinor = v[0];
+        this.launchLimits = new LaunchLimits(attribute(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK),
+                attribute(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X), attribute(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y),
+                attribute(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z), attribute(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X),
+                attribute(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y), attribute(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z),
+                attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN));
         check(cuDevicePrimaryCtxRetain(context, device), "cuDevicePrimaryCtxRetain");
+    }
+
+    /** One {@code cuDeviceGetAttribute} of this device (no context needed). */
+    private int attribute(int attribute) {
+        int[] v = new int[1];
+        check(cuDeviceGetAttribute(v, attribute, device), "cuDeviceGetAttribute(" + attribute + ")");
+        return v[0];
     }
 
     /** Number of CUDA devices (initialises the driver). */
@@ -166,6 +182,12 @@ public final class CudaDevice extends GpuDevice {
 
     public int ordinal() {
         return ordinal;
+    }
+
+    /** Read from the driver when this device opened ({@code cuDeviceGetAttribute}). */
+    @Override
+    public LaunchLimits launchLimits() {
+        return launchLimits;
     }
 
     /** E.g. "9.0" for an H100/H200. */

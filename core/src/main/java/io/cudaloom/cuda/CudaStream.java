@@ -70,8 +70,9 @@ public final class CudaStream extends GpuStream {
      * device pointers), {@code Integer}, {@code Long}, {@code Float} or {@code Double}, as the
      * kernel's {@link CudaKernel#params()} say.
      *
-     * @throws IllegalArgumentException if a dimension is below 1, or an argument's count or type does
-     *     not match the kernel's parameters (checked before anything is enqueued)
+     * @throws IllegalArgumentException if a dimension is below 1 or over the device's
+     *     {@link CudaDevice#launchLimits() launch limits}, or an argument's count or type does not
+     *     match the kernel's parameters (checked before anything is enqueued)
      */
     public void launch(CudaKernel kernel, int gridX, int blockX, Object... args) {
         launch(kernel, gridX, 1, 1, blockX, 1, 1, 0, args);
@@ -86,17 +87,15 @@ public final class CudaStream extends GpuStream {
             int sharedBytes, Object... args) {
         Objects.requireNonNull(kernel, "kernel");
         Objects.requireNonNull(args, "args");
+        WorkChecks.dimensions(device.launchLimits(), kernel.name(), gridX, gridY, gridZ, blockX, blockY, blockZ,
+                sharedBytes);
         WorkChecks.arguments(device, kernel.name(), kernel.params(), args);
         enqueueLaunch(kernel, gridX, gridY, gridZ, blockX, blockY, blockZ, sharedBytes, args);
     }
 
-    /** The launch after the argument checks. */
+    /** The launch after the checks of its dimensions ({@link WorkChecks#dimensions}) and arguments. */
     private void enqueueLaunch(CudaKernel kernel, int gridX, int gridY, int gridZ, int blockX, int blockY,
             int blockZ, int sharedBytes, Object[] args) {
-        if (gridX < 1 || gridY < 1 || gridZ < 1 || blockX < 1 || blockY < 1 || blockZ < 1) {
-            throw new IllegalArgumentException("grid and block dimensions must be >= 1, were grid ("
-                    + gridX + "," + gridY + "," + gridZ + ") block (" + blockX + "," + blockY + "," + blockZ + ")");
-        }
         if (kernel.module().device() != device) {
             throw new IllegalArgumentException("kernel " + kernel.name() + " was loaded on "
                     + kernel.module().device().name() + ", not on " + device.name());

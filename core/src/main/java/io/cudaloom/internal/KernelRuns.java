@@ -40,24 +40,73 @@ public final class KernelRuns {
     private KernelRuns() {}
 
     /**
-     * Prepares a {@code gridX} x {@code blockX} launch now ({@code memory} maps a memory argument
-     * to its bytes); the returned task runs {@code body} for every thread of it, in index order.
+     * Prepares a {@code gridX} x {@code blockX} launch of {@code kernel} now ({@code memory} maps a
+     * memory argument to its bytes); the returned task runs {@code body} for every thread of it, in
+     * index order. If the body throws, the task throws a {@link KernelFailed} that names the kernel
+     * and the thread, whose cause is the body's exception as it was thrown.
      */
-    public static Runnable prepare(int gridX, int blockX, Object[] args, Function<DeviceMemory, ByteBuffer> memory,
-            GpuKernel.Body body) {
+    public static Runnable prepare(String kernel, int gridX, int blockX, Object[] args,
+            Function<DeviceMemory, ByteBuffer> memory, GpuKernel.Body body) {
         KernelThread threads;
         try {
             threads = (KernelThread) NEW.invokeExact(gridX, blockX, args, memory);
         } catch (Throwable e) {
             throw unchecked(e);
         }
+        long[] sizes = memorySizes(args); // now: a close after the launch does not change what it saw
         return () -> {
             try {
                 RUN_ALL.invokeExact(threads, body);
+            } catch (RuntimeException | Error e) {
+                throw new KernelFailed(describe(kernel, threads, gridX, blockX, sizes, e), e);
             } catch (Throwable e) {
-                throw unchecked(e); // a body's own exception passes as it is: the stream handles it as before
+                throw unchecked(e);
             }
         };
+    }
+
+    /**
+     * A kernel body threw, on the simulated device: the message names the kernel and the thread,
+     * and the cause is the body's own exception (the stream's fault carries that cause).
+     */
+    public static final class KernelFailed extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        KernelFailed(String message, Throwable cause) {
+            super(message, cause, false, false);
+        }
+    }
+
+    private static long[] memorySizes(Object[] args) {
+        long[] sizes = new long[args.length];
+        for (int i = 0; i < args.length; i++) {
+            sizes[i] = args[i] instanceof DeviceMemory m ? m.bytes() : -1L;
+        }
+        return sizes;
+    }
+
+    /**
+     * E.g. {@code "kernel scale_f32 failed in thread 2048 (block 2, thread 0 of a 3 x 1024 launch):
+     * java.lang.IndexOutOfBoundsException (memory argument 0: 8192 bytes)"}; the memory arguments'
+     * sizes only for an index out of bounds (whose JDK message, from a buffer, is often none).
+     */
+    private static String describe(String kernel, KernelThread t, int gridX, int blockX, long[] sizes, Throwable e) {
+        StringBuilder sb = new StringBuilder("kernel ").append(kernel).append(" failed in thread ").append(t.index())
+                .append(" (block ").append(t.blockIndex()).append(", thread ").append(t.threadIndex()).append(" of a ")
+                .append(gridX).append(" x ").append(blockX).append(" launch): ").append(e);
+        if (e instanceof IndexOutOfBoundsException) {
+            String sep = " (";
+            for (int i = 0; i < sizes.length; i++) {
+                if (sizes[i] >= 0) {
+                    sb.append(sep).append("memory argument ").append(i).append(": ").append(sizes[i]).append(" bytes");
+                    sep = ", ";
+                }
+            }
+            if (!sep.equals(" (")) {
+                sb.append(')');
+            }
+        }
+        return sb.toString();
     }
 
     /** Neither handle throws a checked exception: anything else is rethrown as it is. */

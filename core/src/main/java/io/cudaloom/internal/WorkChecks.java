@@ -4,6 +4,7 @@ import io.cudaloom.DeviceMemory;
 import io.cudaloom.GpuDevice;
 import io.cudaloom.GpuKernel;
 import io.cudaloom.HostMemory;
+import io.cudaloom.LaunchLimits;
 
 import java.time.Duration;
 import java.util.List;
@@ -28,12 +29,51 @@ public final class WorkChecks {
             throw new IllegalArgumentException("grid and block sizes must be >= 1, were " + gridX + " and " + blockX
                     + " (launching " + kernel.entry() + ")");
         }
+        dimensions(device.launchLimits(), kernel.entry(), gridX, 1, 1, blockX, 1, 1, 0);
         List<GpuKernel.Param> params = kernel.params(); // immutable and random-access: get(i) allocates nothing
         if (args.length != params.size()) {
             throw wrongCount(kernel.entry(), params, args);
         }
         for (int i = 0; i < args.length; i++) {
             argument(device, kernel.entry(), i, params.get(i), args[i]);
+        }
+    }
+
+    /**
+     * Checks a launch's grid, block and dynamic shared memory against the device's {@code limits}
+     * ({@link GpuDevice#launchLimits()}), each dimension at least 1. One message for each limit,
+     * the same on every backend (it names the kernel, not the device). Allocates nothing unless it
+     * throws.
+     */
+    public static void dimensions(LaunchLimits limits, String kernel, int gridX, int gridY, int gridZ, int blockX,
+            int blockY, int blockZ, int sharedBytes) {
+        if (gridX < 1 || gridY < 1 || gridZ < 1 || blockX < 1 || blockY < 1 || blockZ < 1) {
+            throw new IllegalArgumentException("grid and block dimensions must be >= 1, were grid (" + gridX + ","
+                    + gridY + "," + gridZ + ") block (" + blockX + "," + blockY + "," + blockZ + ") (launching " + kernel + ")");
+        }
+        long threads = (long) blockX * blockY * blockZ;
+        if (threads > limits.maxThreadsPerBlock()) {
+            throw new IllegalArgumentException("a block of " + threads + " threads (" + blockX + "," + blockY + ","
+                    + blockZ + ") is over the device's limit of " + limits.maxThreadsPerBlock()
+                    + " threads per block (launching " + kernel + ")");
+        }
+        over("block", 'x', blockX, limits.maxBlockDimX(), kernel);
+        over("block", 'y', blockY, limits.maxBlockDimY(), kernel);
+        over("block", 'z', blockZ, limits.maxBlockDimZ(), kernel);
+        over("grid", 'x', gridX, limits.maxGridDimX(), kernel);
+        over("grid", 'y', gridY, limits.maxGridDimY(), kernel);
+        over("grid", 'z', gridZ, limits.maxGridDimZ(), kernel);
+        if (sharedBytes < 0 || sharedBytes > limits.maxSharedMemoryPerBlock()) {
+            throw new IllegalArgumentException(sharedBytes + " bytes of dynamic shared memory per block "
+                    + (sharedBytes < 0 ? "is negative" : "is over the device's limit of " + limits.maxSharedMemoryPerBlock())
+                    + " (launching " + kernel + ")");
+        }
+    }
+
+    private static void over(String what, char axis, int value, int limit, String kernel) {
+        if (value > limit) {
+            throw new IllegalArgumentException("a " + what + " " + axis + " dimension of " + value
+                    + " is over the device's limit of " + limit + " (launching " + kernel + ")");
         }
     }
 

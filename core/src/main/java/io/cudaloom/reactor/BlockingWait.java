@@ -106,15 +106,16 @@ public final class BlockingWait implements CoalescedWait.Parking {
         if (poll) {
             return false;
         }
-        long start = System.nanoTime();
         // Null unless a JFR recording has io.cudaloom.SlowAwait enabled: no allocation otherwise.
+        // Begun before the clock starts, so that the event spans the whole wait (a timed one's
+        // deadline included), however long beginning it took (the first one adds JFR hooks).
         SlowAwaitEvent slow = ReactorEvents.beginAwait();
+        long start = System.nanoTime();
         AwaitListener.Outcome outcome = AwaitListener.Outcome.FAILED; // unless decided below
         Waiter waiter = Waiter.current(); // this thread's record, reused by every await
         int inside = waiters.incrementAndGet();
         try {
-            boolean completed = register(waiter, stream, required, interruptible, timed, timed ? start + nanos : 0L, inside,
-                    slow);
+            boolean completed = register(waiter, stream, required, interruptible, timed, timed ? start + nanos : 0L, inside);
             if (completed) {
                 stream.completedThrough(required); // a normal return proves the event's work done
             }
@@ -137,10 +138,13 @@ public final class BlockingWait implements CoalescedWait.Parking {
             }
             if (slow != null) {
                 // Ended and committed here, not in a helper, so the event's stack trace starts at the await.
+                // An await that found its work done (a delivered group covered it) waited for nothing: not recorded.
                 slow.end();
-                if (slow.shouldCommit() && latency.isSlow(System.nanoTime() - start)) { // relative threshold too
+                if (waiter.path != SlowAwaitEvent.IMMEDIATE && slow.shouldCommit()
+                        && latency.isSlow(System.nanoTime() - start)) { // relative threshold too
                     slow.device = deviceName;
                     slow.stream = stream.toString();
+                    slow.path = waiter.path; // what happened to this await (Waiter#path)
                     slow.outcome = ReactorEvents.eventOutcome(outcome);
                     slow.commit();
                 }
@@ -160,9 +164,12 @@ public final class BlockingWait implements CoalescedWait.Parking {
         return AwaitListener.Outcome.CLOSED; // ReactorClosedException: the only other one caught
     }
 
-    /** Registers and waits; {@code slow}, if recording, is told the path taken. */
+    /**
+     * Registers and waits; the path taken is left in {@link Waiter#path} ({@link SlowAwaitEvent#PARKED}
+     * unless the wait says otherwise: here, or in {@link CoalescedWait#await}).
+     */
     private boolean register(Waiter waiter, ReactorStream stream, long required, boolean interruptible, boolean timed,
-            long deadline, int inside, @Nullable SlowAwaitEvent slow) throws InterruptedException {
+            long deadline, int inside) throws InterruptedException {
         waiter.reset();
         long spinNanos = config.waiterSpinNanos();
         long recent = stream.record().recentWaitNanos();
@@ -170,27 +177,20 @@ public final class BlockingWait implements CoalescedWait.Parking {
         // A wait longer than the spin is predicted from the stream's recent ones: sleep through it, spin its end.
         long predicted = few && recent > spinNanos && recent <= MAX_PREDICTED_WAIT_NANOS ? recent : 0L;
         boolean spin = few && (recent <= spinNanos || predicted > 0);
-        if (coalesced != null) {
-            path(slow, SlowAwaitEvent.COALESCED);
+        if (coalesced != null) { // the path: coalesced only if this await shared a write (CoalescedWait)
             return coalesced.await(stream, required, waiter, spin ? predicted : CoalescedWait.NO_SPIN, interruptible, timed, deadline);
         }
         long ticket = registrar.tryArm(stream, waiter);
         FallbackRegistration fallback = null;
         if (!Registrar.armed(ticket)) {
-            path(slow, SlowAwaitEvent.FALLBACK);
+            waiter.path = SlowAwaitEvent.FALLBACK;
             fallback = registrar.registerFallback(stream, waiter, FallbackReason.of(ticket));
             ticket = fallback.ticket;
         } else if (spin && spinOnOwnFlag(waiter, ticket, predicted, interruptible, timed, deadline)) {
-            path(slow, SlowAwaitEvent.INLINE);
+            waiter.path = SlowAwaitEvent.INLINE;
             return true;
         }
         return parkUntilDelivered(waiter, ticket, fallback, interruptible, timed, deadline);
-    }
-
-    private static void path(@Nullable SlowAwaitEvent slow, String path) {
-        if (slow != null) {
-            slow.path = path;
-        }
     }
 
     /**
@@ -298,41 +298,54 @@ public final class BlockingWait implements CoalescedWait.Parking {
                 wakeAt = wakeAt(start, untilMargin - parkOvershootNanos, timed, deadline);
             }
             long remaining;
-            // A spurious or stale wake-up (an unpark meant for an earlier wait) sleeps again for the rest.
-            while (!waiter.isDelivered(ticket) && (remaining = wakeAt - System.nanoTime()) > 0) {
-                boolean posted = cell != PreWake.NOT_POSTED;
-                LockSupport.parkNanos(parkBlocker, remaining); // posted: a backstop the scanner's unpark ends first
-                long now = System.nanoTime();
-                long late;
-                if (!waiter.isDelivered(ticket)) {
-                    late = now - wakeAt; // woken at the planned time (the scanner's unpark or the timer): the lateness
-                } else {
-                    // Woken by the delivery. If the work landed after the planned wake-up, nothing had
-                    // woken this thread by then: the lateness is at least that (else a sleep that
-                    // always overshoots the landing would never learn its lateness).
-                    long landed = waiter.landedAt();
-                    late = landed != 0L && landed - wakeAt > 0 ? landed - wakeAt + BackoffIdleStrategy.MIN_MARGIN_NANOS : -1L;
-                }
-                if (late >= 0 && late < BackoffIdleStrategy.MAX_OVERSHOOT_NANOS) {
-                    if (posted) {
-                        long old = preWokenLateNanos;
-                        preWokenLateNanos = old + ((late - old) >> 2);
+            // Uninterruptible, with the interrupt status set (a pool's shutdownNow()): every park
+            // would return at once and this loop spin for the whole sleep, holding a carrier. So, as
+            // parkUntilDelivered does, the status is cleared before each park (one that comes
+            // during the sleep ends that park: cleared again, asleep again) and set again below
+            // once the sleep ends. Interruptible: kept, and the loop ends on it.
+            boolean interrupted = false;
+            try {
+                // A spurious or stale wake-up (an unpark meant for an earlier wait) sleeps again for the rest.
+                while (!waiter.isDelivered(ticket) && (remaining = wakeAt - System.nanoTime()) > 0) {
+                    boolean posted = cell != PreWake.NOT_POSTED;
+                    if (!interruptible && Thread.interrupted()) {
+                        interrupted = true;
+                    }
+                    LockSupport.parkNanos(parkBlocker, remaining); // posted: a backstop the scanner's unpark ends first
+                    long now = System.nanoTime();
+                    long late;
+                    if (!waiter.isDelivered(ticket)) {
+                        late = now - wakeAt; // woken at the planned time (the scanner's unpark or the timer): the lateness
                     } else {
-                        long old = parkOvershootNanos;
-                        parkOvershootNanos = old + ((late - old) >> 2);
+                        // Woken by the delivery. If the work landed after the planned wake-up, nothing had
+                        // woken this thread by then: the lateness is at least that (else a sleep that
+                        // always overshoots the landing would never learn its lateness).
+                        long landed = waiter.landedAt();
+                        late = landed != 0L && landed - wakeAt > 0 ? landed - wakeAt + BackoffIdleStrategy.MIN_MARGIN_NANOS : -1L;
+                    }
+                    if (late >= 0 && late < BackoffIdleStrategy.MAX_OVERSHOOT_NANOS) {
+                        if (posted) {
+                            long old = preWokenLateNanos;
+                            preWokenLateNanos = old + ((late - old) >> 2);
+                        } else {
+                            long old = parkOvershootNanos;
+                            parkOvershootNanos = old + ((late - old) >> 2);
+                        }
+                    }
+                    if (posted && !preWake.holds(cell, waiter)) {
+                        // Taken by the scanner: its unpark woke us, or will leave a permit. Woken early
+                        // all the same (an ABA of the cell, WakeBoard): post again for the rest.
+                        cell = !waiter.isDelivered(ticket) && wakeAt - now > 0 ? preWake.post(waiter, wakeAt) : PreWake.NOT_POSTED;
+                    }
+                    if (interrupted(interruptible)) {
+                        break; // the park that follows the spin handles it
                     }
                 }
-                if (posted && !preWake.holds(cell, waiter)) {
-                    // Taken by the scanner: its unpark woke us, or will leave a permit. Woken early
-                    // all the same (an ABA of the cell, WakeBoard): post again for the rest.
-                    cell = !waiter.isDelivered(ticket) && wakeAt - now > 0 ? preWake.post(waiter, wakeAt) : PreWake.NOT_POSTED;
+                if (cell != PreWake.NOT_POSTED) {
+                    preWake.withdraw(cell, waiter); // fails only if the scanner took it: a permit may be left, re-checked
                 }
-                if (interrupted(interruptible)) {
-                    break; // the park that follows the spin handles it
-                }
-            }
-            if (cell != PreWake.NOT_POSTED) {
-                preWake.withdraw(cell, waiter); // fails only if the scanner took it: a permit may be left, re-checked
+            } finally {
+                restoreInterrupt(interrupted); // the spin ignores it; the final park clears and restores it again
             }
         }
         return timed && deadline - end < 0 ? deadline : end;
@@ -346,37 +359,39 @@ public final class BlockingWait implements CoalescedWait.Parking {
      * The spin of a waiter that armed a shared group's write itself ({@link CoalescedWait}): as
      * {@link #spinOnOwnFlag}, but on seeing the flag it withdraws the group's payload and, if that
      * succeeds (the scanner has not taken it), delivers the group on this thread, its own
-     * membership included; either way the membership is then delivered or about to be.
+     * membership included; either way the membership is then delivered or about to be. True if
+     * this thread delivered the group (the await's path is then {@code inline}).
      */
     @Override
-    public void spinOnGroupFlag(Waiter waiter, long memberTicket, long slotTicket, Completion payload, long predicted,
+    public boolean spinOnGroupFlag(Waiter waiter, long memberTicket, long slotTicket, Completion payload, long predicted,
             boolean interruptible, boolean timed, long deadline) {
         long end = sleepThroughPrediction(waiter, memberTicket, predicted, interruptible, timed, deadline);
         preWake.watch(); // after the group's arm and the sleep: it looks at the group's flag now (see spinOnOwnFlag)
         try {
-            watchGroupFlag(waiter, memberTicket, slotTicket, payload, end, interruptible);
+            return watchGroupFlag(waiter, memberTicket, slotTicket, payload, end, interruptible);
         } finally {
             preWake.unwatch();
         }
     }
 
-    private void watchGroupFlag(Waiter waiter, long memberTicket, long slotTicket, Completion payload, long end,
+    private boolean watchGroupFlag(Waiter waiter, long memberTicket, long slotTicket, Completion payload, long end,
             boolean interruptible) {
         while (!waiter.isDelivered(memberTicket)) {
             if (table.flagSet(slotTicket)) {
                 if (table.cancel(slotTicket, payload)) {
                     counters.increment(Counter.INLINE_COMPLETIONS);
                     payload.complete(slotTicket, null); // the scanner retires the slot, and records its proof
-                } else {
-                    awaitImminentDelivery(waiter, memberTicket, end, interruptible); // the scanner took it
+                    return true;
                 }
-                return;
+                awaitImminentDelivery(waiter, memberTicket, end, interruptible); // the scanner took it
+                return false;
             }
             if (System.nanoTime() - end >= 0 || interrupted(interruptible)) {
-                return;
+                return false;
             }
             Thread.onSpinWait();
         }
+        return false; // delivered meanwhile: by the scanner (an early landing ended the sleep)
     }
 
     /**

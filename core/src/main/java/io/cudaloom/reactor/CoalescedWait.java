@@ -46,6 +46,8 @@ import org.jspecify.annotations.Nullable;
 final class CoalescedWait {
     /** {@link #await}'s spin argument for "do not spin". */
     static final long NO_SPIN = -1L;
+    /** {@link #arm}'s answer when registering threw: neither a ticket nor a fallback's reason. */
+    private static final long ARM_FAILED = Long.MIN_VALUE;
 
     /**
      * How a member waits once it holds its membership: the one-slot wait's park and spin
@@ -56,8 +58,11 @@ final class CoalescedWait {
         boolean parkUntilDelivered(Waiter waiter, long ticket, @Nullable Registration registration,
                 boolean interruptible, boolean timed, long deadline) throws InterruptedException;
 
-        /** Spins on the group's flag; delivers the group on this thread if it withdraws the payload first. */
-        void spinOnGroupFlag(Waiter waiter, long memberTicket, long slotTicket, Completion payload, long predicted,
+        /**
+         * Spins on the group's flag; delivers the group on this thread if it withdraws the payload
+         * first, and then returns true.
+         */
+        boolean spinOnGroupFlag(Waiter waiter, long memberTicket, long slotTicket, Completion payload, long predicted,
                 boolean interruptible, boolean timed, long deadline);
     }
 
@@ -81,6 +86,14 @@ final class CoalescedWait {
     }
 
     /**
+     * Leaves the path taken in {@link Waiter#path} (the {@link SlowAwaitEvent} path): {@code coalesced}
+     * exactly when this await shares a write it did not arm itself, the awaits that
+     * {@link Counter#COALESCED} counts (it joined an armed or open group, or installed an open group
+     * for the next write); a waiter that arms a group of its own waits as on its own slot
+     * ({@code inline} if its spin delivered the group, {@code parked}, or {@code fallback} if a host
+     * callback serves the group), whoever joins it later; {@code immediate} (no event) if a delivered
+     * group, or the driver, showed its work already done.
+     *
      * @param spin how a waiter that arms a group itself spins on its flag: its predicted wait (0 for
      *     none), or {@link #NO_SPIN} (BlockingWait's policy)
      */
@@ -93,15 +106,18 @@ final class CoalescedWait {
             if (last != null && last.covers(required)) {
                 if (last.join(member)) {
                     counters.increment(Counter.COALESCED);
+                    waiter.path = SlowAwaitEvent.COALESCED;
                     return blocking.parkUntilDelivered(waiter, member.ticket, member, interruptible, timed, deadline);
                 }
                 if (last.deliveredFailure() == null) { // delivered: the work it covers, ours too, is done
+                    waiter.path = SlowAwaitEvent.IMMEDIATE;
                     counters.increment(Counter.IMMEDIATE);
                     counters.increment(Counter.COMPLETIONS);
                     return true;
                 }
                 // A failed group (fault, close) says nothing about later ones: check afresh.
                 if (checks.precheck(stream, false) == StreamState.IDLE) {
+                    waiter.path = SlowAwaitEvent.IMMEDIATE;
                     return true;
                 }
             }
@@ -109,10 +125,12 @@ final class CoalescedWait {
             if (open != null && open.isOpen()) { // ordering 1: required was read before this
                 if (open.join(member)) {
                     counters.increment(Counter.COALESCED);
+                    waiter.path = SlowAwaitEvent.COALESCED;
                     armOpenIfRoom(stream, record);
                     return blocking.parkUntilDelivered(waiter, member.ticket, member, interruptible, timed, deadline);
                 }
                 if (open.deliveredFailure() == null) { // armed and delivered since: it covered us
+                    waiter.path = SlowAwaitEvent.IMMEDIATE;
                     counters.increment(Counter.IMMEDIATE);
                     counters.increment(Counter.COMPLETIONS);
                     return true;
@@ -125,9 +143,13 @@ final class CoalescedWait {
                 fresh.join(member);
                 Delivery delivery = new Delivery(this, stream, fresh);
                 long ticket = arm(stream, record, fresh, delivery, true);
-                if (spin != NO_SPIN && Registrar.armed(ticket)) {
-                    // A short kernel then completes with no wake-up, as a lone waiter's own slot does.
-                    blocking.spinOnGroupFlag(waiter, member.ticket, ticket, delivery, spin, interruptible, timed, deadline);
+                // Its own write, as a lone waiter's own slot: parked (the default), inline or fallback.
+                if (!Registrar.armed(ticket) && ticket != ARM_FAILED) {
+                    waiter.path = SlowAwaitEvent.FALLBACK;
+                } else if (spin != NO_SPIN && Registrar.armed(ticket)
+                        // A short kernel then completes with no wake-up, as a lone waiter's own slot does.
+                        && blocking.spinOnGroupFlag(waiter, member.ticket, ticket, delivery, spin, interruptible, timed, deadline)) {
+                    waiter.path = SlowAwaitEvent.INLINE;
                 }
                 return blocking.parkUntilDelivered(waiter, member.ticket, member, interruptible, timed, deadline);
             }
@@ -135,6 +157,7 @@ final class CoalescedWait {
             gathering.join(member);
             if (record.commit.installOpen(open, gathering)) {
                 counters.increment(Counter.COALESCED); // it shares the next write with whoever gathers with it
+                waiter.path = SlowAwaitEvent.COALESCED;
                 armOpenIfRoom(stream, record); // ordering 2: installed, now look for room
                 return blocking.parkUntilDelivered(waiter, member.ticket, member, interruptible, timed, deadline);
             }
@@ -159,8 +182,9 @@ final class CoalescedWait {
 
     /**
      * Registers a group whose {@code covered} is set and whose reservation is held, with
-     * {@code delivery} as its payload; returns the slot's ticket, or a negative value (a host
-     * callback serves it, or it failed). On failure every member that joined gets the error.
+     * {@code delivery} as its payload; returns the slot's ticket, or a negative value: the reason a
+     * host callback serves it ({@link Registrar#armed}), or {@link #ARM_FAILED}. On failure every
+     * member that joined gets the error.
      */
     private long arm(ReactorStream stream, StreamRecord record, WaitGroup group, Delivery delivery, boolean counted) {
         record.lastGroup = group; // ordering 3: covered was written before
@@ -172,7 +196,7 @@ final class CoalescedWait {
             return ticket;
         } catch (RuntimeException e) {
             delivery.complete(0L, e); // members must not wait for a write that was never enqueued
-            return -1L;
+            return ARM_FAILED;
         }
     }
 

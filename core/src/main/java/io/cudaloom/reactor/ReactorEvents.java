@@ -23,6 +23,11 @@ import org.jspecify.annotations.Nullable;
  * handle's enabled flag. The handles are looked up only once Flight Recorder is initialized, since
  * the lookup initializes JFR's metadata (about 0.1 s), which a JVM that never records should not
  * pay. On a JVM without Flight Recorder it is never initialized, so every emitter returns at once.
+ *
+ * <p>What of {@code jdk.jfr} loads when: with no recording, {@link FlightRecorder} alone (the
+ * class whose static field says whether it is initialized), when a device opens; this class's
+ * holders, the event classes and JFR's own classes only once Flight Recorder is initialized (a
+ * recording exists or starts). {@code JfrClassLoadingTest} checks it in a fresh JVM.
  */
 public final class ReactorEvents {
     /** The event types; loaded (holder idiom) on first use, after Flight Recorder is initialized. */
@@ -66,8 +71,17 @@ public final class ReactorEvents {
         };
     }
 
+    /**
+     * Whether a recording may have {@link SlowAwaitEvent} enabled. The first await that finds
+     * Flight Recorder initialized also adds the open devices' periodic counters hooks
+     * ({@link FlightRecorderWatch#recorderUp}; a volatile read on later awaits).
+     */
     private static boolean slowAwaitEnabled() {
-        return FlightRecorder.isInitialized() && Types.SLOW_AWAIT.isEnabled();
+        if (!FlightRecorder.isInitialized()) {
+            return false;
+        }
+        FlightRecorderWatch.recorderUp();
+        return Types.SLOW_AWAIT.isEnabled();
     }
 
     /**

@@ -21,7 +21,6 @@ import javax.management.MBeanServer;
 import javax.management.ObjectName;
 import javax.management.StandardMBean;
 import jdk.jfr.FlightRecorder;
-import jdk.jfr.FlightRecorderListener;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -29,24 +28,28 @@ import org.jspecify.annotations.Nullable;
  * {@link ReactorInternalsMXBean} beside it) on the platform MBean server (unless {@link ReactorConfig#jmx()} is off) and its hook for the periodic
  * JFR event {@link ReactorCountersEvent}. Both are installed when the reactor opens and removed
  * when it closes (the counters event is emitted once more as the close begins, with the final
- * counters), so a closed device leaves no hook, listener or MBean holding on to it.
+ * counters), so a closed device leaves no hook or MBean holding on to it.
  *
- * <p>The JFR hook waits for Flight Recorder: a {@link FlightRecorderListener} adds it once JFR is
- * initialized (at once if it already is), so a JVM that never records does not pay for
- * initializing JFR's metadata (about 0.1 s) when it opens a device.
+ * <p>The JFR hook waits for Flight Recorder, and nothing of JFR is loaded for it before: a JVM that
+ * never records loads one class of {@code jdk.jfr} for the library ({@link FlightRecorder}, to ask
+ * whether it is initialized: one static field) and initializes nothing of JFR (its metadata: about
+ * 0.1 s; a {@code FlightRecorderListener} alone loads its recorder's classes). The hook is added
+ * when the device opens if Flight Recorder is initialized then, else by the first await, on any
+ * device, that finds it initialized ({@link FlightRecorderWatch}; a recording started with
+ * {@code jcmd JFR.start} on a JVM whose devices then never await gets no counters event until one
+ * does).
  *
  * <p>Monitoring never stops a device from opening or closing: a failure is logged and ignored.
  *
  * <p>Thread safety: {@link #open} (the constructing thread, last thing in the constructor),
  * {@link #close} (whoever finishes the shutdown: the closing thread, or the scanner when it was
  * closed from its own thread or stopped by an Error, possibly before the constructor returned)
- * and {@link #addHook} (the thread that initializes Flight Recorder) may race. The flags are
- * guarded by this object's monitor, but no JFR method is called while holding it: JFR calls
- * {@code recorderInitialized} while holding its own lock, and {@code addListener} takes that lock,
- * so calling it under this monitor could deadlock. Instead each side sets its flag under the
- * monitor, makes its JFR call outside, and the adding side looks at {@code closed} again after
- * adding and undoes what it added if a close came in between; so whatever the interleaving, a
- * closed reactor keeps neither its listener nor its hook.
+ * and {@link #addHook} (the opening thread, or the awaiting thread that first saw Flight Recorder
+ * initialized) may race. The flags are guarded by this object's monitor, but no JFR method is
+ * called while holding it (JFR takes locks of its own, and runs the hook while holding one): each
+ * side sets its flag under the monitor, makes its JFR call outside, and the adding side looks at
+ * {@code closed} again after adding and undoes what it added if a close came in between; so
+ * whatever the interleaving, a closed reactor keeps no hook.
  */
 public final class ReactorObservability {
     /**
@@ -74,13 +77,8 @@ public final class ReactorObservability {
     private final int id;
     private final Supplier<MBeanServer> mbeanServer;
     private final Runnable countersHook;
-    private final FlightRecorderListener whenRecorderUp = new FlightRecorderListener() {
-        @Override
-        public void recorderInitialized(FlightRecorder recorder) {
-            addHook();
-        }
-    };
-    private boolean listening; // guarded by this
+    /** What {@link FlightRecorderWatch} runs to add the hook; one object, so that it can be removed. */
+    private final Runnable hookAdder = this::addHook;
     private boolean hookAdded; // guarded by this
     private @Nullable ObjectName mbeanName; // guarded by this
     private @Nullable ObjectName internalsName; // guarded by this
@@ -126,16 +124,10 @@ public final class ReactorObservability {
                 mbeanName = registerMBean();
                 internalsName = mbeanName == null ? null : registerInternals(mbeanName);
             }
-            listening = true;
         }
-        try {
-            FlightRecorder.addListener(whenRecorderUp); // calls addHook now if JFR is initialized
-        } catch (RuntimeException e) {
-            LOG.log(System.Logger.Level.WARNING, () -> "cuda-loom: no periodic JFR counters for "
-                    + deviceName + ": " + e, e);
-        }
+        FlightRecorderWatch.opened(hookAdder); // adds the hook now, or once Flight Recorder is initialized
         if (isClosed()) {
-            FlightRecorder.removeListener(whenRecorderUp); // closed meanwhile: close may have missed it
+            FlightRecorderWatch.closed(hookAdder); // closed meanwhile: close may have run before the add
         }
     }
 
@@ -213,9 +205,8 @@ public final class ReactorObservability {
         }
     }
 
-    /** Removes the listener, the hook and the MXBean; idempotent (also the cleaning of an unclosed device). */
+    /** Removes the hook and the MXBean; idempotent (also the cleaning of an unclosed device). */
     public void close() {
-        boolean stopListening;
         boolean removeHook;
         ObjectName name;
         ObjectName internals;
@@ -224,8 +215,6 @@ public final class ReactorObservability {
                 return;
             }
             closed = true;
-            stopListening = listening;
-            listening = false;
             removeHook = hookAdded;
             hookAdded = false;
             name = mbeanName;
@@ -233,10 +222,8 @@ public final class ReactorObservability {
             internals = internalsName;
             internalsName = null;
         }
+        FlightRecorderWatch.closed(hookAdder);
         try {
-            if (stopListening) {
-                FlightRecorder.removeListener(whenRecorderUp);
-            }
             if (removeHook) {
                 FlightRecorder.removePeriodicEvent(countersHook);
             }

@@ -27,10 +27,19 @@ public final class SlowAwaitEvent extends jdk.jfr.Event {
     static final String PARKED = "parked";
     /** Served by a host callback instead of a slot (see {@link FallbackEvent}). */
     static final String FALLBACK = "fallback";
-    /** Coalescing: shared one registration with the stream's other waiters. */
+    /**
+     * Coalescing: shared a flag write armed for the stream's other waiters (it joined their group, or
+     * gathered the next one), the awaits {@code stats().coalesced()} counts. A waiter whose own
+     * write others join is not: it is {@link #INLINE}, {@link #PARKED} or {@link #FALLBACK}.
+     */
     static final String COALESCED = "coalesced";
     /** The stream was closed: served by the registration its close left ({@link StreamDrain}). */
     static final String DRAIN = "drain";
+    /**
+     * Found its work done (a delivered group covered it): waited for nothing, so never committed
+     * (as an await that finds its work done before registering); {@link Waiter#path} only.
+     */
+    static final String IMMEDIATE = "immediate";
 
     static final String COMPLETED = "completed";
     static final String TIMED_OUT = "timed out";
@@ -47,7 +56,8 @@ public final class SlowAwaitEvent extends jdk.jfr.Event {
 
     @Label("Path")
     @Description("inline: the waiter's spin saw its flag; parked: a slot, woken by the scanner; "
-            + "fallback: a host callback; coalesced: shared with the stream's other waiters; "
+            + "fallback: a host callback; coalesced: shared a flag write armed for the stream's other waiters "
+            + "(counted by coalesced); "
             + "drain: the stream was closed, served by the registration its close left")
     String path = PARKED;
 

@@ -49,6 +49,14 @@ final class Waiter implements Completion, WakeBoard.Sleeper {
     /** See {@link #landedAt()}: read by the waiter after its volatile read of the ticket. */
     private long landedAt;
     /**
+     * How this thread's current await was served: one of {@link SlowAwaitEvent}'s path constants
+     * (compile-time constants: assigning one loads no JFR class), set by the wait code where it
+     * decides ({@link BlockingWait}, {@link CoalescedWait}) and read by {@link BlockingWait} when it
+     * commits the event. Written and read by this thread only (a record is never shared by two
+     * threads' awaits), so plain.
+     */
+    String path = SlowAwaitEvent.PARKED;
+    /**
      * When this thread wants the scanner to wake it ({@link PreWake}): a volatile store made before
      * the post's compare-and-set, read by the scanner after it read the cell (WakeBoard).
      */
@@ -104,6 +112,7 @@ final class Waiter implements Completion, WakeBoard.Sleeper {
      * no unpark depends on them. Needed because tickets of different reactors can be equal.
      */
     void reset() {
+        path = SlowAwaitEvent.PARKED;
         failure = null;
         landedAt = 0L;
         DELIVERED.set(this, NONE);

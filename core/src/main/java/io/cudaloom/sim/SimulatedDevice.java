@@ -2,6 +2,7 @@ package io.cudaloom.sim;
 
 import io.cudaloom.DeviceMemory;
 import io.cudaloom.HostMemory;
+import io.cudaloom.LaunchLimits;
 import io.cudaloom.LiveResources;
 import io.cudaloom.internal.BackendAccess;
 import io.cudaloom.internal.WorkChecks;
@@ -42,6 +43,14 @@ public final class SimulatedDevice extends GpuDevice {
     private final AtomicLong writesAfterRelease = new AtomicLong();
     private final AtomicInteger liveFlagMemories = new AtomicInteger();
     private volatile boolean closed;
+
+    /**
+     * An H100's launch limits, and an H200's (compute capability 9.0, as {@code cuDeviceGetAttribute}
+     * reports them): 1,024 threads per block, blocks up to (1,024, 1,024, 64), grids up to
+     * (2^31 - 1, 65,535, 65,535), 227 KB of dynamic shared memory per block.
+     */
+    private static final LaunchLimits H100_LIMITS = new LaunchLimits(1024, 1024, 1024, 64, Integer.MAX_VALUE, 65_535,
+            65_535, 232_448);
 
     /** Commands a stream's queue holds, as the CUDA driver's per-stream queue (about 1,000 entries). */
     public static final int DEFAULT_QUEUE_ENTRIES = 1024;
@@ -130,6 +139,15 @@ public final class SimulatedDevice extends GpuDevice {
     @Override
     public boolean isSimulated() {
         return true;
+    }
+
+    /**
+     * Those of an H100 or H200, so that a launch a GPU would refuse (more than 1,024 threads per
+     * block, a grid's y dimension over 65,535, ...) is refused here too, with the same message.
+     */
+    @Override
+    public LaunchLimits launchLimits() {
+        return H100_LIMITS;
     }
 
     /**

@@ -71,7 +71,8 @@ public final class SimulatedStream extends GpuStream {
         SimulatedMemory[] uses = memoryArguments(args);
         GpuKernel.Body body = SimulatedDevice.API.kernelBody(kernel);
         submitUsing("kernel " + kernel.entry(), uses, () -> {
-            Runnable threads = KernelRuns.prepare(gridX, blockX, args, m -> device.memory(m, false).commandBuffer(), body);
+            Runnable threads = KernelRuns.prepare(kernel.entry(), gridX, blockX, args,
+                    m -> device.memory(m, false).commandBuffer(), body);
             return threads::run;
         });
     }
@@ -372,7 +373,9 @@ public final class SimulatedStream extends GpuStream {
                 c.run();
             } catch (InjectedFault | SimulatedMemory.UseAfterFree e) {
                 SimulatedDevice.API.faultSink(this).streamFaulted(String.valueOf(e.getMessage()), null);
-            } catch (RuntimeException | Error e) {
+            } catch (KernelRuns.KernelFailed e) { // a GpuKernel's body: names the kernel and the thread
+                SimulatedDevice.API.faultSink(this).streamFaulted(String.valueOf(e.getMessage()), e.getCause());
+            } catch (RuntimeException | Error e) { // a task of launch(Runnable)
                 SimulatedDevice.API.faultSink(this).streamFaulted("kernel failed: " + e, e); // the kernel's exception: every fault's cause
             }
         }

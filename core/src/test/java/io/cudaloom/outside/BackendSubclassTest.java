@@ -52,6 +52,7 @@ class BackendSubclassTest {
     static final class UserDevice extends GpuDevice {
         @Override public String name() { return "user"; }
         @Override public boolean isSimulated() { return true; }
+        @Override public io.cudaloom.LaunchLimits launchLimits() { throw new UnsupportedOperationException(); }
         @Override public GpuStream newStream() { throw new UnsupportedOperationException(); }
         @Override public DeviceMemory allocate(long bytes) { throw new UnsupportedOperationException(); }
         @Override public HostMemory allocateHost(long bytes) { throw new UnsupportedOperationException(); }
