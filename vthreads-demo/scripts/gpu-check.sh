@@ -13,7 +13,7 @@ set -u
 R=$(mktemp -d /tmp/gpu-check.XXXXXX)
 pack() { tar czf "$OUT/results.tgz" -C "$R" . 2>/dev/null; }
 { date -u; git log -1 --format='%H %s' 2>/dev/null; git status --short 2>/dev/null; cat .gpu/INFO 2>/dev/null; } > "$R/info.txt"
-timeout 200 bash .gpu/junit > "$R/junit.txt" 2>&1; echo "junit exit $?" >> "$R/info.txt"; pack
+timeout "${JUNIT_TIMEOUT:-200}" bash .gpu/junit > "$R/junit.txt" 2>&1; echo "junit exit $?" >> "$R/info.txt"; pack
 if [ "${LIFETIME:-1}" = 1 ]; then
   timeout 240 bash .gpu/java io.cudaloom.bench.LifetimeStress all --seconds "${CHURN_SECONDS:-30}" \
     > "$R/lifetime.txt" 2>&1; echo "lifetime exit $?" >> "$R/info.txt"; pack
