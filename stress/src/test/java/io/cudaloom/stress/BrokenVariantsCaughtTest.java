@@ -43,7 +43,8 @@ class BrokenVariantsCaughtTest {
             "io.cudaloom.reactor.BrokenBlockingWaitTimeoutTest",
             "io.cudaloom.stress.jcstress.BrokenWakeBoardPlanTest",
             "io.cudaloom.stress.jcstress.BrokenOrderedReleaseTest",
-            "io.cudaloom.stress.jcstress.BrokenSubmissionQueueTest");
+            "io.cudaloom.stress.jcstress.BrokenSubmissionQueueTest",
+            "io.cudaloom.stress.jcstress.BrokenBatchLeaveTest");
 
     @Test
     @Timeout(value = 8, unit = TimeUnit.MINUTES)
