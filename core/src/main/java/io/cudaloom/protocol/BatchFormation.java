@@ -29,14 +29,16 @@ import java.util.function.LongSupplier;
  *       again if more came. An arrival (or a lane that came free, or the timer) whose increment
  *       follows the dispatcher's last subtraction dispatches itself; one before it is seen by the
  *       dispatcher's next pass. So no request is stranded when the dispatcher goes idle as another
- *       arrives (the jcstress {@code BatchFormationTest} checks it; its broken twin, which leaves
- *       after reading the counter, is caught).
+ *       arrives (the jcstress {@code BatchFormationTest} checks it; the same loop's broken twin,
+ *       which leaves after reading the counter, is {@link SubmissionQueue}'s).
  *   <li><b>Take or leave</b>: a request is in a batch only if the dispatcher's compare-and-set took
  *       it from {@code WAITING} to {@code TAKEN}; a caller that gives up (a timeout, an interrupt,
  *       a cancelled future, the batcher's close) takes it from {@code WAITING} to {@code LEFT}. So
  *       exactly one side wins: a request that left is never launched, and one that was taken keeps
  *       its place in its batch (its result is then dropped). {@link #waiting} is decremented by the
- *       winner only.
+ *       winner only. (The jcstress {@code BatchLeaveTest} checks it; its broken twin, whose take is
+ *       a check-then-set, launches a request that left, and is caught.) A caller leaves only after
+ *       its {@link #arrive} returned.
  * </ol>
  *
  * @param <R> the request type
