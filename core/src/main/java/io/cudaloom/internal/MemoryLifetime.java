@@ -35,7 +35,9 @@ import java.util.Arrays;
  *       registration, a drain, or at once if a proof came meanwhile), or the work will never run
  *       (a fault, the device's close). The {@code OrderedRelease} runs the free once, after the
  *       last arrival, and never before every expected stream has arrived (its own protocol, with
- *       the jcstress {@code OrderedReleaseTest} and its broken twin).
+ *       the jcstress {@code OrderedReleaseTest} and its broken twin). If the device is closed by
+ *       then, the backend's free is not called: the device's own release frees the memory, and
+ *       work that still used it may never finish (a CUDA free would wait for it).
  * </ol>
  * <b>Visibility.</b> {@link #streams} is written under this object's monitor and read with a
  * volatile load: {@link #release} runs after every use's exit (the guard's happens-before), so it
@@ -172,7 +174,19 @@ public final class MemoryLifetime {
             }
             return;
         }
-        OrderedRelease release = new OrderedRelease(() -> hooks.releaseOffCaller(device, freeAndCount));
+        // Deferred: once every stream has arrived. If the device has closed by then, its own
+        // release frees the memory (a CUDA context's destroy frees every allocation in it), and
+        // the free is not called: work that still used the memory may never finish (a stream held
+        // on the device), and cuMemFree would wait for it, holding the releaser, or free it under
+        // that work.
+        Runnable deferred = () -> {
+            if (device.reactor().isClosed()) {
+                freeing.run();
+            } else {
+                freeAndCount.run();
+            }
+        };
+        OrderedRelease release = new OrderedRelease(() -> hooks.releaseOffCaller(device, deferred));
         for (int i = 0; i < used.length; i++) {
             release.expect();
             hooks.whenWorkDone(used[i], required[i], release::arrive); // at once if a proof came meanwhile
