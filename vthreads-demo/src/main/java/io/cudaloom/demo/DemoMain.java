@@ -201,8 +201,9 @@ public final class DemoMain {
         }
         boolean passed = result.passed() && base.errors() + base.mismatches() == 0 && base.verified() == steps;
         if (o.report() != null) {
-            writeReport(o.report(), String.format(Locale.ROOT, "%s; steady state after a warm-up of %d"
-                    + " iteration(s) per thread; %s", workload.description(), warmUp, Instant.now()), List.of(c), err);
+            writeReport(o.report(), String.format(Locale.ROOT, "%s; steady state after %s; %s",
+                    workload.description(), warmUp == 0 ? "no warm-up" : warmUp == 1 ? "a warm-up of 1 iteration per thread"
+                            : "a warm-up of " + warmUp + " iterations per thread", Instant.now()), List.of(c), err);
         }
         out.println(passed ? "result: OK" : "result: FAILED");
         return passed ? 0 : 1;
