@@ -170,43 +170,77 @@ public final class DemoMain {
                 + " warm-up: %s%n", o.threads(), o.iterations(), warmUp == 0 ? "none"
                         : warmUp == 1 ? "the first iteration of each thread" : "the first " + warmUp + " iterations of each thread");
         DemoRun.Result result = DemoRun.run(workload, o.threads(), o.iterations(), warmUp, DemoRun.Progress.to(err));
-        if (!o.baseline()) {
+        if (!o.baseline() && o.batch() == 0) {
             result.print(out);
             return result.passed() ? 0 : 1;
         }
         result.printTable(out);
         out.flush();
         long steps = (long) o.threads() * o.iterations();
-        DemoRun.Crew pool = DemoRun.Crew.platformPool(o.baselineThreads(), steps, o.iterations());
-        err.printf(Locale.ROOT, "baseline: the same %,d steps on a pool of %d platform threads, each blocked in"
-                + " synchronize() on its stream (--baseline off skips this)%n", steps, pool.threads());
-        DemoRun.Result base;
-        try (DemoWorkload blocking = DemoWorkload.forDevice(workload.device(), o.streams(), o.kernelTime(),
-                DemoWorkload.WaitBy.SYNCHRONIZE)) {
-            base = DemoRun.run(blocking, pool, warmUp, DemoRun.Progress.to(err));
+        boolean passed = result.passed();
+        List<SideBySide.Comparison> comparisons = new ArrayList<>();
+        SideBySide.Run perStep = SideBySide.Run.of(String.format(Locale.ROOT, "await(), %,d virtual threads", o.threads()),
+                result);
+        if (o.baseline()) {
+            DemoRun.Crew pool = DemoRun.Crew.platformPool(o.baselineThreads(), steps, o.iterations());
+            err.printf(Locale.ROOT, "baseline: the same %,d steps on a pool of %d platform threads, each blocked in"
+                    + " synchronize() on its stream (--baseline off skips this)%n", steps, pool.threads());
+            DemoRun.Result base;
+            try (DemoWorkload blocking = DemoWorkload.forDevice(workload.device(), o.streams(), o.kernelTime(),
+                    DemoWorkload.WaitBy.SYNCHRONIZE)) {
+                base = DemoRun.run(blocking, pool, warmUp, DemoRun.Progress.to(err));
+            }
+            SideBySide.Comparison c = new SideBySide.Comparison(String.format(Locale.ROOT,
+                    "the same %,d steps (launch, copy, wait, verify), waited for two ways", steps), "completion",
+                    "time a thread waited for its step's work, in await() or in synchronize(), the wait behind the"
+                            + " steps in flight on its stream included" + (workload.device().isSimulated()
+                            ? "; on the simulated device synchronize() parks its thread, as cuStreamSynchronize does in"
+                                    + " a context made with CU_CTX_SCHED_BLOCKING_SYNC (the driver's default spins)" : ""),
+                    perStep,
+                    SideBySide.Run.of(String.format(Locale.ROOT, "synchronize(), %d platform threads", pool.threads()), base));
+            SideBySide.print(out, c);
+            comparisons.add(c);
+            passed &= checked(out, "baseline", base, steps);
         }
-        SideBySide.Comparison c = new SideBySide.Comparison(String.format(Locale.ROOT,
-                "the same %,d steps (launch, copy, wait, verify), waited for two ways", steps), "completion",
-                "time a thread waited for its step's work, in await() or in synchronize(), the wait behind the"
-                        + " steps in flight on its stream included" + (workload.device().isSimulated()
-                        ? "; on the simulated device synchronize() parks its thread, as cuStreamSynchronize does in"
-                                + " a context made with CU_CTX_SCHED_BLOCKING_SYNC (the driver's default spins)" : ""),
-                SideBySide.Run.of(String.format(Locale.ROOT, "await(), %,d virtual threads", o.threads()), result),
-                SideBySide.Run.of(String.format(Locale.ROOT, "synchronize(), %d platform threads", pool.threads()), base));
-        SideBySide.print(out, c);
-        if (base.errors() + base.mismatches() > 0 || base.verified() != steps) {
-            out.printf(Locale.ROOT, "  baseline failed: %,d verified of %,d, %,d mismatches, %,d errors%s%n",
-                    base.verified(), steps, base.mismatches(), base.errors(),
-                    base.firstError() == null ? "" : " (first: " + base.firstError() + ")");
+        if (o.batch() > 0) {
+            int streamsPerFactor = Math.max(1, o.streams() / 4);
+            err.printf(Locale.ROOT, "batched: the same %,d steps on %,d virtual threads, each a call of a GpuBatcher"
+                    + " (up to %,d vectors per launch)%n", steps, o.threads(), o.batch());
+            DemoRun.Result batched;
+            long batches;
+            try (BatchedWorkload b = new BatchedWorkload(workload.device(), streamsPerFactor, o.batch())) {
+                batched = DemoRun.run(b, DemoRun.Crew.virtualThreads(o.threads(), o.iterations()), warmUp,
+                        DemoRun.Progress.to(err));
+                batches = b.batches();
+            }
+            SideBySide.Comparison c = new SideBySide.Comparison(String.format(Locale.ROOT,
+                    "the same %,d steps, one launch each or batched (%,d batches of up to %,d)", steps, batches, o.batch()),
+                    "completion", "time a thread waited for its step's work: in await(), or in the batched call (its"
+                            + " batch's copies and launch, and the wait for a batch to form, included)",
+                    SideBySide.Run.of(String.format(Locale.ROOT, "GpuBatcher.call(), %,d virtual threads", o.threads()),
+                            batched),
+                    perStep, "batched");
+            SideBySide.print(out, c);
+            comparisons.add(c);
+            passed &= checked(out, "batched run", batched, steps);
         }
-        boolean passed = result.passed() && base.errors() + base.mismatches() == 0 && base.verified() == steps;
         if (o.report() != null) {
             writeReport(o.report(), String.format(Locale.ROOT, "%s; steady state after %s; %s",
                     workload.description(), warmUp == 0 ? "no warm-up" : warmUp == 1 ? "a warm-up of 1 iteration per thread"
-                            : "a warm-up of " + warmUp + " iterations per thread", Instant.now()), List.of(c), err);
+                            : "a warm-up of " + warmUp + " iterations per thread", Instant.now()), comparisons, err);
         }
         out.println(passed ? "result: OK" : "result: FAILED");
         return passed ? 0 : 1;
+    }
+
+    /** Whether {@code r} verified every one of its {@code steps}; says what failed if not. */
+    private static boolean checked(PrintStream out, String what, DemoRun.Result r, long steps) {
+        if (r.errors() + r.mismatches() == 0 && r.verified() == steps) {
+            return true;
+        }
+        out.printf(Locale.ROOT, "  %s failed: %,d verified of %,d, %,d mismatches, %,d errors%s%n", what, r.verified(),
+                steps, r.mismatches(), r.errors(), r.firstError() == null ? "" : " (first: " + r.firstError() + ")");
+        return false;
     }
 
     private static void writeReport(Path file, String context, List<SideBySide.Comparison> comparisons,

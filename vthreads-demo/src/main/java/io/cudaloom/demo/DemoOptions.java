@@ -26,6 +26,8 @@ import org.jspecify.annotations.Nullable;
  * @param baselineThreads platform threads of that pool (the await demo's; --load's server pool is
  *     Jetty's default of 200)
  * @param report where to write the HTML report, or null for none
+ * @param batch with {@code --batch N}, the most vectors per batch of the batched run (GpuBatcher)
+ *     that follows the await demo; 0 for none
  */
 public record DemoOptions(
         Mode mode,
@@ -40,7 +42,8 @@ public record DemoOptions(
         int warmUp,
         boolean baseline,
         int baselineThreads,
-        @Nullable Path report) {
+        @Nullable Path report,
+        int batch) {
 
     public enum Mode { RUN, SERVE, LOAD, HELP }
 
@@ -58,6 +61,9 @@ public record DemoOptions(
                                 pool of platform threads, each blocked in synchronize() on its
                                 stream) and print both side by side (default on)
               --pool N          platform threads of that pool (default 64, 1..10000)
+              --batch N         then run the same steps through a GpuBatcher: up to N vectors per
+                                launch, one copy in and one out per batch; print it beside the
+                                per-step run (1..65536; default: no batched run)
               --report FILE     also write the side-by-side table and both latency distributions
                                 as one self-contained HTML page (the await demo and --load)
               --device D        auto | sim | cuda (default auto: cuda if present, else sim)
@@ -80,7 +86,7 @@ public record DemoOptions(
     /** The defaults: the await demo with 10,000 threads. */
     public static DemoOptions defaults() {
         return new DemoOptions(Mode.RUN, 10_000, 5, "auto", 8, Duration.ofNanos(20_000), -1, 10_000,
-                Duration.ofSeconds(10), -1, true, 64, null);
+                Duration.ofSeconds(10), -1, true, 64, null, 0);
     }
 
     /**
@@ -113,6 +119,7 @@ public record DemoOptions(
         int requests = d.requests, warmUp = d.warmUp, pool = d.baselineThreads;
         boolean baseline = d.baseline, poolGiven = false;
         Path report = null;
+        int batch = d.batch;
         String device = d.device;
         Duration kernel = d.kernelTime, timeLimit = d.timeLimit;
         boolean loadOnlyFlag = false;
@@ -137,6 +144,7 @@ public record DemoOptions(
                         default -> throw new UsageException("--baseline must be on or off, was '" + given + "'");
                     };
                 }
+                case "--batch" -> batch = c.intValue(1, 65_536);
                 case "--pool" -> {
                     pool = c.intValue(1, 10_000);
                     poolGiven = true;
@@ -184,14 +192,17 @@ public record DemoOptions(
         if (report != null && mode != Mode.RUN && mode != Mode.LOAD && mode != Mode.HELP) {
             throw new UsageException("--report is for the await demo or --load, not --serve");
         }
-        if (report != null && !baseline && mode != Mode.HELP) {
-            throw new UsageException("--report compares the two runs, so it needs the baseline (drop --baseline off)");
+        if (report != null && !baseline && batch == 0 && mode != Mode.HELP) {
+            throw new UsageException("--report compares runs, so it needs the baseline (drop --baseline off) or --batch");
         }
         if (poolGiven && mode != Mode.RUN && mode != Mode.HELP) {
             throw new UsageException("--pool is for the await demo's baseline, not --" + mode.name().toLowerCase(Locale.ROOT));
         }
+        if (batch > 0 && mode != Mode.RUN && mode != Mode.HELP) {
+            throw new UsageException("--batch is for the await demo, not --" + mode.name().toLowerCase(Locale.ROOT));
+        }
         return new DemoOptions(mode, threads, iterations, device, streams, kernel, port, requests, timeLimit, warmUp,
-                baseline, pool, report);
+                baseline, pool, report, batch);
     }
 
     private static Mode setMode(Mode current, Mode wanted, String flag) throws UsageException {

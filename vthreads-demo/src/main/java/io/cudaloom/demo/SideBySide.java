@@ -74,8 +74,14 @@ final class SideBySide {
      * @param title e.g. "the same 50,000 steps, waited for two ways"
      * @param unit what one completion is: "completion" or "request"
      * @param latencyMeaning what the latency measured, one line
+     * @param verdictPrefix how the verdict line names the first run's side, e.g. "with cuda-loom"
      */
-    record Comparison(String title, String unit, String latencyMeaning, Run library, Run baseline) {}
+    record Comparison(String title, String unit, String latencyMeaning, Run library, Run baseline, String verdictPrefix) {
+        /** A comparison of the library (first) with the way users wait without it (second). */
+        Comparison(String title, String unit, String latencyMeaning, Run library, Run baseline) {
+            this(title, unit, latencyMeaning, library, baseline, "with cuda-loom");
+        }
+    }
 
     /** The rows' values for {@code run}, in {@link #ROWS} order. */
     static List<String> values(Run run) {
@@ -117,7 +123,7 @@ final class SideBySide {
         }
         parts.add(String.format(Locale.ROOT, "%d platform threads instead of %d", l.platformThreads(),
                 b.platformThreads()));
-        return "with cuda-loom: " + String.join(", ", parts);
+        return c.verdictPrefix() + ": " + String.join(", ", parts);
     }
 
     private static int maxLength(List<String> values) {

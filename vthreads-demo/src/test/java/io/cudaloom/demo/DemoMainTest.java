@@ -221,4 +221,23 @@ class DemoMainTest {
         assertEquals("no GPU found (" + why + "): running on the simulated device", first);
         assertFalse(o.err().contains("WARNING"), o.err());
     }
+
+    @Test
+    void theBatchedRunDoesTheSameStepsInFewLaunchesAndSitsBesideThePerStepRun(@TempDir Path dir) throws IOException {
+        Path report = dir.resolve("b.html");
+        Outcome o = run("--device", "sim", "--threads", "2000", "--iterations", "3", "--kernel-us", "0",
+                "--baseline", "off", "--batch", "64", "--report", report.toString());
+        assertEquals(0, o.code(), o.out() + o.err());
+        String out = o.out();
+        Matcher m = Pattern.compile("(?m)^side by side: the same 6,000 steps, one launch each or batched \\(([0-9,]+) batches"
+                + " of up to 64\\)$").matcher(out);
+        assertTrue(m.find(), out);
+        long batches = Long.parseLong(m.group(1).replace(",", ""));
+        assertTrue(batches > 0 && batches < 6_000 / 4, "batched: " + batches + " batches for 6,000 steps");
+        assertTrue(out.contains("GpuBatcher.call(), 2,000 virtual threads"), out);
+        assertTrue(out.contains("  batched: "), "the verdict names the batched side: " + out);
+        assertFalse(out.contains("synchronize()"), "no baseline with --baseline off");
+        assertTrue(out.endsWith("result: OK" + System.lineSeparator()), out);
+        assertEquals(2, Pattern.compile("<polyline class=\"series\"").matcher(Files.readString(report)).results().count());
+    }
 }

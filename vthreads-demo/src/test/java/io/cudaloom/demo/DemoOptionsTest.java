@@ -131,11 +131,17 @@ class DemoOptionsTest {
                 assertThrows(UsageException.class, () -> DemoOptions.parse("--baseline", "maybe")).getMessage());
         assertEquals("--report is for the await demo or --load, not --serve",
                 assertThrows(UsageException.class, () -> DemoOptions.parse("--serve", "--report", "x.html")).getMessage());
-        assertEquals("--report compares the two runs, so it needs the baseline (drop --baseline off)",
+        assertEquals("--report compares runs, so it needs the baseline (drop --baseline off) or --batch",
                 assertThrows(UsageException.class, () -> DemoOptions.parse("--report", "x.html", "--baseline", "off"))
                         .getMessage());
         assertEquals("--pool is for the await demo's baseline, not --load",
                 assertThrows(UsageException.class, () -> DemoOptions.parse("--load", "--pool", "3")).getMessage());
+        assertEquals(64, DemoOptions.parse("--batch", "64").batch());
+        assertEquals(0, DemoOptions.parse().batch(), "no batched run by default");
+        assertEquals("--batch is for the await demo, not --load",
+                assertThrows(UsageException.class, () -> DemoOptions.parse("--load", "--batch", "8")).getMessage());
+        assertEquals(java.nio.file.Path.of("b.html"),
+                DemoOptions.parse("--baseline", "off", "--batch", "8", "--report", "b.html").report(), "--batch alone has runs to compare");
         assertEquals("--pool must be between 1 and 10000, was 0",
                 assertThrows(UsageException.class, () -> DemoOptions.parse("--pool", "0")).getMessage());
     }
