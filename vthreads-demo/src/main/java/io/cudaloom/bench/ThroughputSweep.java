@@ -13,6 +13,9 @@ import static jcuda.driver.JCudaDriver.cuStreamCreate;
 import static jcuda.driver.JCudaDriver.cuStreamDestroy;
 import static jcuda.driver.JCudaDriver.cuStreamSynchronize;
 
+import io.cudaloom.DeviceMemory;
+import io.cudaloom.GpuBatcher;
+import io.cudaloom.GpuStream;
 import io.cudaloom.ReactorConfig;
 import io.cudaloom.ReactorStats;
 import io.cudaloom.cuda.CudaDevice;
@@ -20,6 +23,8 @@ import io.cudaloom.cuda.CudaStream;
 import io.cudaloom.demo.DemoKernels;
 import java.io.PrintStream;
 import java.lang.management.ManagementFactory;
+import java.nio.ByteBuffer;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.List;
@@ -44,6 +49,12 @@ import jcuda.driver.CUstream_flags;
  * <ol>
  *   <li>{@link Method#AWAIT}: {@code threads} virtual threads, each {@code launchSpin} then
  *       {@code stream.await()}, streams round-robin by thread index;
+ *   <li>{@link Method#BATCHED}: {@code threads} virtual threads, each {@code call}ing one
+ *       {@link GpuBatcher} ({@value #STREAMS} streams, up to {@value #BATCH_MAX} calls per batch,
+ *       no added delay: a batch closes whenever a stream is free) whose step launches the spin
+ *       kernel once per batch for the row's kernel time: a batch of N calls costs one kernel, the
+ *       point of batching. Each call is a 4-byte in-place slot (an int packed, copied in and back,
+ *       unpacked and checked);
  *   <li>{@link Method#POOL_64}: 64 platform threads, each {@code launchSpin} then
  *       {@code stream.synchronize()} ({@code cuStreamSynchronize});
  *   <li>{@link Method#POOL_CORES}: the same with {@code availableProcessors()} platform threads;
@@ -83,6 +94,8 @@ final class ThroughputSweep {
     static final long ROW_LIMIT_NANOS = 120_000_000_000L;
     /** Warm-up before each row: this fraction (1/n) of the row's launches, run the same way. */
     static final int WARM_UP_DIVISOR = 20;
+    /** The {@link Method#BATCHED} row's batcher: the most calls in one batch. */
+    static final int BATCH_MAX = 1024;
 
     private static final com.sun.management.OperatingSystemMXBean OS =
             (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
@@ -110,7 +123,7 @@ final class ThroughputSweep {
 
     /** The rows of each round, in table order. */
     enum Method {
-        AWAIT, POOL_64, POOL_CORES, POOL_BLOCKING, CEILING_8, CEILING_16;
+        AWAIT, BATCHED, POOL_64, POOL_CORES, POOL_BLOCKING, CEILING_8, CEILING_16;
 
         /** The pools the ratios' "best pool" is chosen from: the library's {@code synchronize()}, spinning. */
         static final List<Method> SPIN_POOLS = List.of(POOL_64, POOL_CORES);
@@ -118,7 +131,7 @@ final class ThroughputSweep {
         /** Threads the row would use before capping to the launches: {@code threads} for AWAIT. */
         int threads(int awaitThreads, int cores) {
             return switch (this) {
-                case AWAIT -> awaitThreads;
+                case AWAIT, BATCHED -> awaitThreads;
                 case POOL_64, POOL_BLOCKING -> 64;
                 case POOL_CORES -> cores;
                 case CEILING_8 -> STREAMS;
@@ -134,6 +147,8 @@ final class ThroughputSweep {
         String label(int workers) {
             return switch (this) {
                 case AWAIT -> String.format(Locale.ROOT, "`await()`: %,d virtual threads, launch + await", workers);
+                case BATCHED -> String.format(Locale.ROOT,
+                        "batched: %,d virtual threads, `GpuBatcher.call`, one kernel per batch", workers);
                 case POOL_64 -> String.format(Locale.ROOT, "pool: %d platform threads, launch + `synchronize()`", workers);
                 case POOL_CORES -> String.format(Locale.ROOT,
                         "pool: %d platform threads (= cores), launch + `synchronize()`", workers);
@@ -190,8 +205,22 @@ final class ThroughputSweep {
         }
     }
 
-    /** One measured row; {@code counts} is null except for {@link Method#AWAIT}. */
-    record Row(Method method, int workers, int round, long launches, long wallNanos, long cpuNanos, AwaitCounts counts) {
+    /**
+     * One measured row; {@code counts} is null except for {@link Method#AWAIT}, {@code batches}
+     * (the batches the batcher launched over the row) is -1 except for {@link Method#BATCHED}. For
+     * that row {@code launches} counts the calls completed, not the kernels.
+     */
+    record Row(Method method, int workers, int round, long launches, long wallNanos, long cpuNanos, AwaitCounts counts,
+            long batches) {
+        Row(Method method, int workers, int round, long launches, long wallNanos, long cpuNanos, AwaitCounts counts) {
+            this(method, workers, round, launches, wallNanos, cpuNanos, counts, -1);
+        }
+
+        /** Calls per batch over the row; 0 without batches. */
+        double meanBatchSize() {
+            return batches <= 0 ? 0 : (double) launches / batches;
+        }
+
         double completionsPerSecond() {
             return wallNanos <= 0 ? 0 : launches * 1e9 / wallNanos;
         }
@@ -214,7 +243,9 @@ final class ThroughputSweep {
 
     static String markdown(Row r, String ratios) {
         AwaitCounts c = r.counts();
-        String counts = c == null ? "-" : String.format(Locale.ROOT, "%,d / %,d / %,d / %,d / %,d",
+        String counts = r.batches() >= 0 ? String.format(Locale.ROOT, "batches %,d, mean batch %.1f", r.batches(),
+                r.meanBatchSize())
+                : c == null ? "-" : String.format(Locale.ROOT, "%,d / %,d / %,d / %,d / %,d",
                 c.registrations(), c.inline(), c.immediate(), c.fallbacks(), c.coalesced());
         String flagWrites = c == null || r.launches() <= 0 ? "-"
                 : String.format(Locale.ROOT, "%.3f (trackers %.3f)", (double) c.flagWrites() / r.launches(),
@@ -270,6 +301,43 @@ final class ThroughputSweep {
         return parts.isEmpty() ? "-" : String.join("; ", parts);
     }
 
+    /**
+     * The batched row's ratios within one round: completions/s over the 8-thread ceiling's and over
+     * the {@code await()} row's, and CPU per completion over the {@code await()} row's; "-" for a
+     * missing or empty comparison.
+     */
+    static String batchedRatios(Map<Method, Row> round) {
+        Row batched = round.get(Method.BATCHED);
+        if (batched == null) {
+            return "-";
+        }
+        List<String> parts = new ArrayList<>();
+        Row ceiling = round.get(Method.CEILING_8);
+        if (ceiling != null && ceiling.completionsPerSecond() > 0) {
+            parts.add(String.format(Locale.ROOT, "%.2f x ceiling(8)",
+                    batched.completionsPerSecond() / ceiling.completionsPerSecond()));
+        }
+        Row await = round.get(Method.AWAIT);
+        if (await != null && await.completionsPerSecond() > 0) {
+            parts.add(String.format(Locale.ROOT, "%.2f x await()",
+                    batched.completionsPerSecond() / await.completionsPerSecond()));
+            if (await.cpuMicrosPerCompletion() > 0) {
+                parts.add(String.format(Locale.ROOT, "CPU/completion %.2f x await()",
+                        batched.cpuMicrosPerCompletion() / await.cpuMicrosPerCompletion()));
+            }
+        }
+        return parts.isEmpty() ? "-" : String.join("; ", parts);
+    }
+
+    /** The ratios column of row {@code m} in a round: the await and batched rows have some, the others none. */
+    static String ratiosOf(Method m, Map<Method, Row> round) {
+        return switch (m) {
+            case AWAIT -> ratios(round);
+            case BATCHED -> batchedRatios(round);
+            default -> "";
+        };
+    }
+
     /** The heading above a kernel length's table. */
     static String heading(Settings s, int kernelUs) {
         long kernelNanos = 1000L * kernelUs;
@@ -307,8 +375,13 @@ final class ThroughputSweep {
                 + " waited (both `await()` only). Ratios: `await()` completions/s over the 8-thread ceiling's and the"
                 + " faster spinning pool's (64 or cores threads in `synchronize()`), and its CPU per completion over"
                 + " that pool's; then completions/s and CPU per completion over the blocking pool's (raw JCuda, its own"
-                + " context created with CU_CTX_SCHED_BLOCKING_SYNC, so its threads sleep in cuStreamSynchronize).%n",
-                STREAMS, WARM_UP_DIVISOR);
+                + " context created with CU_CTX_SCHED_BLOCKING_SYNC, so its threads sleep in cuStreamSynchronize)."
+                + " Batched: as many calls as the `await()` row's launches, by as many virtual threads, through one"
+                + " GpuBatcher (%d streams, up to %d calls per batch, no added delay) whose step is one spin kernel of"
+                + " the row's length per batch (4-byte in-place slots); its counts column: batches and calls per batch;"
+                + " its ratios: completions/s over the 8-thread ceiling's and the `await()` row's, CPU per completion"
+                + " over the `await()` row's.%n",
+                STREAMS, WARM_UP_DIVISOR, STREAMS, BATCH_MAX);
         for (int kernelUs : s.kernelsUs()) {
             long kernelNanos = 1000L * kernelUs;
             long total = totalLaunches(s.threads(), s.awaitsPerThread(), kernelNanos);
@@ -324,7 +397,7 @@ final class ThroughputSweep {
                             m.label(workers), r.wallNanos() / 1e9, r.completionsPerSecond());
                 }
                 for (Method m : Method.values()) {
-                    out.println(markdown(rows.get(m), m == Method.AWAIT ? ratios(rows) : ""));
+                    out.println(markdown(rows.get(m), ratiosOf(m, rows)));
                 }
                 out.flush();
             }
@@ -358,12 +431,15 @@ final class ThroughputSweep {
         if (m == Method.POOL_BLOCKING) {
             return measureBlocking(workers, total, kernelNanos, round, err);
         }
-        ReactorConfig config = m == Method.AWAIT ? awaitConfig(workers) : ReactorConfig.defaults();
+        ReactorConfig config = m == Method.AWAIT || m == Method.BATCHED ? awaitConfig(workers) : ReactorConfig.defaults();
         try (CudaDevice d = CudaDevice.open(0, config); DemoKernels k = DemoKernels.load(d)) {
             List<CudaStream> s = GpuBench.streams(d);
             Thread watchdog = watchdog(m, workers, total, kernelNanos, round, err, () -> "reactor " + d.reactor().stats());
             try {
                 GpuBench.warm(d, k, s);
+                if (m == Method.BATCHED) {
+                    return measureBatched(d, workers, total, kernelNanos, round);
+                }
                 launchAndWait(m, workers, Math.max(1, total / WARM_UP_DIVISOR), kernelNanos, k, s);
                 ReactorStats before = d.reactor().stats();
                 long cpu0 = OS.getProcessCpuTime(), t0 = System.nanoTime();
@@ -375,6 +451,64 @@ final class ThroughputSweep {
                 watchdog.interrupt();
             }
         }
+    }
+
+    /**
+     * The batcher's step for the {@link Method#BATCHED} row: each call's int in its 4-byte in-place
+     * slot, one spin kernel of {@code kernelNanos} per batch whatever its size (the kernel leaves the
+     * slots alone: each call gets its own int back).
+     */
+    record SpinStep(long kernelNanos) implements GpuBatcher.Step<Integer, Integer> {
+        @Override
+        public void pack(Integer input, ByteBuffer slot) {
+            slot.putInt(input);
+        }
+
+        @Override
+        public void launch(GpuStream stream, DeviceMemory in, DeviceMemory out, int count) {
+            stream.launchKernel(Duration.ofNanos(kernelNanos));
+        }
+
+        @Override
+        public Integer unpack(ByteBuffer slot) {
+            return slot.getInt();
+        }
+    }
+
+    /** The batcher of the {@link Method#BATCHED} row on {@code d}. */
+    static GpuBatcher<Integer, Integer> batcher(io.cudaloom.GpuDevice d, long kernelNanos) {
+        return GpuBatcher.builder(d, new SpinStep(kernelNanos)).inPlace(4).streams(STREAMS).maxBatch(BATCH_MAX)
+                .maxDelay(Duration.ZERO).build();
+    }
+
+    /**
+     * The {@link Method#BATCHED} row on the warmed device {@code d}: a warm-up of 1/{@value
+     * #WARM_UP_DIVISOR} of the calls, then {@code total} calls by {@code workers} virtual threads.
+     */
+    private static Row measureBatched(CudaDevice d, int workers, long total, long kernelNanos, int round)
+            throws Exception {
+        try (GpuBatcher<Integer, Integer> b = batcher(d, kernelNanos)) {
+            callAll(b, workers, Math.max(1, total / WARM_UP_DIVISOR));
+            long batches0 = b.stats().batches();
+            long cpu0 = OS.getProcessCpuTime(), t0 = System.nanoTime();
+            callAll(b, workers, total);
+            long wall = System.nanoTime() - t0, cpu = OS.getProcessCpuTime() - cpu0;
+            return new Row(Method.BATCHED, workers, round, total, wall, cpu, null, b.stats().batches() - batches0);
+        }
+    }
+
+    /** {@code total} calls of {@code b} by {@code workers} virtual threads, each checking its output. */
+    static void callAll(GpuBatcher<Integer, Integer> b, int workers, long total) throws Exception {
+        GpuBench.runAll(workers, true, i -> {
+            long n = share(total, workers, i);
+            for (long r = 0; r < n; r++) {
+                int v = (int) (i * 31L + r);
+                int got = b.call(v);
+                if (got != v) {
+                    throw new IllegalStateException("batched call " + i + "/" + r + ": sent " + v + ", got " + got);
+                }
+            }
+        });
     }
 
     /**

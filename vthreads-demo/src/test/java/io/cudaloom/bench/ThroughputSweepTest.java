@@ -4,12 +4,14 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.cudaloom.GpuBatcher;
 import io.cudaloom.ReactorStats;
 import io.cudaloom.bench.ThroughputSweep.AwaitCounts;
 import io.cudaloom.bench.ThroughputSweep.Method;
 import io.cudaloom.bench.ThroughputSweep.Row;
 import io.cudaloom.bench.ThroughputSweep.Settings;
 import io.cudaloom.demo.ServletBench;
+import io.cudaloom.sim.SimulatedDevice;
 import java.time.Duration;
 import java.util.EnumMap;
 import java.util.List;
@@ -74,13 +76,15 @@ class ThroughputSweepTest {
 
     @Test
     void evenRoundsRunTheRowsInReverse() {
-        assertEquals(List.of(Method.AWAIT, Method.POOL_64, Method.POOL_CORES, Method.POOL_BLOCKING, Method.CEILING_8,
-                Method.CEILING_16), ThroughputSweep.order(1));
+        assertEquals(List.of(Method.AWAIT, Method.BATCHED, Method.POOL_64, Method.POOL_CORES, Method.POOL_BLOCKING,
+                Method.CEILING_8, Method.CEILING_16), ThroughputSweep.order(1));
         assertEquals(List.of(Method.CEILING_16, Method.CEILING_8, Method.POOL_BLOCKING, Method.POOL_CORES, Method.POOL_64,
-                Method.AWAIT), ThroughputSweep.order(2));
+                Method.BATCHED, Method.AWAIT), ThroughputSweep.order(2));
         assertEquals(ThroughputSweep.order(1), ThroughputSweep.order(3));
         assertEquals(16, Method.POOL_CORES.threads(10_000, 16));
         assertEquals(10_000, Method.AWAIT.threads(10_000, 16));
+        assertEquals(10_000, Method.BATCHED.threads(10_000, 16), "as many callers as await() threads");
+        assertTrue(!Method.BATCHED.isPool());
         assertEquals(16, Method.CEILING_16.threads(10_000, 2));
         assertEquals(64, Method.POOL_BLOCKING.threads(10_000, 16));
         assertTrue(Method.POOL_BLOCKING.isPool() && Method.POOL_64.isPool() && !Method.CEILING_8.isPool()
@@ -139,6 +143,43 @@ class ThroughputSweepTest {
         assertEquals("3.20 x blocking pool (64); CPU/completion 4.00 x blocking", ThroughputSweep.ratios(round),
                 "the blocking pool alone");
         assertEquals("-", ThroughputSweep.ratios(new EnumMap<>(Method.class)));
+    }
+
+    @Test
+    void theBatchedRowSaysItsBatchesAndItsRatios() {
+        Map<Method, Row> round = new EnumMap<>(Method.class);
+        round.put(Method.AWAIT, row(Method.AWAIT, 10_000, 2.5, 20));     // 400 k/s, 20 us per completion
+        round.put(Method.CEILING_8, row(Method.CEILING_8, 8, 2, 8));     // 500 k/s
+        // 1,000,000 calls in 1.25 s (800 k/s) on 5 s of CPU (5 us each), in 2,000 batches
+        Row b = new Row(Method.BATCHED, 10_000, 1, 1_000_000, 1_250_000_000L, 5_000_000_000L, null, 2_000);
+        round.put(Method.BATCHED, b);
+        assertEquals(500.0, b.meanBatchSize(), 1e-9);
+        assertEquals(0.0, row(Method.POOL_64, 64, 1, 1).meanBatchSize(), "no batches outside the batched row");
+        assertEquals("1.60 x ceiling(8); 2.00 x await(); CPU/completion 0.25 x await()", ThroughputSweep.batchedRatios(round));
+        assertEquals(ThroughputSweep.batchedRatios(round), ThroughputSweep.ratiosOf(Method.BATCHED, round));
+        assertEquals(ThroughputSweep.ratios(round), ThroughputSweep.ratiosOf(Method.AWAIT, round));
+        assertEquals("", ThroughputSweep.ratiosOf(Method.POOL_64, round));
+        String md = ThroughputSweep.markdown(b, ThroughputSweep.batchedRatios(round));
+        assertEquals("| batched: 10,000 virtual threads, `GpuBatcher.call`, one kernel per batch | 1 | 1.25 | 800,000 | 4.00"
+                + " | 5.0 us | batches 2,000, mean batch 500.0 | - | - | - | 1.60 x ceiling(8); 2.00 x await();"
+                + " CPU/completion 0.25 x await() |", md);
+        int columns = ThroughputSweep.tableHeader().lines().findFirst().orElseThrow().split("\\|", -1).length;
+        assertEquals(columns, md.split("\\|", -1).length, "the batched row has the header's columns");
+        round.remove(Method.AWAIT);
+        round.remove(Method.CEILING_8);
+        assertEquals("-", ThroughputSweep.batchedRatios(round));
+        assertEquals("-", ThroughputSweep.batchedRatios(new EnumMap<>(Method.class)));
+    }
+
+    @Test
+    void theBatchedStepHandsEachCallItsOwnIntBack() throws Exception {
+        try (SimulatedDevice d = SimulatedDevice.create();
+                GpuBatcher<Integer, Integer> b = ThroughputSweep.batcher(d, 20_000)) {
+            ThroughputSweep.callAll(b, 200, 1_000);
+            GpuBatcher.Stats st = b.stats();
+            assertEquals(1_000, st.calls());
+            assertTrue(st.batches() >= 1 && st.batches() < 1_000, "calls shared batches: " + st);
+        }
     }
 
     @Test
