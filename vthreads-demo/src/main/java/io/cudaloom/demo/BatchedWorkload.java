@@ -18,8 +18,8 @@ import java.time.Duration;
  */
 final class BatchedWorkload implements DemoWorkload {
     /** The demo's factors: {@code 2 + iteration % 3} ({@link DemoWorkload#runOnce}). */
-    private static final int FIRST_FACTOR = 2;
-    private static final int FACTORS = 3;
+    static final int DEMO_FIRST_FACTOR = 2;
+    static final int DEMO_FACTORS = 3;
 
     /** x -> factor * x over the batch's vectors, in place. */
     private record Scale(float factor) implements GpuBatcher.Step<float[], float[]> {
@@ -43,8 +43,8 @@ final class BatchedWorkload implements DemoWorkload {
     }
 
     private final GpuDevice device;
-    @SuppressWarnings("unchecked")
-    private final GpuBatcher<float[], float[]>[] batchers = new GpuBatcher[FACTORS];
+    private final int firstFactor;
+    private final GpuBatcher<float[], float[]>[] batchers;
     private final LatencyHistogram latency = new LatencyHistogram();
     private final int maxBatch;
     private final int streams;
@@ -54,12 +54,30 @@ final class BatchedWorkload implements DemoWorkload {
      * @param maxBatch vectors per batch at most
      */
     BatchedWorkload(GpuDevice device, int streams, int maxBatch) {
+        this(device, streams, maxBatch, DEMO_FIRST_FACTOR, DEMO_FACTORS);
+    }
+
+    /**
+     * A batched workload for the integer factors {@code firstFactor .. firstFactor + factors - 1},
+     * one batcher each (the servlet benchmark's load asks for factors 1 to 7).
+     *
+     * @param streams streams of each batcher (batches in flight at once per factor)
+     * @param maxBatch vectors per batch at most
+     * @throws IllegalArgumentException if {@code factors} is not 1..64
+     */
+    @SuppressWarnings("unchecked")
+    BatchedWorkload(GpuDevice device, int streams, int maxBatch, int firstFactor, int factors) {
+        if (factors < 1 || factors > 64) {
+            throw new IllegalArgumentException("factors must be 1..64, was " + factors);
+        }
         this.device = device;
         this.maxBatch = maxBatch;
         this.streams = streams;
+        this.firstFactor = firstFactor;
+        this.batchers = new GpuBatcher[factors];
         try {
-            for (int i = 0; i < FACTORS; i++) {
-                batchers[i] = GpuBatcher.builder(device, new Scale(FIRST_FACTOR + i)).inPlace(4 * VECTOR_LENGTH)
+            for (int i = 0; i < factors; i++) {
+                batchers[i] = GpuBatcher.builder(device, new Scale(firstFactor + i)).inPlace(4 * VECTOR_LENGTH)
                         .maxBatch(maxBatch).streams(streams).maxDelay(Duration.ofMillis(1)).build();
             }
         } catch (RuntimeException | Error e) {
@@ -71,7 +89,8 @@ final class BatchedWorkload implements DemoWorkload {
     @Override
     public String description() {
         return device.name() + ", batched: GpuBatcher, up to " + maxBatch + " vectors of " + VECTOR_LENGTH
-                + " floats per launch, " + streams + " streams per factor";
+                + " floats per launch, " + streams + " streams per factor (factors " + firstFactor + " to "
+                + (firstFactor + batchers.length - 1) + ")";
     }
 
     @Override
@@ -85,9 +104,10 @@ final class BatchedWorkload implements DemoWorkload {
         if (data.length != VECTOR_LENGTH) {
             throw new IllegalArgumentException("vector length must be " + VECTOR_LENGTH + ", was " + data.length);
         }
-        int i = Math.round(factor) - FIRST_FACTOR;
-        if (i < 0 || i >= FACTORS || factor != FIRST_FACTOR + i) {
-            throw new IllegalArgumentException("the batched demo scales by 2, 3 or 4, not " + factor);
+        int i = Math.round(factor) - firstFactor;
+        if (i < 0 || i >= batchers.length || factor != firstFactor + i) {
+            throw new IllegalArgumentException("this batched workload scales by " + firstFactor + " to "
+                    + (firstFactor + batchers.length - 1) + ", not " + factor);
         }
         long start = System.nanoTime();
         float[] out = batchers[i].call(data);

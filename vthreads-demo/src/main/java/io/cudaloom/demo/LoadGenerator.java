@@ -41,6 +41,8 @@ final class LoadGenerator {
     private static final long FD_RESERVE = 512;
     /** The protocol column of an HTTP/1.1 level run on {@link RawHttpClient}. */
     static final String RAW_HTTP_1_1 = "HTTP/1.1 (raw sockets, keep-alive)";
+    /** The factors the load asks for: request {@code i} scales by {@code 1 + i % MAX_FACTOR}. */
+    static final int MAX_FACTOR = 7;
     /** Width of the text table's protocol column: the longest protocol it shows. */
     private static final int PROTOCOL_WIDTH = RAW_HTTP_1_1.length();
 
@@ -197,7 +199,7 @@ final class LoadGenerator {
                     long deadline = start[0] + timeLimit.toNanos();
                     int i;
                     while ((i = next.getAndIncrement()) < requests && System.nanoTime() - deadline < 0) {
-                        int seed = i % 10_001, n = 256, factor = 1 + i % 7;
+                        int seed = i % 10_001, n = 256, factor = 1 + i % MAX_FACTOR;
                         long t = System.nanoTime();
                         try {
                             client.send(seed, n, factor);

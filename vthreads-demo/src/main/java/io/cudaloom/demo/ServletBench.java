@@ -12,7 +12,7 @@ import java.util.Objects;
 import java.util.function.Function;
 
 /**
- * {@code GpuBench servlet}: the demo's {@link ScaleServlet} served two ways, each loaded by the
+ * {@code GpuBench servlet}: the demo's {@link ScaleServlet} served three ways, each loaded by the
  * demo's {@link LoadGenerator} at the same concurrency levels from 127.0.0.1, after a floor that
  * does no device work at all (Jetty's {@code VirtualThreadPool}, the vector scaled on the request's
  * thread: what the HTTP server costs per request alone, and the most requests/s this load
@@ -20,6 +20,9 @@ import java.util.function.Function;
  * <ol>
  *   <li>Jetty's {@code VirtualThreadPool}, the workload waiting with {@code await()} (the demo's
  *       server as it is);
+ *   <li>Jetty's {@code VirtualThreadPool}, the workload a {@link BatchedWorkload}: each request's
+ *       vector one call of a {@link io.cudaloom.GpuBatcher} (one per factor the load asks for, 1 to
+ *       {@value LoadGenerator#MAX_FACTOR}), up to {@value #BATCH_MAX} vectors per launch;
  *   <li>Jetty's default {@code QueuedThreadPool} of 200 platform threads, the workload waiting with
  *       {@code CudaStream.synchronize()} ({@link DemoWorkload.WaitBy#SYNCHRONIZE}).
  * </ol>
@@ -35,6 +38,8 @@ import java.util.function.Function;
 public final class ServletBench {
     /** Simulated kernel time per request on the simulated device (the demo's default); a GPU takes what it takes. */
     static final Duration SIM_KERNEL_TIME = Duration.ofNanos(20_000);
+    /** The batched server's batchers: the most vectors in one launch. */
+    static final int BATCH_MAX = 256;
 
     private ServletBench() {}
 
@@ -85,9 +90,29 @@ public final class ServletBench {
         }
     }
 
-    /** One server configuration. */
-    record Variant(DemoServer.RequestThreads threads, DemoWorkload.WaitBy waitBy) {
+    /** One server configuration; {@code batched}: a {@link BatchedWorkload} ({@code waitBy} unused). */
+    record Variant(DemoServer.RequestThreads threads, DemoWorkload.WaitBy waitBy, boolean batched) {
+        Variant(DemoServer.RequestThreads threads, DemoWorkload.WaitBy waitBy) {
+            this(threads, waitBy, false);
+        }
+
+        /** The streams of each of the batched server's batchers: the settings' streams over 4, at least 1 (as the demo's --batch). */
+        static int streamsPerFactor(int streams) {
+            return Math.max(1, streams / 4);
+        }
+
+        /** This server's workload on {@code device}. */
+        DemoWorkload workload(GpuDevice device, Settings s) {
+            if (batched) {
+                return new BatchedWorkload(device, streamsPerFactor(s.streams()), BATCH_MAX, 1, LoadGenerator.MAX_FACTOR);
+            }
+            return DemoWorkload.forDevice(device, s.streams(), SIM_KERNEL_TIME, waitBy);
+        }
+
         String label(boolean simulated) {
+            if (batched) {
+                return "Jetty VirtualThreadPool, batched (`GpuBatcher.call`, up to " + BATCH_MAX + " vectors per launch)";
+            }
             String pool = threads == DemoServer.RequestThreads.VIRTUAL
                     ? "Jetty VirtualThreadPool"
                     : "Jetty QueuedThreadPool (" + DemoServer.RequestThreads.PLATFORM_POOL_SIZE + " platform threads)";
@@ -100,11 +125,12 @@ public final class ServletBench {
 
     /**
      * The servers, in order: first the floor (virtual threads, no device work: what Jetty, HTTP and
-     * the client cost alone, which neither way of waiting can go below), then the two compared.
+     * the client cost alone, which no way of waiting can go below), then the three compared.
      */
     static final List<Variant> VARIANTS = List.of(
             new Variant(DemoServer.RequestThreads.VIRTUAL, DemoWorkload.WaitBy.HOST_ONLY),
             new Variant(DemoServer.RequestThreads.VIRTUAL, DemoWorkload.WaitBy.AWAIT),
+            new Variant(DemoServer.RequestThreads.VIRTUAL, DemoWorkload.WaitBy.AWAIT, true),
             new Variant(DemoServer.RequestThreads.PLATFORM_200, DemoWorkload.WaitBy.SYNCHRONIZE));
 
     static String tableHeader() {
@@ -132,7 +158,7 @@ public final class ServletBench {
     }
 
     /**
-     * Runs both servers at every level: a markdown table on {@code out}, progress and the load
+     * Runs every server at every level: a markdown table on {@code out}, progress and the load
      * generators' stderr on {@code err}.
      *
      * @param open opens the device for one server (e.g. CUDA device 0), given the reactor configuration
@@ -153,7 +179,7 @@ public final class ServletBench {
         boolean allOk = true;
         for (Variant v : VARIANTS) {
             try (GpuDevice device = open.apply(config);
-                 DemoWorkload workload = DemoWorkload.forDevice(device, s.streams(), SIM_KERNEL_TIME, v.waitBy());
+                 DemoWorkload workload = v.workload(device, s);
                  DemoServer server = DemoServer.start(workload, 0, v.threads())) {
                 String label = v.label(device.isSimulated());
                 ReactorStats before = device.reactor().stats();
@@ -183,10 +209,12 @@ public final class ServletBench {
                     allOk &= o.completed() && o.level().failed() == 0 && o.level().ok() > 0;
                 }
                 ReactorStats after = DemoRun.awaitQuiescence(workload);
+                String batches = workload instanceof BatchedWorkload b
+                        ? String.format(Locale.ROOT, "; %,d batches over the levels (warm-ups included)", b.batches()) : "";
                 notes.add(String.format(Locale.ROOT, "%s: %s; reactor over the levels (warm-ups included): %,d"
-                        + " registrations, %,d inline, %,d already done, %,d fallbacks", label, workload.description(),
+                        + " registrations, %,d inline, %,d already done, %,d fallbacks%s", label, workload.description(),
                         after.registrations() - before.registrations(), after.inlineCompletions() - before.inlineCompletions(),
-                        after.immediate() - before.immediate(), after.fallbacks() - before.fallbacks()));
+                        after.immediate() - before.immediate(), after.fallbacks() - before.fallbacks(), batches));
             }
         }
         out.println();

@@ -16,9 +16,9 @@ import org.junit.jupiter.api.Test;
 
 /**
  * {@code GpuBench sweep} and {@code GpuBench servlet} in miniature on a real GPU (a few seconds
- * each), so that {@code bash .gpu/junit} checks every code path before the full runs: the six
- * sweep rows (await, both pools in {@code synchronize()}, the blocking-sync pool on its own context,
- * both ceilings) and both servers, the
+ * each), so that {@code bash .gpu/junit} checks every code path before the full runs: the seven
+ * sweep rows (await, batched, both pools in {@code synchronize()}, the blocking-sync pool on its own context,
+ * both ceilings) and every server (the batched one included), the
  * platform one waiting in {@code CudaStream.synchronize()}, each level loaded from a child JVM. The
  * benchmarks open their own devices;
  * {@link GpuTest} skips the class, with a printed reason, where there is no CUDA device.
@@ -40,7 +40,7 @@ class BenchGpuTest {
         ThroughputSweep.run(new ThroughputSweep.Settings(256, 5, List.of(10), 2), out, System.err);
         String text = output();
         List<String> rows = text.lines().filter(l -> l.startsWith("| `await()`") || l.startsWith("| pool")
-                || l.startsWith("| ceiling")).toList();
+                || l.startsWith("| ceiling") || l.startsWith("| batched")).toList();
         assertEquals(2 * ThroughputSweep.Method.values().length, rows.size(), text); // 2 rounds
         for (String r : rows) {
             String[] cells = r.split("\\|", -1);
@@ -57,6 +57,10 @@ class BenchGpuTest {
                 assertTrue(cells[8].contains("(trackers "), r);
                 assertTrue(cells[9].strip().matches("[0-9,]+\\.[0-9] ms, [0-9,]+"), "admission wait: " + r);
                 assertTrue(cells[10].strip().matches("[0-9]+\\.[0-9]+ us"), "scanner CPU per completion: " + r);
+            } else if (r.startsWith("| batched")) {
+                assertEquals(13, cells.length, "the header's columns: " + r);
+                assertTrue(cells[7].strip().matches("batches [1-9][0-9,]*, mean batch [0-9]+\\.[0-9]"), "batches: " + r);
+                assertTrue(cells[11].contains("x ceiling(8)") && cells[11].contains("x await()"), r);
             } else {
                 assertEquals("-", cells[8].strip(), r);
                 assertEquals("-", cells[9].strip(), r);
@@ -74,7 +78,8 @@ class BenchGpuTest {
         boolean ok = ServletBench.run(config -> CudaDevice.open(0, config), s, out, System.err);
         String text = output();
         assertTrue(ok, text);
-        assertEquals(6, text.lines().filter(l -> l.startsWith("| Jetty")).count(), text);
+        assertEquals(8, text.lines().filter(l -> l.startsWith("| Jetty")).count(), text);
+        assertTrue(text.contains("vectors per launch) | 64 |"), "the batched server: " + text);
         assertTrue(text.contains("no device work (the HTTP floor) | 64 |"), text);
         assertTrue(text.contains("`synchronize()` (cuStreamSynchronize) | 64 |"), text);
         assertTrue(text.contains("waits in cuStreamSynchronize; reactor over the levels (warm-ups included): 0 registrations"),

@@ -32,14 +32,18 @@ class ServletBenchTest {
         }, s, out, new PrintStream(PrintStream.nullOutputStream()));
         String text = bytes.toString(StandardCharsets.UTF_8);
         assertTrue(ok, text);
-        assertEquals(3, opened.get(), "a fresh device per server");
+        assertEquals(4, opened.get(), "a fresh device per server");
         List<String> rows = text.lines().filter(l -> l.startsWith("| Jetty")).toList();
-        assertEquals(6, rows.size(), text);
+        assertEquals(8, rows.size(), text);
         assertTrue(rows.get(0).startsWith("| Jetty VirtualThreadPool, no device work (the HTTP floor) | 1 |"), rows.get(0));
         assertTrue(rows.get(2).startsWith("| Jetty VirtualThreadPool, `await()` | 1 |"), rows.get(2));
         assertTrue(rows.get(3).startsWith("| Jetty VirtualThreadPool, `await()` | 40 |"), rows.get(3));
-        assertTrue(rows.get(4).startsWith("| Jetty QueuedThreadPool (200 platform threads), blocking wait (simulated synchronize) | 1 |"),
-                rows.get(4));
+        assertTrue(rows.get(4).startsWith("| Jetty VirtualThreadPool, batched (`GpuBatcher.call`, up to 256 vectors per launch)"
+                + " | 1 |"), rows.get(4));
+        assertTrue(rows.get(5).startsWith("| Jetty VirtualThreadPool, batched (`GpuBatcher.call`, up to 256 vectors per launch)"
+                + " | 40 |"), rows.get(5));
+        assertTrue(rows.get(6).startsWith("| Jetty QueuedThreadPool (200 platform threads), blocking wait (simulated synchronize) | 1 |"),
+                rows.get(6));
         int columns = ServletBench.tableHeader().lines().findFirst().orElseThrow().split("\\|", -1).length;
         for (String r : rows) {
             String[] cells = r.split("\\|", -1);
@@ -58,7 +62,29 @@ class ServletBenchTest {
                 .orElseThrow();
         assertTrue(!awaitNote.contains(": 0 registrations, 0 inline, 0 already done,"), "the await() server used the reactor: "
                 + awaitNote);
+        String batchedNote = text.lines().filter(l -> l.startsWith("- Jetty VirtualThreadPool, batched")).findFirst()
+                .orElseThrow(() -> new AssertionError("no note for the batched server:\n" + text));
+        assertTrue(batchedNote.contains("factors 1 to 7") && batchedNote.matches(".*; [1-9][0-9,]* batches over the levels.*"),
+                "the batched server launched batches for the load's factors: " + batchedNote);
         assertTrue(text.contains("result: every request answered correctly"), text);
+    }
+
+    @Test
+    void theBatchedServerHasABatcherPerFactorOfTheLoad() throws Exception {
+        ServletBench.Variant v = ServletBench.VARIANTS.get(2);
+        assertTrue(v.batched() && v.threads() == DemoServer.RequestThreads.VIRTUAL, v.toString());
+        assertEquals(1, ServletBench.Variant.streamsPerFactor(3));
+        assertEquals(2, ServletBench.Variant.streamsPerFactor(8));
+        ServletBench.Settings s = new ServletBench.Settings(List.of(1), Duration.ofSeconds(1), 1, 1, Duration.ofSeconds(1), 8);
+        try (var device = SimulatedDevice.create(); DemoWorkload w = v.workload(device, s)) {
+            for (int factor = 1; factor <= LoadGenerator.MAX_FACTOR; factor++) {
+                float[] data = new float[DemoWorkload.VECTOR_LENGTH];
+                java.util.Arrays.fill(data, 1.5f);
+                w.scale(data, factor);
+                assertEquals(1.5f * factor, data[DemoWorkload.VECTOR_LENGTH - 1], "factor " + factor);
+            }
+            assertThrows(IllegalArgumentException.class, () -> w.scale(new float[DemoWorkload.VECTOR_LENGTH], 8));
+        }
     }
 
     @Test
