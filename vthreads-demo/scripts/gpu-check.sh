@@ -4,7 +4,8 @@
 # wait-latency benchmark twice with the methods in LATENCY_METHODS, and with SWEEP_KERNELS set
 # GpuBench's sweep (the load path) on those kernel times; with DEMO=1 the demo as a new user runs it
 # (the await() run and its platform-pool baseline side by side, and --load, each with its --report
-# page); with FLOOR=1 the driver's floor (DriverContention) in the same call; CHURN_SECONDS sets the
+# page); with FLOOR=1 the driver's floor (DriverContention) in the same call; with GRAPH=1 the demo's
+# step op by op against a CUDA graph of it (GraphStep, GRAPH_STEPS per thread); CHURN_SECONDS sets the
 # lifetime stress's churn (LIFETIME=0 skips it). Every output is packed into
 # "$OUT/results.tgz" after each step, so a call cut short still brings back what ran.
 # From the repository root, after ../shared/tools/gpu-bundle && bash vthreads-demo/scripts/gpu-trim.sh:
@@ -27,6 +28,10 @@ fi
 if [ "${FLOOR:-0}" = 1 ]; then # the driver's floor for the same submissions, in the same call
   timeout 120 bash .gpu/java io.cudaloom.bench.DriverContention "${FLOOR_STEPS:-30000}" \
     > "$R/floor.md" 2> "$R/floor.err"; echo "floor exit $?" >> "$R/info.txt"; pack
+fi
+if [ "${GRAPH:-0}" = 1 ]; then # the demo's fixed step op by op and as a CUDA graph (#39 item 3)
+  timeout 120 bash .gpu/java io.cudaloom.bench.GraphStep perThread="${GRAPH_STEPS:-30000}" threads=1,8 \
+    > "$R/graph.md" 2> "$R/graph.err"; echo "graph exit $?" >> "$R/info.txt"; pack
 fi
 if [ "${LATENCY:-1}" = 1 ]; then
   for i in 1 2; do
