@@ -24,14 +24,16 @@ import java.util.concurrent.atomic.AtomicReference;
  *       10 us kernels, 8 streams: one launching thread, await(), 64 platform threads (the earlier table)
  *   bash .gpu/java io.cudaloom.bench.GpuBench sweep [threads=10000] [awaitsPerThread=100] [kernelsUs=10,50,200,1000] [rounds=2]
  *       per kernel length and round, side by side, each on a fresh device with 8 streams:
- *       await() on virtual threads, 64 and availableProcessors() platform threads in
+ *       await() on virtual threads, the same calls through a GpuBatcher (one kernel per batch),
+ *       64 and availableProcessors() platform threads in
  *       synchronize(), and the driver's ceiling (8 and 16 threads launching back to back);
  *       one table per kernel length (see ThroughputSweep). Launches per row are capped so that
  *       launches x kernel / 8 streams &lt;= 8 s. About 5 min with the defaults on the H200 (an
  *       estimate: ~20 s for 10 us kernels, ~40-45 s each for 50, 200 and 1000 us, per round);
  *       e.g. {@code sweep kernelsUs=10,50} and {@code sweep kernelsUs=200,1000} split it in two.
  *   bash .gpu/java io.cudaloom.bench.GpuBench servlet [concurrency=100,10000] [seconds=10] [requests=1000000] [device=cuda|sim]
- *       the demo's ScaleServlet on Jetty's VirtualThreadPool with await(), then on Jetty's
+ *       the demo's ScaleServlet on Jetty's VirtualThreadPool with await(), then batched
+ *       (a GpuBatcher per factor), then on Jetty's
  *       QueuedThreadPool (200 platform threads) with CudaStream.synchronize(), loaded from
  *       127.0.0.1 at each concurrency for at most the given seconds and requests, each level by a
  *       load generator in a JVM of its own (a child process, same java and class path) that warms

@@ -44,7 +44,7 @@ import jcuda.driver.CUstream_flags;
 /**
  * {@code GpuBench sweep}: {@code await()} against thread pools and against the driver's own
  * ceiling, side by side in one process, for several kernel lengths. For each kernel length and
- * round, six rows, each on a freshly opened {@link CudaDevice} with {@value #STREAMS} streams (the
+ * round, seven rows, each on a freshly opened {@link CudaDevice} with {@value #STREAMS} streams (the
  * blocking-sync pool on a context of its own, see below):
  * <ol>
  *   <li>{@link Method#AWAIT}: {@code threads} virtual threads, each {@code launchSpin} then
