@@ -3,7 +3,8 @@
 # (streams and devices closed under load, a fault under 10,000 waiters) and, unless LATENCY=0, the
 # wait-latency benchmark twice with the methods in LATENCY_METHODS, and with SWEEP_KERNELS set
 # GpuBench's sweep (the load path) on those kernel times; with DEMO=1 the demo as a new user runs it
-# (the await() run and its platform-pool baseline side by side, and --load, each with its --report
+# (the await() run beside its platform-pool baseline and its batched run, --batch DEMO_BATCH, default
+# 64; and --load; each with its --report
 # page); with FLOOR=1 the driver's floor (DriverContention) in the same call; with GRAPH=1 the demo's
 # step op by op against a CUDA graph of it (GraphStep, GRAPH_STEPS per thread); CHURN_SECONDS sets the
 # lifetime stress's churn (LIFETIME=0 skips it). Every output is packed into
@@ -20,7 +21,7 @@ if [ "${LIFETIME:-1}" = 1 ]; then
     > "$R/lifetime.txt" 2>&1; echo "lifetime exit $?" >> "$R/info.txt"; pack
 fi
 if [ "${DEMO:-0}" = 1 ]; then # what ./demo runs (no Maven there: the bundle's java), and --load
-  timeout 150 bash .gpu/java io.cudaloom.demo.DemoMain --iterations "${DEMO_ITERATIONS:-20}" \
+  timeout 150 bash .gpu/java io.cudaloom.demo.DemoMain --iterations "${DEMO_ITERATIONS:-20}" --batch "${DEMO_BATCH:-64}" \
     --report "$R/demo-report.html" > "$R/demo.txt" 2> "$R/demo.err"; echo "demo exit $?" >> "$R/info.txt"; pack
   timeout 200 bash .gpu/java io.cudaloom.demo.DemoMain --load --seconds "${LOAD_SECONDS:-5}" \
     --report "$R/load-report.html" > "$R/load.txt" 2> "$R/load.err"; echo "load exit $?" >> "$R/info.txt"; pack
