@@ -110,10 +110,15 @@ class GpuBatcherTest {
     void aLoneCallerIsServedAtOnceByABatchOfOne() throws Exception {
         try (SimulatedDevice d = SimulatedDevice.create()) {
             Triple step = new Triple();
-            try (GpuBatcher<Float, Float> b = batcher(d, step, 64)) {
+            // maxDelay 5 s: a lone caller must not wait for it (the batch closes at once when idle).
+            try (GpuBatcher<Float, Float> b = GpuBatcher.builder(d, step).inPlace(4).maxBatch(64)
+                    .maxDelay(Duration.ofSeconds(5)).build()) {
+                long t0 = System.nanoTime();
                 for (int i = 0; i < 5; i++) {
                     assertEquals(3f * i, b.call((float) i));
                 }
+                long millis = (System.nanoTime() - t0) / 1_000_000;
+                assertTrue(millis < 2_500, "5 lone calls took " + millis + " ms: one waited for maxDelay (5 s)");
                 assertEquals(5, b.stats().batches(), "nothing in flight when each call came: a batch each, no delay");
                 assertEquals(1.0, b.stats().meanBatchSize());
             }
