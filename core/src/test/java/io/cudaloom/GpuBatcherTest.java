@@ -303,10 +303,14 @@ class GpuBatcherTest {
                 List<Thread> threads = new ArrayList<>();
                 for (int i = 0; i < 20_000; i++) {
                     float x = i % 1000;
+                    // Every 7th call gives up at once (a timeout of 0: its batch cannot be back yet), every
+                    // 13th after 1-500 us (it may or may not be served), the others wait 2-200 ms.
+                    ThreadLocalRandom rnd = ThreadLocalRandom.current();
+                    Duration timeout = i % 7 == 3 ? Duration.ZERO : Duration.ofNanos(i % 13 == 5
+                            ? rnd.nextLong(1_000, 500_000) : rnd.nextLong(2_000_000, 200_000_000));
                     threads.add(Thread.ofVirtual().start(() -> {
-                        ThreadLocalRandom rnd = ThreadLocalRandom.current();
                         try {
-                            Float y = b.call(x, Duration.ofNanos(rnd.nextLong(10_000, 20_000_000)));
+                            Float y = b.call(x, timeout);
                             if (y != 3f * x) {
                                 fail("call(" + x + ") gave " + y);
                             }
@@ -330,6 +334,7 @@ class GpuBatcherTest {
                         timedOut.sum(), interrupted.sum(), b.stats());
                 assertEquals(20_000, total, "exactly one outcome each");
                 assertTrue(ok.sum() > 1_000, "the premise: many calls completed");
+                assertTrue(timedOut.sum() > 1_000, "the premise: many calls timed out");
             }
             assertNoMemoryLeft(d);
         }
