@@ -11,7 +11,7 @@ import java.util.Objects;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.Executor;
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
@@ -235,7 +235,7 @@ public final class GpuBatcher<I, O> implements AutoCloseable {
      * tens of milliseconds with 20,000 callers), and the next batch's driver calls hold no carrier.
      * Ended by {@link #close()}.
      */
-    private final java.util.concurrent.ExecutorService delivery = Executors.newSingleThreadExecutor(
+    private final ExecutorService delivery = Executors.newSingleThreadExecutor(
             Thread.ofPlatform().daemon(true).name("cuda-loom-batcher-delivery").factory());
     private final AtomicBoolean closed = new AtomicBoolean();
     /** The monitor close() waits on until no batch is in flight. */

@@ -122,7 +122,7 @@ public final class BlockingWait implements CoalescedWait.Parking {
             outcome = completed ? AwaitListener.Outcome.COMPLETED : AwaitListener.Outcome.TIMEOUT;
             return completed;
         } catch (InterruptedException | GpuFaultException | ReactorClosedException e) {
-            outcome = outcomeOf(e);
+            outcome = ReactorEvents.awaitOutcome(e);
             throw e;
         } finally {
             waiters.decrementAndGet();
@@ -153,15 +153,6 @@ public final class BlockingWait implements CoalescedWait.Parking {
             // its histogram record, and the JFR event's end (which a slow listener must not lengthen).
             latency.ended(now - start, outcome);
         }
-    }
-
-    private static AwaitListener.Outcome outcomeOf(Exception e) {
-        if (e instanceof InterruptedException) {
-            return AwaitListener.Outcome.INTERRUPTED;
-        } else if (e instanceof GpuFaultException) {
-            return AwaitListener.Outcome.FAULT;
-        }
-        return AwaitListener.Outcome.CLOSED; // ReactorClosedException: the only other one caught
     }
 
     /**

@@ -45,14 +45,19 @@ public final class ReactorEvents {
      * on the first await that fails, in a JVM that never records.
      */
     static String outcomeOf(Exception e) {
+        return eventOutcome(awaitOutcome(e));
+    }
+
+    /** The {@link AwaitListener.Outcome} of an await that threw {@code e}: one mapping for every wait. */
+    static AwaitListener.Outcome awaitOutcome(Exception e) {
         if (e instanceof InterruptedException) {
-            return "interrupted";
+            return AwaitListener.Outcome.INTERRUPTED;
         } else if (e instanceof GpuFaultException) {
-            return "fault";
+            return AwaitListener.Outcome.FAULT;
         } else if (e instanceof ReactorClosedException) {
-            return "closed";
+            return AwaitListener.Outcome.CLOSED;
         }
-        return SlowAwaitEvent.FAILED;
+        return AwaitListener.Outcome.FAILED;
     }
 
     /**
