@@ -186,16 +186,31 @@ public final class GpuBatcher<I, O> implements AutoCloseable {
         return new Builder<>(device, step);
     }
 
-    /** One call: its input, its outcome, its place in the batch formation. */
+    /**
+     * One call: its input, its outcome, its place in the batch formation; for a blocking call, its
+     * thread, and the batch it leads if that thread launched it ({@link #launch}).
+     */
     private static final class Call<I, O> extends BatchFormation.Request {
         final I input;
         final CompletableFuture<O> outcome = new CompletableFuture<>();
+        /** The thread blocked in {@code call} for it, or null for {@link #submit}. */
+        final @Nullable Thread caller;
+        /**
+         * Set by {@link #launch} when it ran on {@link #caller}'s own thread (inside this call's
+         * {@code enter}) and the batch holds this call: the caller then waits for the batch and
+         * delivers it. Written and read by that one thread only, so a plain field suffices.
+         */
+        @Nullable Lead lead;
 
-        Call(I input, long now) {
+        Call(I input, long now, @Nullable Thread caller) {
             super(now);
             this.input = input;
+            this.caller = caller;
         }
     }
+
+    /** A launched batch whose delivery belongs to one of its callers (see {@link #lead}). */
+    private record Lead(Object lane, List<?> batch, GpuEvent done) {}
 
     /** One stream with its staging: busy from a launch until its batch is delivered. */
     private final class Lane {
@@ -233,7 +248,9 @@ public final class GpuBatcher<I, O> implements AutoCloseable {
      * thread of this batcher's own, so that under load a delivery does not queue behind thousands
      * of runnable virtual threads for a carrier (on 2 cores, a virtual thread per delivery waited
      * tens of milliseconds with 20,000 callers), and the next batch's driver calls hold no carrier.
-     * Ended by {@link #close()}.
+     * A batch launched by one of its own blocking callers (inside that call, so that caller found a
+     * lane free: a lone caller, or light load) is delivered by that caller instead, which is awake
+     * and mounted when the event completes ({@link #awaitLead}). Ended by {@link #close()}.
      */
     private final ExecutorService delivery = Executors.newSingleThreadExecutor(
             Thread.ofPlatform().daemon(true).name("cuda-loom-batcher-delivery").factory());
@@ -307,8 +324,12 @@ public final class GpuBatcher<I, O> implements AutoCloseable {
      */
     @org.jetbrains.annotations.Blocking
     public O call(I input) throws InterruptedException {
-        Call<I, O> c = enter(input);
+        Call<I, O> c = enter(input, Thread.currentThread());
+        Lead lead = c.lead;
         try {
+            if (lead != null) {
+                awaitLead(c, lead, -1L); // then the outcome is complete
+            }
             return c.outcome.get();
         } catch (ExecutionException e) {
             throw rethrow(e);
@@ -326,9 +347,14 @@ public final class GpuBatcher<I, O> implements AutoCloseable {
     @org.jetbrains.annotations.Blocking
     public O call(I input, Duration timeout) throws InterruptedException, TimeoutException {
         Objects.requireNonNull(timeout, "timeout");
-        Call<I, O> c = enter(input);
+        Call<I, O> c = enter(input, Thread.currentThread());
+        Lead lead = c.lead;
+        long nanos = Math.max(0, timeout.toNanos());
         try {
-            return c.outcome.get(Math.max(0, timeout.toNanos()), TimeUnit.NANOSECONDS);
+            if (lead != null && !awaitLead(c, lead, nanos)) {
+                throw new TimeoutException("no output within " + timeout);
+            }
+            return c.outcome.get(nanos, TimeUnit.NANOSECONDS); // at once if it led its batch
         } catch (ExecutionException e) {
             throw rethrow(e);
         } catch (InterruptedException | TimeoutException e) {
@@ -342,7 +368,7 @@ public final class GpuBatcher<I, O> implements AutoCloseable {
      * failure (as {@code call} would throw it); parks no thread. Cancelling it leaves the batch.
      */
     public CompletableFuture<O> submit(I input) {
-        Call<I, O> c = enter(input);
+        Call<I, O> c = enter(input, null);
         CompletableFuture<O> f = c.outcome.copy();
         f.whenComplete((o, t) -> {
             if (t instanceof CancellationException) {
@@ -352,13 +378,13 @@ public final class GpuBatcher<I, O> implements AutoCloseable {
         return f;
     }
 
-    private Call<I, O> enter(I input) {
+    private Call<I, O> enter(I input, @Nullable Thread caller) {
         Objects.requireNonNull(input, "input");
         if (closed.get()) {
             throw closedFailure();
         }
         calls.incrementAndGet();
-        Call<I, O> c = new Call<>(input, System.nanoTime());
+        Call<I, O> c = new Call<>(input, System.nanoTime(), caller);
         formation.arrive(c);
         if (formation.waiting() > 0 && inFlight.get() > 0) {
             scheduleTimer();
@@ -371,6 +397,53 @@ public final class GpuBatcher<I, O> implements AutoCloseable {
             left.incrementAndGet();
             c.outcome.cancel(false);
         }
+    }
+
+    /**
+     * The caller launched its own batch (a lone caller, or one that found a lane free): it waits for
+     * the batch's event itself, as {@code await()} does, and delivers the batch to every caller in
+     * it, so its own wake-up is the event's and not a hand-off through the delivery thread and back
+     * (a lone caller pays what a launch and {@code await()} pay). If it is interrupted or times out
+     * first, it hands the delivery to the delivery thread ({@link #deliverLater}) and leaves, as
+     * any caller leaves a batch that took it: the others are not disturbed.
+     *
+     * @param timeoutNanos the call's timeout, or -1 for none
+     * @return false if it timed out (the delivery handed on, the call left), else true: the call's
+     *     outcome is complete
+     */
+    @SuppressWarnings("unchecked")
+    private boolean awaitLead(Call<I, O> c, Lead lead, long timeoutNanos) throws InterruptedException {
+        Lane lane = (Lane) lead.lane();
+        List<Call<I, O>> batch = (List<Call<I, O>>) lead.batch();
+        @Nullable RuntimeException failure = null;
+        try {
+            if (timeoutNanos < 0) {
+                lead.done().await();
+            } else if (!lead.done().await(timeoutNanos, TimeUnit.NANOSECONDS)) {
+                deliverLater(lane, batch, lead.done());
+                leave(c);
+                return false;
+            }
+        } catch (InterruptedException e) {
+            deliverLater(lane, batch, lead.done());
+            leave(c);
+            throw e;
+        } catch (RuntimeException e) {
+            failure = e; // the batch's work failed (GpuFaultException, a closed stream or device)
+        }
+        if (failure == null) {
+            deliver(lane, batch); // every caller's outcome, this one's too
+        } else {
+            fail(lane, batch, failure); // the batch's failure, for every caller in it, this one too
+        }
+        return true;
+    }
+
+
+
+    /** The batch's delivery, on the delivery thread once its work is done (or failed). */
+    private void deliverLater(Lane lane, List<Call<I, O>> batch, GpuEvent done) {
+        done.onComplete(delivery, () -> deliver(lane, batch), failure -> fail(lane, batch, failure));
     }
 
     private static RuntimeException rethrow(ExecutionException e) {
@@ -440,7 +513,14 @@ public final class GpuBatcher<I, O> implements AutoCloseable {
             GpuEvent done = s.event();
             batches.incrementAndGet();
             items.addAndGet(n);
-            done.onComplete(delivery, () -> deliver(lane, packed), failure -> fail(lane, packed, failure));
+            Thread me = Thread.currentThread();
+            for (Call<I, O> c : packed) {
+                if (c.caller == me) { // launched inside this caller's enter(): it leads the batch (lead())
+                    c.lead = new Lead(lane, packed, done);
+                    return;
+                }
+            }
+            deliverLater(lane, packed, done);
         } catch (RuntimeException | Error e) {
             fail(lane, packed.isEmpty() ? batch : packed, e);
         }

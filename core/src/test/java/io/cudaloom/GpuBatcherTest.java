@@ -20,9 +20,11 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
+import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;
 
 /** The batched blocking call on the simulated device: batching, every outcome, nothing leaked. */
@@ -196,6 +198,78 @@ class GpuBatcherTest {
                 assertEquals(6e9f, slow.get());
             }
             assertNoMemoryLeft(d);
+        }
+    }
+
+    /**
+     * A lone caller launches its own batch and waits for it itself (it leads the batch): if it times
+     * out, it hands the delivery on and leaves; the lane still frees when the work is done, so the
+     * next batch runs and its caller is served.
+     */
+    @Test
+    void aCallerThatLedItsBatchAndTimesOutHandsTheDeliveryOn() throws Exception {
+        try (SimulatedDevice d = SimulatedDevice.create()) {
+            Triple step = new Triple();
+            try (GpuBatcher<Float, Float> b = GpuBatcher.builder(d, step).inPlace(4).maxBatch(64).streams(1)
+                    .maxDelay(Duration.ofMillis(50)).build()) {
+                CompletableFuture<@Nullable Throwable> lone = new CompletableFuture<>();
+                Thread.ofVirtual().start(() -> {
+                    try {
+                        b.call(2e9f, Duration.ofMillis(20)); // a batch of one whose work takes 300 ms
+                        lone.complete(null);
+                    } catch (Exception e) {
+                        lone.complete(e);
+                    }
+                });
+                await().atMost(LONG).until(() -> step.launches.get() == 1); // premise: its batch is launched
+                CompletableFuture<Float> other = b.submit(5f); // the next batch, after it (one stream)
+                assertInstanceOf(TimeoutException.class, lone.get());
+                assertEquals(15f, other.get(LONG.toSeconds(), TimeUnit.SECONDS));
+                assertEquals(2, b.stats().batches());
+                assertEquals(2, b.stats().itemsLaunched(), "both inputs ran, each in its own batch");
+            }
+            assertNoMemoryLeft(d);
+        }
+    }
+
+    /** As above, interrupted instead of timed out. */
+    @Test
+    void aCallerThatLedItsBatchAndIsInterruptedHandsTheDeliveryOn() throws Exception {
+        try (SimulatedDevice d = SimulatedDevice.create()) {
+            Triple step = new Triple();
+            try (GpuBatcher<Float, Float> b = GpuBatcher.builder(d, step).inPlace(4).maxBatch(64).streams(1)
+                    .maxDelay(Duration.ofMillis(50)).build()) {
+                AtomicInteger outcome = new AtomicInteger();
+                Thread t = Thread.ofVirtual().start(() -> {
+                    try {
+                        b.call(2e9f);
+                        outcome.set(1);
+                    } catch (InterruptedException e) {
+                        outcome.set(2);
+                    }
+                });
+                await().atMost(LONG).until(() -> step.launches.get() == 1 && t.getState() == Thread.State.WAITING);
+                CompletableFuture<Float> other = b.submit(5f);
+                t.interrupt();
+                t.join(LONG.toMillis());
+                assertEquals(2, outcome.get(), "InterruptedException");
+                assertEquals(15f, other.get(LONG.toSeconds(), TimeUnit.SECONDS));
+                assertEquals(2, b.stats().itemsLaunched());
+            }
+            assertNoMemoryLeft(d);
+        }
+    }
+
+    /** A lone caller whose own batch faults gets the fault from call() (it led the batch). */
+    @Test
+    void aCallerThatLedAFaultingBatchGetsTheFault() throws Exception {
+        try (SimulatedDevice d = SimulatedDevice.create()) {
+            try (GpuBatcher<Float, Float> b = GpuBatcher.builder(d, new Faulting()).inPlace(4).maxBatch(64).streams(2)
+                    .maxDelay(Duration.ZERO).build()) {
+                GpuFaultException e = assertThrows(GpuFaultException.class, () -> b.call(-1f));
+                assertTrue(e.getMessage().contains("ILLEGAL_ADDRESS in the batch's kernel"), e.getMessage());
+                assertEquals(1, b.stats().failedBatches());
+            }
         }
     }
 
