@@ -95,7 +95,7 @@ final class ThroughputSweep {
     /** Warm-up before each row: this fraction (1/n) of the row's launches, run the same way. */
     static final int WARM_UP_DIVISOR = 20;
     /** The {@link Method#BATCHED} row's batcher: the most calls in one batch. */
-    static final int BATCH_MAX = 1024;
+    static final int BATCH_MAX = 256;
 
     private static final com.sun.management.OperatingSystemMXBean OS =
             (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
