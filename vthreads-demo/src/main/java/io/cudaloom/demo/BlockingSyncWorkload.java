@@ -3,6 +3,7 @@ package io.cudaloom.demo;
 import static jcuda.driver.JCudaDriver.CU_MEMHOSTALLOC_PORTABLE;
 import static jcuda.driver.JCudaDriver.cuCtxCreate;
 import static jcuda.driver.JCudaDriver.cuCtxDestroy;
+import static jcuda.driver.JCudaDriver.cuCtxGetCurrent;
 import static jcuda.driver.JCudaDriver.cuCtxPopCurrent;
 import static jcuda.driver.JCudaDriver.cuCtxPushCurrent;
 import static jcuda.driver.JCudaDriver.cuCtxSetCurrent;
@@ -66,7 +67,7 @@ import jcuda.driver.CUstream_flags;
  * {@code CU_STREAM_NON_BLOCKING}, as the library's, and a thread keeps to the stream it was given
  * on its first step ({@link StreamChoice}, as the synchronize() workload). Each step makes the
  * context current on its thread first ({@code cuCtxSetCurrent}, a thread-local store, as the
- * library's wrappers do before their driver calls).
+ * library's wrappers do before their driver calls), and leaves it current there.
  *
  * <p>Every driver call's result is checked: a failure throws a {@link CudaDriverException} whose
  * one-line message names the call (e.g. {@code cuStreamSynchronize failed: CUDA_ERROR_...}); a step
@@ -176,7 +177,8 @@ final class BlockingSyncWorkload implements DemoWorkload {
 
     /**
      * The CUDA workload's step, waiting in {@code cuStreamSynchronize} on the blocking-sync context
-     * (this platform thread sleeps in the driver until the stream's work is done).
+     * (this platform thread sleeps in the driver until the stream's work is done). The context is
+     * left current on this thread ({@code cuCtxSetCurrent}: it replaces the thread's current one).
      *
      * @throws CudaDriverException if a driver call fails (its message names the call)
      * @throws IllegalStateException if the workload is closed
@@ -225,7 +227,8 @@ final class BlockingSyncWorkload implements DemoWorkload {
     /**
      * Waits (up to {@link #CLOSE_WAIT}) for the steps in flight, then synchronizes the context,
      * destroys the streams, unloads the module, frees both allocations and destroys the context,
-     * leaving the calling thread's current context as it was. Steps after the close throw
+     * leaving the calling thread's current context as it was (if a step on this thread made the
+     * context current there, the destroy pops it: the thread then has the context below it, if any). Steps after the close throw
      * {@link IllegalStateException}. A second close does nothing.
      *
      * @throws CudaDriverException naming the first driver call that failed (everything else is
@@ -260,10 +263,16 @@ final class BlockingSyncWorkload implements DemoWorkload {
                             + inFlight + " steps in flight: its context is left as it is");
                 }
             }
-            int r = cuCtxPushCurrent(context);
-            if (r != CUresult.CUDA_SUCCESS) {
-                destroyContext(); // not current here, but destroyed all the same, its resources with it
-                throw new CudaDriverException("cuCtxPushCurrent", r);
+            // Current here for the frees: pushed, and popped again by the destroy. Unless a step on
+            // this thread left it current (its cuCtxSetCurrent replaced the thread's context): then the
+            // destroy pops that, rather than leave the destroyed context current on this thread.
+            CUcontext current = new CUcontext();
+            if (cuCtxGetCurrent(current) != CUresult.CUDA_SUCCESS || !context.equals(current)) {
+                int r = cuCtxPushCurrent(context);
+                if (r != CUresult.CUDA_SUCCESS) {
+                    destroyContext(); // not current here, but destroyed all the same, its resources with it
+                    throw new CudaDriverException("cuCtxPushCurrent", r);
+                }
             }
             // Nothing left in flight (a failed step's copies included) before the frees.
             Failure first = first(null, cuCtxSynchronize(), "cuCtxSynchronize");

@@ -68,12 +68,16 @@ class BlockingSyncWorkloadGpuTest {
             for (int i = 0; i < 100; i++) {
                 data[i] = 7 + i;
             }
-            w.scale(data, -3);
+            onAPlatformThread(() -> {
+                w.scale(data, -3);
+                return null;
+            });
             long sum = 0;
             for (float v : data) {
                 sum += (long) v;
             }
             assertEquals("sum=" + sum + "\n", ScaleServlet.expectedBody(7, 100, -3));
+            assertEquals(before, currentContext(), "steps on other threads leave this one as it was");
         } finally {
             w.close();
         }
@@ -98,15 +102,32 @@ class BlockingSyncWorkloadGpuTest {
         new BlockingSyncWorkload(gpu.ordinal(), gpu.name(), 8).close(); // the driver's one-time allocations
         long before = freeDeviceBytes();
         for (int i = 0; i < 10; i++) {
+            int step = i;
             try (BlockingSyncWorkload w = new BlockingSyncWorkload(gpu.ordinal(), gpu.name(), 8)) {
-                assertTrue(w.runOnce(i, i), "step " + i);
+                assertTrue(onAPlatformThread(() -> w.runOnce(step, step)), "step " + i);
             }
         }
         assertEquals(primary, currentContext(), "each workload leaves the primary context current, as it was");
+        // A step on the closing thread makes the context current there (replacing the primary, as the
+        // library's own calls do); the close then pops it rather than leave a destroyed context current.
+        try (BlockingSyncWorkload w = new BlockingSyncWorkload(gpu.ordinal(), gpu.name(), 8)) {
+            assertTrue(w.runOnce(0, 0), "a step on the closing thread");
+        }
+        CUcontext current = new CUcontext();
+        BlockingSyncWorkload.check(JCudaDriver.cuCtxGetCurrent(current), "cuCtxGetCurrent");
+        assertEquals(new CUcontext(), current, "no context current: not the destroyed one");
+        gpu.makeCurrent();
         long after = freeDeviceBytes();
         // each made a context and 16 MiB of device memory: ten leaked would be far more than 64 MiB
         // (other processes may use the GPU meanwhile, a little)
         assertTrue(Math.abs(before - after) < 64L << 20, before + " then " + after + " bytes free");
+    }
+
+    /** {@code c}'s result, run on a platform thread of its own (the pool's threads are). */
+    private static <T> T onAPlatformThread(java.util.concurrent.Callable<T> c) throws Exception {
+        java.util.concurrent.FutureTask<T> task = new java.util.concurrent.FutureTask<>(c);
+        Thread.ofPlatform().name("blocking-sync-step").start(task);
+        return task.get(60, java.util.concurrent.TimeUnit.SECONDS);
     }
 
     private static long freeDeviceBytes() {
