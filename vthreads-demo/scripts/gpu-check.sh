@@ -6,8 +6,10 @@
 # (the await() run beside its platform-pool baseline and its batched run, --batch DEMO_BATCH, default
 # 64; and --load; each with its --report
 # page); with FLOOR=1 the driver's floor (DriverContention) in the same call; with GRAPH=1 the demo's
-# step op by op against a CUDA graph of it (GraphStep, GRAPH_STEPS per thread); CHURN_SECONDS sets the
-# lifetime stress's churn (LIFETIME=0 skips it). Every output is packed into
+# step op by op against a CUDA graph of it (GraphStep, GRAPH_STEPS per thread); with SERVLET=1 the
+# servlet benchmark (GpuBench servlet: floor, await(), batched, the spinning and the blocking-sync
+# 200-thread pools) at SERVLET_CONCURRENCY (default 100,10000), SERVLET_SECONDS per level (default 5);
+# CHURN_SECONDS sets the lifetime stress's churn (LIFETIME=0 skips it). Every output is packed into
 # "$OUT/results.tgz" after each step, so a call cut short still brings back what ran.
 # From the repository root, after ../shared/tools/gpu-bundle && bash vthreads-demo/scripts/gpu-trim.sh:
 #   bash vthreads-demo/scripts/gpu-check.sh
@@ -34,6 +36,10 @@ if [ "${GRAPH:-0}" = 1 ]; then # the demo's fixed step op by op and as a CUDA gr
   timeout 120 bash .gpu/java io.cudaloom.bench.GraphStep perThread="${GRAPH_STEPS:-30000}" threads=1,8 \
     > "$R/graph.md" 2> "$R/graph.err"; echo "graph exit $?" >> "$R/info.txt"; pack
 fi
+if [ "${SERVLET:-0}" = 1 ]; then # Jetty: await() and batched against both 200-thread pools (#37, #39)
+  timeout 240 bash .gpu/java io.cudaloom.bench.GpuBench servlet concurrency="${SERVLET_CONCURRENCY:-100,10000}" \
+    seconds="${SERVLET_SECONDS:-5}" > "$R/servlet.md" 2> "$R/servlet.err"; echo "servlet exit $?" >> "$R/info.txt"; pack
+fi
 if [ "${LATENCY:-1}" = 1 ]; then
   for i in 1 2; do
     timeout 150 bash .gpu/java io.cudaloom.bench.WaitLatencyBench iterations=2000 warmup=2000 \
@@ -49,4 +55,5 @@ pack
 grep -E "tests (successful|failed|aborted|found)" "$R/junit.txt"; grep -E "^(PASS|FAIL|ALL|NOT)" "$R/lifetime.txt" 2>/dev/null
 grep -E "StreamOrderedFreeGpuTest" "$R/junit.txt" | head -4
 [ -f "$R/demo.txt" ] && sed -n '/^side by side/,$p' "$R/demo.txt"
+[ -f "$R/servlet.md" ] && awk '/^### Against the pools/ { f = 1 } f && /^- / { exit } f' "$R/servlet.md"
 cat "$R/info.txt"

@@ -34,14 +34,17 @@ import java.util.concurrent.atomic.AtomicReference;
  *   bash .gpu/java io.cudaloom.bench.GpuBench servlet [concurrency=100,10000] [seconds=10] [requests=1000000] [device=cuda|sim]
  *       the demo's ScaleServlet on Jetty's VirtualThreadPool with await(), then batched
  *       (a GpuBatcher per factor), then on Jetty's
- *       QueuedThreadPool (200 platform threads) with CudaStream.synchronize(), loaded from
+ *       QueuedThreadPool (200 platform threads) with CudaStream.synchronize() (the primary
+ *       context: spins), then on the same pool in cuStreamSynchronize on a context of its own
+ *       created with CU_CTX_SCHED_BLOCKING_SYNC (raw JCuda: its threads sleep), loaded from
  *       127.0.0.1 at each concurrency for at most the given seconds and requests, each level by a
  *       load generator in a JVM of its own (a child process, same java and class path) that warms
  *       up first; requests/s, latency, and the server process's own CPU: cores busy and requests
- *       per CPU-second (see io.cudaloom.demo.ServletBench). About 1.5 min with the defaults (an
- *       estimate: per level a JVM start, a warm-up of at most 5 s, the level; a child still
- *       running after 2 x seconds + 50 s is killed); device=sim runs it without a GPU; exit code
- *       1 if any request failed or a load generator failed.
+ *       per CPU-second, then await() and batched against both pools (see
+ *       io.cudaloom.demo.ServletBench). About 2 min with the defaults (an estimate: per level a
+ *       JVM start, a warm-up of at most 5 s, the level; a child still running after 2 x seconds +
+ *       50 s is killed); device=sim runs it without a GPU (the blocking-sync pool then reported as
+ *       not available); exit code 1 if any request failed or a load generator failed.
  *   bash .gpu/java -Xmx512m io.cudaloom.bench.GpuBench scale [inFlight=100000]
  *       100,000 awaits, each behind its own kernel
  *   bash .gpu/java -Xmx512m io.cudaloom.bench.GpuBench scale-shared [inFlight=100000]

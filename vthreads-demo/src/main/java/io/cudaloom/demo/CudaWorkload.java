@@ -15,8 +15,11 @@ import java.nio.ByteBuffer;
  * allocation (allocating per step would cost far more than the kernel).
  */
 final class CudaWorkload implements DemoWorkload {
-    /** Host and device blocks, one per step in flight: enough that 10,000 threads never wait for one. */
-    private static final int BLOCKS = 16_384;
+    /**
+     * Host and device blocks, one per step in flight: enough that 10,000 threads never wait for one
+     * (the servlet benchmark's blocking-sync server, {@link BlockingSyncWorkload}, has as many).
+     */
+    static final int BLOCKS = 16_384;
     private static final long BLOCK_BYTES = 4L * VECTOR_LENGTH;
 
     private final CudaDevice device;

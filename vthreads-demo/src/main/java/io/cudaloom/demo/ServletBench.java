@@ -3,16 +3,20 @@ package io.cudaloom.demo;
 import io.cudaloom.GpuDevice;
 import io.cudaloom.ReactorConfig;
 import io.cudaloom.ReactorStats;
+import io.cudaloom.cuda.CudaDevice;
+import io.cudaloom.cuda.CudaDriverException;
 import java.io.PrintStream;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Objects;
 import java.util.function.Function;
 
 /**
- * {@code GpuBench servlet}: the demo's {@link ScaleServlet} served three ways, each loaded by the
+ * {@code GpuBench servlet}: the demo's {@link ScaleServlet} served four ways, each loaded by the
  * demo's {@link LoadGenerator} at the same concurrency levels from 127.0.0.1, after a floor that
  * does no device work at all (Jetty's {@code VirtualThreadPool}, the vector scaled on the request's
  * thread: what the HTTP server costs per request alone, and the most requests/s this load
@@ -23,8 +27,21 @@ import java.util.function.Function;
  *   <li>Jetty's {@code VirtualThreadPool}, the workload a {@link BatchedWorkload}: each request's
  *       vector one call of a {@link io.cudaloom.GpuBatcher} (one per factor the load asks for, 1 to
  *       {@value LoadGenerator#MAX_FACTOR}), up to {@value #BATCH_MAX} vectors per launch;
- *   <li>Jetty's default {@code QueuedThreadPool} of 200 platform threads, the workload waiting with
- *       {@code CudaStream.synchronize()} ({@link DemoWorkload.WaitBy#SYNCHRONIZE}).
+ *   <li>the spinning pool: Jetty's default {@code QueuedThreadPool} of 200 platform threads, the
+ *       workload waiting with {@code CudaStream.synchronize()} ({@link DemoWorkload.WaitBy#SYNCHRONIZE}).
+ *       The library's {@link CudaDevice} retains the primary context, whose default scheduling
+ *       ({@code CU_CTX_SCHED_AUTO}) spins in {@code cuStreamSynchronize} while the process has fewer
+ *       active contexts than cores: its waiting threads burn CPU;
+ *   <li>the blocking-sync pool, the honest CPU competitor of {@code await()} (issues #37, #39): the
+ *       same 200-thread {@code QueuedThreadPool}, the same step in raw JCuda on a context of its own
+ *       created with {@code CU_CTX_SCHED_BLOCKING_SYNC} ({@link BlockingSyncWorkload}: its own module
+ *       from {@link DemoKernels}' PTX, non-blocking streams, the same pooled pinned and device
+ *       blocks, copies, {@code scale_f32} launch and vector length), so its threads sleep in
+ *       {@code cuStreamSynchronize}. No library device is open while it runs (one is opened and
+ *       closed first, to learn which device {@code open} gives), so no reactor's scanner runs
+ *       either. It needs a CUDA device: on the simulated device, which has no such context, its
+ *       rows say "not available" (there the {@code synchronize()} server already parks its threads
+ *       on a latch) and do not fail the run.
  * </ol>
  * Each server runs on a freshly opened device, in this process. Each level's load comes from a
  * JVM of its own ({@link LoadGeneratorProcess}: a child process with this JVM's {@code java} and
@@ -34,6 +51,10 @@ import java.util.function.Function;
  * CPU-second, platform threads) are this process's alone, which hosts only the server, the device
  * and its reactor, taken over the level's window (from the child's start signal to its last
  * answer); the client's CPU is shown apart.
+ *
+ * <p>After the table, a second one ({@link #ratioTable}) sets the {@code await()} and batched
+ * servers against both pools at each level: requests/s (x each pool), p99, server CPU per request,
+ * and requests per CPU-second (x each pool).
  */
 public final class ServletBench {
     /** Simulated kernel time per request on the simulated device (the demo's default); a GPU takes what it takes. */
@@ -90,10 +111,18 @@ public final class ServletBench {
         }
     }
 
-    /** One server configuration; {@code batched}: a {@link BatchedWorkload} ({@code waitBy} unused). */
-    record Variant(DemoServer.RequestThreads threads, DemoWorkload.WaitBy waitBy, boolean batched) {
+    /**
+     * One server configuration; {@code batched}: a {@link BatchedWorkload} ({@code waitBy} unused);
+     * {@code blockingSync}: a {@link BlockingSyncWorkload} on a {@code CU_CTX_SCHED_BLOCKING_SYNC}
+     * context of its own (a CUDA device only; see {@link ServletBench}).
+     */
+    record Variant(DemoServer.RequestThreads threads, DemoWorkload.WaitBy waitBy, boolean batched, boolean blockingSync) {
         Variant(DemoServer.RequestThreads threads, DemoWorkload.WaitBy waitBy) {
-            this(threads, waitBy, false);
+            this(threads, waitBy, false, false);
+        }
+
+        Variant(DemoServer.RequestThreads threads, DemoWorkload.WaitBy waitBy, boolean batched) {
+            this(threads, waitBy, batched, false);
         }
 
         /** The streams of each of the batched server's batchers: the settings' streams over 4, at least 1 (as the demo's --batch). */
@@ -101,8 +130,11 @@ public final class ServletBench {
             return Math.max(1, streams / 4);
         }
 
-        /** This server's workload on {@code device}. */
+        /** This server's workload on {@code device} (not for the blocking-sync pool, which has no device: see run). */
         DemoWorkload workload(GpuDevice device, Settings s) {
+            if (blockingSync) {
+                throw new IllegalStateException("the blocking-sync pool's workload is a raw context of its own");
+            }
             if (batched) {
                 return new BatchedWorkload(device, streamsPerFactor(s.streams()), BATCH_MAX, 1, LoadGenerator.MAX_FACTOR);
             }
@@ -116,6 +148,9 @@ public final class ServletBench {
             String pool = threads == DemoServer.RequestThreads.VIRTUAL
                     ? "Jetty VirtualThreadPool"
                     : "Jetty QueuedThreadPool (" + DemoServer.RequestThreads.PLATFORM_POOL_SIZE + " platform threads)";
+            if (blockingSync) {
+                return pool + ", `cuStreamSynchronize` on a `CU_CTX_SCHED_BLOCKING_SYNC` context (raw JCuda)";
+            }
             String wait = waitBy == DemoWorkload.WaitBy.AWAIT ? "`await()`"
                     : waitBy == DemoWorkload.WaitBy.HOST_ONLY ? "no device work (the HTTP floor)"
                     : simulated ? "blocking wait (simulated synchronize)" : "`synchronize()` (cuStreamSynchronize)";
@@ -123,15 +158,28 @@ public final class ServletBench {
         }
     }
 
+    /** The floor: virtual threads, no device work. */
+    static final Variant FLOOR = new Variant(DemoServer.RequestThreads.VIRTUAL, DemoWorkload.WaitBy.HOST_ONLY);
+    /** Virtual threads, {@code await()}. */
+    static final Variant AWAIT = new Variant(DemoServer.RequestThreads.VIRTUAL, DemoWorkload.WaitBy.AWAIT);
+    /** Virtual threads, a {@link BatchedWorkload}. */
+    static final Variant BATCHED = new Variant(DemoServer.RequestThreads.VIRTUAL, DemoWorkload.WaitBy.AWAIT, true);
+    /** 200 platform threads in {@code CudaStream.synchronize()} on the library's (spinning) primary context. */
+    static final Variant SPINNING_POOL = new Variant(DemoServer.RequestThreads.PLATFORM_200, DemoWorkload.WaitBy.SYNCHRONIZE);
+    /** 200 platform threads in {@code cuStreamSynchronize} on a blocking-sync context (raw JCuda). */
+    static final Variant BLOCKING_POOL = new Variant(DemoServer.RequestThreads.PLATFORM_200, DemoWorkload.WaitBy.SYNCHRONIZE,
+            false, true);
+
     /**
      * The servers, in order: first the floor (virtual threads, no device work: what Jetty, HTTP and
-     * the client cost alone, which no way of waiting can go below), then the three compared.
+     * the client cost alone, which no way of waiting can go below), then the four compared.
      */
-    static final List<Variant> VARIANTS = List.of(
-            new Variant(DemoServer.RequestThreads.VIRTUAL, DemoWorkload.WaitBy.HOST_ONLY),
-            new Variant(DemoServer.RequestThreads.VIRTUAL, DemoWorkload.WaitBy.AWAIT),
-            new Variant(DemoServer.RequestThreads.VIRTUAL, DemoWorkload.WaitBy.AWAIT, true),
-            new Variant(DemoServer.RequestThreads.PLATFORM_200, DemoWorkload.WaitBy.SYNCHRONIZE));
+    static final List<Variant> VARIANTS = List.of(FLOOR, AWAIT, BATCHED, SPINNING_POOL, BLOCKING_POOL);
+
+    /** Why the blocking-sync pool does not run on the simulated device (its rows' note). */
+    static final String NOT_ON_SIMULATED = "the simulated device has no CUDA context to create with"
+            + " CU_CTX_SCHED_BLOCKING_SYNC (device=cuda runs it); there the synchronize() server above already parks"
+            + " its threads (on a latch counted down behind the work) instead of spinning";
 
     static String tableHeader() {
         return "| server | concurrency | protocol | ok | failed | requests/s | p50 ms | p99 ms | server CPU s"
@@ -143,8 +191,7 @@ public final class ServletBench {
     static String markdown(String server, int concurrency, LoadGeneratorProcess.Outcome o) {
         LoadGenerator.Level l = o.level();
         if (l == null) {
-            return String.format(Locale.ROOT, "| %s | %,d | error | - | - | - | - | - | - | - | - | - | - |", server,
-                    concurrency);
+            return placeholderRow(server, concurrency, "error");
         }
         String cpu = o.serverCpuNanos() < 0 ? "n/a" : String.format(Locale.ROOT, "%.2f", o.serverCpuNanos() / 1e9);
         double coresBusy = o.serverCoresBusy();
@@ -157,12 +204,20 @@ public final class ServletBench {
                 l.p99() / 1e6, cpu, cores, perCpu, o.serverPeakPlatformThreads(), client);
     }
 
+    /** A row with no figures: {@code what} in the protocol column ("error", "not available"), "-" in the rest. */
+    static String placeholderRow(String server, int concurrency, String what) {
+        return String.format(Locale.ROOT, "| %s | %,d | %s | - | - | - | - | - | - | - | - | - | - |", server,
+                concurrency, what);
+    }
+
     /**
-     * Runs every server at every level: a markdown table on {@code out}, progress and the load
+     * Runs every server at every level: a markdown table on {@code out}, then the await and batched
+     * servers against both pools ({@link #ratioTable}), then notes; progress and the load
      * generators' stderr on {@code err}.
      *
      * @param open opens the device for one server (e.g. CUDA device 0), given the reactor configuration
-     * @return true if every request of every level was answered correctly
+     * @return true if every request of every level was answered correctly (the blocking-sync pool's
+     *     levels, where it is not available, count as neither)
      */
     public static boolean run(Function<ReactorConfig, GpuDevice> open, Settings s, PrintStream out, PrintStream err)
             throws Exception {
@@ -176,38 +231,21 @@ public final class ServletBench {
         out.println(tableHeader());
         out.flush();
         List<String> notes = new ArrayList<>();
+        Map<Variant, List<LoadGeneratorProcess.Outcome>> results = new LinkedHashMap<>();
         boolean allOk = true;
         for (Variant v : VARIANTS) {
+            List<LoadGeneratorProcess.Outcome> outcomes = new ArrayList<>();
+            results.put(v, outcomes);
+            if (v.blockingSync()) {
+                allOk &= blockingSyncServer(v, open, config, s, out, err, notes, outcomes);
+                continue;
+            }
             try (GpuDevice device = open.apply(config);
                  DemoWorkload workload = v.workload(device, s);
                  DemoServer server = DemoServer.start(workload, 0, v.threads())) {
                 String label = v.label(device.isSimulated());
                 ReactorStats before = device.reactor().stats();
-                for (int c : s.concurrency()) {
-                    LoadGeneratorProcess.Request request = new LoadGeneratorProcess.Request(server.port(), c,
-                            s.requestsPerLevel(), s.timeLimit(), s.warmUpRequests(), s.warmUpTime(),
-                            LoadGenerator.Protocol.AUTO);
-                    err.printf(Locale.ROOT, "servlet: %s: %,d concurrent (a new load generator JVM: warm-up of %,d"
-                            + " requests or %d s, then the level; killed after %d s)%n", label, c, s.warmUpRequests(),
-                            s.warmUpTime().toSeconds(), request.childLimit().toSeconds());
-                    LoadGeneratorProcess.Outcome o = LoadGeneratorProcess.run(request, err);
-                    out.println(markdown(label, c, o));
-                    out.flush();
-                    String at = String.format(Locale.ROOT, "%s, %,d concurrent", label, c);
-                    if (o.error() != null) {
-                        notes.add(at + ": load generator failed: " + o.error());
-                    }
-                    if (o.warmUpOk() == 0 && o.error() == null) {
-                        notes.add(at + ": the warm-up got no correct answer: " + o.warmUpError());
-                    }
-                    if (o.level() != null && o.level().firstError() != null) {
-                        notes.add(at + ": first error: " + o.level().firstError());
-                    }
-                    if (o.level() != null && o.level().timedOut()) {
-                        notes.add(at + ": the time limit ended the level before its request bound");
-                    }
-                    allOk &= o.completed() && o.level().failed() == 0 && o.level().ok() > 0;
-                }
+                allOk &= levels(label, server.port(), s, out, err, notes, outcomes);
                 ReactorStats after = DemoRun.awaitQuiescence(workload);
                 String batches = workload instanceof BatchedWorkload b
                         ? String.format(Locale.ROOT, "; %,d batches over the levels (warm-ups included)", b.batches()) : "";
@@ -216,6 +254,10 @@ public final class ServletBench {
                         after.registrations() - before.registrations(), after.inlineCompletions() - before.inlineCompletions(),
                         after.immediate() - before.immediate(), after.fallbacks() - before.fallbacks(), batches));
             }
+        }
+        out.println();
+        for (String line : ratioTable(s.concurrency(), results)) {
+            out.println(line);
         }
         out.println();
         for (String n : notes) {
@@ -229,5 +271,187 @@ public final class ServletBench {
                 + " generator's own CPU over its timed requests is the last column, not counted.");
         out.println(allOk ? "result: every request answered correctly" : "result: some requests failed (see above)");
         return allOk;
+    }
+
+    /**
+     * Runs every level of {@code s} against the server on {@code port}: a row each on {@code out},
+     * what went wrong in {@code notes}, each level's outcome added to {@code outcomes}. Returns true
+     * if every request of every level was answered correctly.
+     */
+    private static boolean levels(String label, int port, Settings s, PrintStream out, PrintStream err,
+            List<String> notes, List<LoadGeneratorProcess.Outcome> outcomes) throws InterruptedException {
+        boolean allOk = true;
+        for (int c : s.concurrency()) {
+            LoadGeneratorProcess.Request request = new LoadGeneratorProcess.Request(port, c, s.requestsPerLevel(),
+                    s.timeLimit(), s.warmUpRequests(), s.warmUpTime(), LoadGenerator.Protocol.AUTO);
+            err.printf(Locale.ROOT, "servlet: %s: %,d concurrent (a new load generator JVM: warm-up of %,d"
+                    + " requests or %d s, then the level; killed after %d s)%n", label, c, s.warmUpRequests(),
+                    s.warmUpTime().toSeconds(), request.childLimit().toSeconds());
+            LoadGeneratorProcess.Outcome o = LoadGeneratorProcess.run(request, err);
+            outcomes.add(o);
+            out.println(markdown(label, c, o));
+            out.flush();
+            String at = String.format(Locale.ROOT, "%s, %,d concurrent", label, c);
+            if (o.error() != null) {
+                notes.add(at + ": load generator failed: " + o.error());
+            }
+            if (o.warmUpOk() == 0 && o.error() == null) {
+                notes.add(at + ": the warm-up got no correct answer: " + o.warmUpError());
+            }
+            if (o.level() != null && o.level().firstError() != null) {
+                notes.add(at + ": first error: " + o.level().firstError());
+            }
+            if (o.level() != null && o.level().timedOut()) {
+                notes.add(at + ": the time limit ended the level before its request bound");
+            }
+            allOk &= o.completed() && o.level().failed() == 0 && o.level().ok() > 0;
+        }
+        return allOk;
+    }
+
+    /**
+     * The blocking-sync pool ({@link BlockingSyncWorkload} on Jetty's 200-thread pool). The device
+     * {@code open} gives is opened and closed first, only to learn whether it is a CUDA device and
+     * which: the raw context is then created on its ordinal with no library device open. On the
+     * simulated device its rows say "not available" (true: no failure); a driver error while
+     * creating or closing the workload is a note naming the call, and its rows say "error" (false).
+     * Adds one outcome per level to {@code outcomes} (null where none ran).
+     */
+    private static boolean blockingSyncServer(Variant v, Function<ReactorConfig, GpuDevice> open, ReactorConfig config,
+            Settings s, PrintStream out, PrintStream err, List<String> notes, List<LoadGeneratorProcess.Outcome> outcomes)
+            throws Exception {
+        String label = v.label(false);
+        String unavailable = null;
+        int ordinal = -1;
+        String deviceName = null;
+        try (GpuDevice probe = open.apply(config)) {
+            if (probe instanceof CudaDevice cuda) {
+                ordinal = cuda.ordinal();
+                deviceName = cuda.name() + " (compute " + cuda.computeCapability() + ")";
+            } else {
+                unavailable = probe.isSimulated() ? NOT_ON_SIMULATED : "not a CUDA device: " + probe.name();
+            }
+        }
+        if (unavailable != null) {
+            for (int c : s.concurrency()) {
+                out.println(placeholderRow(label, c, "not available"));
+                outcomes.add(null);
+            }
+            out.flush();
+            notes.add(label + ": not available: " + unavailable);
+            return true;
+        }
+        BlockingSyncWorkload workload;
+        try {
+            workload = new BlockingSyncWorkload(ordinal, deviceName, s.streams());
+        } catch (CudaDriverException e) {
+            for (int c : s.concurrency()) {
+                out.println(placeholderRow(label, c, "error"));
+                outcomes.add(null);
+            }
+            out.flush();
+            notes.add(label + ": could not start: " + e.getMessage());
+            return false;
+        }
+        boolean ok = false;
+        try (DemoServer server = DemoServer.start(workload, 0, v.threads())) {
+            ok = levels(label, server.port(), s, out, err, notes, outcomes);
+        } finally {
+            try {
+                workload.close(); // after the server's stop: context destroyed, memory freed
+            } catch (CudaDriverException | IllegalStateException e) {
+                notes.add(label + ": close failed: " + e.getMessage());
+                ok = false;
+            }
+        }
+        LatencyHistogram waits = workload.awaitLatency();
+        notes.add(String.format(Locale.ROOT, "%s: %s; over the levels (warm-ups included): %,d synchronizes, p50 %.1f us,"
+                + " p99 %.1f us", label, workload.description(), waits.count(), waits.percentile(50) / 1e3,
+                waits.percentile(99) / 1e3));
+        return ok;
+    }
+
+    /**
+     * The {@code await()} and batched servers against both pools, per level, as markdown lines
+     * (a heading, a line on what the columns are, the table): requests/s as a ratio to each pool's
+     * (with both figures), p99 in ms and server CPU per request in microseconds of the server and
+     * the two pools, requests per CPU-second as a ratio to each pool's (with both figures). A figure
+     * that is missing (a pool not available or failed, an error row, CPU unknown) is "n/a".
+     *
+     * @param results each server's outcomes, one per level in the order of {@code concurrency}
+     *     (null: none ran)
+     */
+    static List<String> ratioTable(List<Integer> concurrency, Map<Variant, List<LoadGeneratorProcess.Outcome>> results) {
+        List<String> lines = new ArrayList<>();
+        lines.add("### Against the pools: `await()` and batched over 200 platform threads spinning (`synchronize()`,"
+                + " primary context) and blocking (`cuStreamSynchronize`, `CU_CTX_SCHED_BLOCKING_SYNC`)");
+        lines.add("");
+        lines.add(ratioHeader());
+        for (int i = 0; i < concurrency.size(); i++) {
+            LoadGeneratorProcess.Outcome spinning = outcome(results, SPINNING_POOL, i);
+            LoadGeneratorProcess.Outcome blocking = outcome(results, BLOCKING_POOL, i);
+            for (Variant v : List.of(AWAIT, BATCHED)) {
+                LoadGeneratorProcess.Outcome o = outcome(results, v, i);
+                lines.add(String.format(Locale.ROOT, "| %,d | %s | %s | %s | %s / %s / %s | %s / %s / %s | %s | %s |",
+                        concurrency.get(i), v.batched() ? "batched" : "`await()`",
+                        ratio(requestsPerSecond(o), requestsPerSecond(spinning), "%,.0f"),
+                        ratio(requestsPerSecond(o), requestsPerSecond(blocking), "%,.0f"),
+                        figure(p99Millis(o), "%.2f"), figure(p99Millis(spinning), "%.2f"), figure(p99Millis(blocking), "%.2f"),
+                        figure(cpuMicrosPerRequest(o), "%.1f"), figure(cpuMicrosPerRequest(spinning), "%.1f"),
+                        figure(cpuMicrosPerRequest(blocking), "%.1f"),
+                        ratio(perCpuSecond(o), perCpuSecond(spinning), "%,.0f"),
+                        ratio(perCpuSecond(o), perCpuSecond(blocking), "%,.0f")));
+            }
+        }
+        return lines;
+    }
+
+    static String ratioHeader() {
+        return "| concurrency | server | requests/s x spinning pool | requests/s x blocking-sync pool"
+                + " | p99 ms: server / spinning / blocking-sync | server CPU us per request: server / spinning / blocking-sync"
+                + " | requests per CPU-second x spinning pool | requests per CPU-second x blocking-sync pool |\n"
+                + "|---|---|---|---|---|---|---|---|";
+    }
+
+    private static LoadGeneratorProcess.Outcome outcome(Map<Variant, List<LoadGeneratorProcess.Outcome>> results,
+            Variant v, int level) {
+        List<LoadGeneratorProcess.Outcome> list = results.get(v);
+        return list == null || level >= list.size() ? null : list.get(level);
+    }
+
+    /** The level's figures, or null: none ran, or it failed. */
+    private static LoadGenerator.Level level(LoadGeneratorProcess.Outcome o) {
+        return o == null || !o.completed() || o.level().ok() == 0 ? null : o.level();
+    }
+
+    private static double requestsPerSecond(LoadGeneratorProcess.Outcome o) {
+        LoadGenerator.Level l = level(o);
+        return l == null ? Double.NaN : l.requestsPerSecond();
+    }
+
+    private static double p99Millis(LoadGeneratorProcess.Outcome o) {
+        LoadGenerator.Level l = level(o);
+        return l == null ? Double.NaN : l.p99() / 1e6;
+    }
+
+    private static double cpuMicrosPerRequest(LoadGeneratorProcess.Outcome o) {
+        LoadGenerator.Level l = level(o);
+        return l == null || o.serverCpuNanos() <= 0 ? Double.NaN : o.serverCpuNanos() / 1e3 / l.ok();
+    }
+
+    private static double perCpuSecond(LoadGeneratorProcess.Outcome o) {
+        return level(o) == null ? Double.NaN : o.requestsPerServerCpuSecond();
+    }
+
+    private static String figure(double value, String format) {
+        return Double.isNaN(value) ? "n/a" : String.format(Locale.ROOT, format, value);
+    }
+
+    /** {@code "1.04 (88,783 / 85,046)"}: this over that, with both; "n/a" if either is missing. */
+    private static String ratio(double value, double pool, String format) {
+        if (Double.isNaN(value) || Double.isNaN(pool) || pool <= 0) {
+            return "n/a";
+        }
+        return String.format(Locale.ROOT, "%.2f (" + format + " / " + format + ")", value / pool, value, pool);
     }
 }

@@ -19,7 +19,8 @@ import org.junit.jupiter.api.Test;
  * each), so that {@code bash .gpu/junit} checks every code path before the full runs: the seven
  * sweep rows (await, batched, both pools in {@code synchronize()}, the blocking-sync pool on its own context,
  * both ceilings) and every server (the batched one included), the
- * platform one waiting in {@code CudaStream.synchronize()}, each level loaded from a child JVM. The
+ * platform one waiting in {@code CudaStream.synchronize()} and the blocking-sync pool (raw JCuda on a
+ * {@code CU_CTX_SCHED_BLOCKING_SYNC} context), each level loaded from a child JVM. The
  * benchmarks open their own devices;
  * {@link GpuTest} skips the class, with a printed reason, where there is no CUDA device.
  */
@@ -78,12 +79,22 @@ class BenchGpuTest {
         boolean ok = ServletBench.run(config -> CudaDevice.open(0, config), s, out, System.err);
         String text = output();
         assertTrue(ok, text);
-        assertEquals(8, text.lines().filter(l -> l.startsWith("| Jetty")).count(), text);
+        assertEquals(10, text.lines().filter(l -> l.startsWith("| Jetty")).count(), text);
         assertTrue(text.contains("vectors per launch) | 64 |"), "the batched server: " + text);
         assertTrue(text.contains("no device work (the HTTP floor) | 64 |"), text);
         assertTrue(text.contains("`synchronize()` (cuStreamSynchronize) | 64 |"), text);
+        assertTrue(text.contains("`cuStreamSynchronize` on a `CU_CTX_SCHED_BLOCKING_SYNC` context (raw JCuda) | 64 | HTTP/1.1"),
+                "the blocking-sync pool ran: " + text);
         assertTrue(text.contains("waits in cuStreamSynchronize; reactor over the levels (warm-ups included): 0 registrations"),
                 text);
+        assertTrue(text.contains("waits in cuStreamSynchronize on a context of its own created with CU_CTX_SCHED_BLOCKING_SYNC"
+                + " (raw JCuda; no reactor); over the levels (warm-ups included): "), text);
+        // await() and batched against both pools: every figure there
+        List<String> ratios = text.lines().filter(l -> l.matches("\\| [0-9,]+ \\| (`await\\(\\)`|batched) \\|.*")).toList();
+        assertEquals(4, ratios.size(), text);
+        for (String r : ratios) {
+            assertTrue(!r.contains("n/a"), "both pools measured: " + r);
+        }
         // the server's own CPU, and the load generator's apart, on every row
         for (String r : text.lines().filter(l -> l.startsWith("| Jetty")).toList()) {
             String[] cells = r.split("\\|", -1);

@@ -95,7 +95,7 @@ class ScaleServletTest {
      * The servlet benchmark's baseline: the same servlet on Jetty's pool of 200 platform threads,
      * waiting without the reactor. On the simulated device the blocking wait is a latch behind the
      * stream's work (it has no cuStreamSynchronize): this checks the wiring (pool, wait option,
-     * answers), not CudaStream.synchronize itself, which needs a GPU (ServletBenchGpuTest).
+     * answers), not CudaStream.synchronize itself, which needs a GPU (BenchGpuTest.servletInMiniature).
      */
     @Test
     void thePlatformPoolWithABlockingWaitAnswersCorrectlyWithoutTheReactor() throws Exception {

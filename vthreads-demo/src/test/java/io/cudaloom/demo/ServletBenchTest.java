@@ -14,13 +14,14 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
 /**
- * {@code GpuBench servlet} end to end on the simulated device (the CUDA run is ServletBenchGpuTest):
- * both servers, every level, every body checked, a markdown table.
+ * {@code GpuBench servlet} end to end on the simulated device (the CUDA run is BenchGpuTest's
+ * servletInMiniature): every server, every level, every body checked, a markdown table; the
+ * blocking-sync pool reported as not available here; the table against both pools.
  */
 class ServletBenchTest {
 
     @Test
-    void bothServersAnswerEveryLevelAndTheTableHasARowEach() throws Exception {
+    void everyServerAnswersEveryLevelAndTheTableHasARowEach() throws Exception {
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8);
         AtomicInteger opened = new AtomicInteger();
@@ -31,10 +32,10 @@ class ServletBenchTest {
             return SimulatedDevice.create(config);
         }, s, out, new PrintStream(PrintStream.nullOutputStream()));
         String text = bytes.toString(StandardCharsets.UTF_8);
-        assertTrue(ok, text);
-        assertEquals(4, opened.get(), "a fresh device per server");
+        assertTrue(ok, "the blocking-sync pool, not available here, fails nothing: " + text);
+        assertEquals(5, opened.get(), "a fresh device per server (the blocking-sync pool's only to learn its kind)");
         List<String> rows = text.lines().filter(l -> l.startsWith("| Jetty")).toList();
-        assertEquals(8, rows.size(), text);
+        assertEquals(10, rows.size(), text);
         assertTrue(rows.get(0).startsWith("| Jetty VirtualThreadPool, no device work (the HTTP floor) | 1 |"), rows.get(0));
         assertTrue(rows.get(2).startsWith("| Jetty VirtualThreadPool, `await()` | 1 |"), rows.get(2));
         assertTrue(rows.get(3).startsWith("| Jetty VirtualThreadPool, `await()` | 40 |"), rows.get(3));
@@ -44,14 +45,25 @@ class ServletBenchTest {
                 + " | 40 |"), rows.get(5));
         assertTrue(rows.get(6).startsWith("| Jetty QueuedThreadPool (200 platform threads), blocking wait (simulated synchronize) | 1 |"),
                 rows.get(6));
+        // the blocking-sync pool: not available on the simulated device, a row per level all the same
+        String blocking = "Jetty QueuedThreadPool (200 platform threads), `cuStreamSynchronize` on a"
+                + " `CU_CTX_SCHED_BLOCKING_SYNC` context (raw JCuda)";
+        assertEquals("| " + blocking + " | 1 | not available | - | - | - | - | - | - | - | - | - | - |", rows.get(8));
+        assertEquals("| " + blocking + " | 40 | not available | - | - | - | - | - | - | - | - | - | - |", rows.get(9));
         int columns = ServletBench.tableHeader().lines().findFirst().orElseThrow().split("\\|", -1).length;
         for (String r : rows) {
             String[] cells = r.split("\\|", -1);
             assertEquals(columns, cells.length, r);
+            if (r.startsWith("| " + blocking)) {
+                continue;
+            }
             assertEquals("HTTP/1.1 (raw sockets, keep-alive)", cells[3].strip(), "the raw client ran: " + r);
             assertEquals("0", cells[5].strip(), "no failed request: " + r);
             assertEquals("150", cells[4].strip(), "every request of the level answered: " + r);
         }
+        String blockingNote = text.lines().filter(l -> l.startsWith("- " + blocking)).findFirst()
+                .orElseThrow(() -> new AssertionError("no note for the blocking-sync pool:\n" + text));
+        assertEquals("- " + blocking + ": not available: " + ServletBench.NOT_ON_SIMULATED, blockingNote);
         for (String server : List.of("blocking wait (simulated synchronize)", "no device work (the HTTP floor)")) {
             String note = text.lines().filter(l -> l.startsWith("- Jetty") && l.contains(server + ": ")).findFirst()
                     .orElseThrow(() -> new AssertionError("no note for " + server + ":\n" + text));
@@ -66,7 +78,67 @@ class ServletBenchTest {
                 .orElseThrow(() -> new AssertionError("no note for the batched server:\n" + text));
         assertTrue(batchedNote.contains("factors 1 to 7") && batchedNote.matches(".*; [1-9][0-9,]* batches over the levels.*"),
                 "the batched server launched batches for the load's factors: " + batchedNote);
+        // against both pools: await() and batched at each level, the spinning pool's figures, none of the blocking one's
+        assertTrue(text.contains("\n" + ServletBench.ratioHeader() + "\n"), text);
+        List<String> ratios = text.lines().filter(l -> l.matches("\\| [0-9,]+ \\| (`await\\(\\)`|batched) \\|.*")).toList();
+        assertEquals(4, ratios.size(), text);
+        int ratioColumns = ServletBench.ratioHeader().lines().findFirst().orElseThrow().split("\\|", -1).length;
+        for (String r : ratios) {
+            String[] cells = r.split("\\|", -1);
+            assertEquals(ratioColumns, cells.length, r);
+            assertTrue(cells[3].strip().matches("[0-9]+\\.[0-9]{2} \\([0-9,]+ / [0-9,]+\\)"), "x spinning pool: " + r);
+            assertEquals("n/a", cells[4].strip(), "no blocking-sync pool here: " + r);
+            assertTrue(cells[5].strip().matches("[0-9.]+ / [0-9.]+ / n/a"), "p99: " + r);
+            assertTrue(cells[6].strip().matches("[0-9.]+ / [0-9.]+ / n/a"), "CPU per request: " + r);
+            assertTrue(cells[7].strip().matches("[0-9]+\\.[0-9]{2} \\([0-9,]+ / [0-9,]+\\)"), "per CPU-second: " + r);
+            assertEquals("n/a", cells[8].strip(), r);
+        }
+        assertTrue(ratios.get(0).startsWith("| 1 | `await()` |") && ratios.get(1).startsWith("| 1 | batched |")
+                && ratios.get(2).startsWith("| 40 | `await()` |") && ratios.get(3).startsWith("| 40 | batched |"), text);
         assertTrue(text.contains("result: every request answered correctly"), text);
+    }
+
+    @Test
+    void theServersInOrderTheBlockingSyncPoolLast() {
+        assertEquals(List.of(ServletBench.FLOOR, ServletBench.AWAIT, ServletBench.BATCHED, ServletBench.SPINNING_POOL,
+                ServletBench.BLOCKING_POOL), ServletBench.VARIANTS);
+        ServletBench.Variant b = ServletBench.BLOCKING_POOL;
+        assertTrue(b.blockingSync() && !b.batched() && b.threads() == DemoServer.RequestThreads.PLATFORM_200, b.toString());
+        assertEquals(b.label(false), b.label(true), "one label: it runs on a GPU only");
+        assertTrue(!ServletBench.SPINNING_POOL.blockingSync(), ServletBench.SPINNING_POOL.toString());
+        ServletBench.Settings s = new ServletBench.Settings(List.of(1), Duration.ofSeconds(1), 1, 1, Duration.ofSeconds(1), 8);
+        try (var device = SimulatedDevice.create()) {
+            assertThrows(IllegalStateException.class, () -> b.workload(device, s), "no workload on a GpuDevice");
+        }
+    }
+
+    @Test
+    void theRatioTableSetsAwaitAndBatchedAgainstBothPools() {
+        // per level: requests in 1 s of the child's clock, p99, server CPU
+        java.util.function.BiFunction<Integer, long[], LoadGeneratorProcess.Outcome> outcome = (c, f) ->
+                new LoadGeneratorProcess.Outcome(new LoadGenerator.Level(c, "HTTP/1.1", (int) f[0], (int) f[0], 0,
+                        1_000_000_000L, 1_000_000, 2_000_000, f[1], 40, 1_000_000_000L, false, null), 100, 0, null, f[2],
+                        1_000_000_000L, 20, null, 1);
+        java.util.Map<ServletBench.Variant, List<LoadGeneratorProcess.Outcome>> results = new java.util.LinkedHashMap<>();
+        results.put(ServletBench.AWAIT, List.of(outcome.apply(100, new long[] {12_000, 3_000_000, 1_000_000_000L})));
+        results.put(ServletBench.BATCHED, List.of(outcome.apply(100, new long[] {15_000, 2_000_000, 500_000_000L})));
+        results.put(ServletBench.SPINNING_POOL, List.of(outcome.apply(100, new long[] {10_000, 4_000_000, 2_000_000_000L})));
+        results.put(ServletBench.BLOCKING_POOL, List.of(outcome.apply(100, new long[] {8_000, 5_000_000, 800_000_000L})));
+        List<String> lines = ServletBench.ratioTable(List.of(100), results);
+        assertTrue(lines.get(0).startsWith("### Against the pools"), lines.get(0));
+        assertEquals(ServletBench.ratioHeader(), lines.get(2));
+        assertEquals("| 100 | `await()` | 1.20 (12,000 / 10,000) | 1.50 (12,000 / 8,000) | 3.00 / 4.00 / 5.00"
+                + " | 83.3 / 200.0 / 100.0 | 2.40 (12,000 / 5,000) | 1.20 (12,000 / 10,000) |", lines.get(3));
+        assertEquals("| 100 | batched | 1.50 (15,000 / 10,000) | 1.88 (15,000 / 8,000) | 2.00 / 4.00 / 5.00"
+                + " | 33.3 / 200.0 / 100.0 | 6.00 (30,000 / 5,000) | 3.00 (30,000 / 10,000) |", lines.get(4));
+        assertEquals(5, lines.size());
+
+        // a pool not available (null) or failed: its figures n/a, the rest as before
+        LoadGeneratorProcess.Outcome failed = new LoadGeneratorProcess.Outcome(null, 0, 0, null, -1, 0, 0, "killed", 1);
+        results.put(ServletBench.SPINNING_POOL, java.util.Collections.singletonList(failed));
+        results.put(ServletBench.BLOCKING_POOL, java.util.Collections.singletonList(null));
+        assertEquals("| 100 | `await()` | n/a | n/a | 3.00 / n/a / n/a | 83.3 / n/a / n/a | n/a | n/a |",
+                ServletBench.ratioTable(List.of(100), results).get(3));
     }
 
     @Test
