@@ -19,7 +19,10 @@ import java.util.concurrent.locks.LockSupport;
  * (its thread and a volatile done flag) to a {@link ConcurrentLinkedQueue} and parks until the
  * flag is set. One platform thread (the "delivery", as {@code GpuBatcher}'s) takes up to
  * {@code batch} requests at a time, sets each one's flag (a volatile write before the unpark) and
- * unparks its thread; with the queue empty it parks for 20 us. Nothing else happens: no GPU, no
+ * unparks its thread; with the queue empty it parks for 20 us. The delivery thread is a platform
+ * thread (as {@code GpuBatcher}'s) or, in the {@code virtual} rows, a virtual thread: an unpark
+ * made on a carrier queues the woken thread on that carrier's own queue, one made elsewhere submits
+ * it from outside the scheduler. Nothing else happens: no GPU, no
  * copy, no launch. So CPU per call here is what the JDK's scheduler spends per park and unpark of
  * a virtual thread, woken in batches, on this machine's carriers (one per core unless
  * {@code -Djdk.virtualThreadScheduler.parallelism} says otherwise): any batched blocking call on
@@ -29,7 +32,8 @@ import java.util.concurrent.locks.LockSupport;
  * delivery thread, GC); the delivery thread's own CPU is shown apart. Each row follows a warm-up
  * run of the same shape.
  *
- * <p>{@code bash .gpu/java io.cudaloom.bench.VirtualThreadHandOff [threads=10000] [perThread=20] [batch=1,64,256]}
+ * <p>{@code bash .gpu/java io.cudaloom.bench.VirtualThreadHandOff [threads=10000] [perThread=20] [batch=1,64,256]
+ * [delivery=platform,virtual]}
  */
 public final class VirtualThreadHandOff {
     private static final com.sun.management.OperatingSystemMXBean OS =
@@ -45,7 +49,7 @@ public final class VirtualThreadHandOff {
     }
 
     /** One row: calls, wall and CPU time, and the delivery thread's CPU time. */
-    record Row(int batch, long calls, long wallNanos, long cpuNanos, long deliveryCpuNanos, long batches) {
+    record Row(String delivery, int batch, long calls, long wallNanos, long cpuNanos, long deliveryCpuNanos, long batches) {
         double callsPerSecond() {
             return calls * 1e9 / wallNanos;
         }
@@ -60,15 +64,24 @@ public final class VirtualThreadHandOff {
         int threads;
         int perThread;
         List<Integer> batches;
+        List<String> deliveries;
         try {
             v = BenchArgs.bind(args, 0, List.of(new BenchArgs.Param("threads", "10000"),
-                    new BenchArgs.Param("perThread", "20"), new BenchArgs.Param("batch", "1,64,256")));
+                    new BenchArgs.Param("perThread", "20"), new BenchArgs.Param("batch", "1,64,256"),
+                    new BenchArgs.Param("delivery", "platform,virtual")));
             threads = BenchArgs.intValue("threads", v.get("threads"), 1, 1_000_000);
             perThread = BenchArgs.intValue("perThread", v.get("perThread"), 1, 1_000_000);
             batches = BenchArgs.intList("batch", v.get("batch"), 1, 1 << 20);
+            deliveries = List.of(v.get("delivery").split(",", -1));
+            for (String d : deliveries) {
+                if (!d.equals("platform") && !d.equals("virtual")) {
+                    throw new IllegalArgumentException("delivery must be platform or virtual, was " + d);
+                }
+            }
         } catch (IllegalArgumentException e) {
             System.err.println("VirtualThreadHandOff: " + e.getMessage());
-            System.err.println("usage: VirtualThreadHandOff [threads=10000] [perThread=20] [batch=1,64,256]");
+            System.err.println("usage: VirtualThreadHandOff [threads=10000] [perThread=20] [batch=1,64,256]"
+                    + " [delivery=platform,virtual]");
             System.exit(2);
             return;
         }
@@ -77,28 +90,33 @@ public final class VirtualThreadHandOff {
                 threads, perThread, Runtime.getRuntime().availableProcessors(),
                 System.getProperty("jdk.virtualThreadScheduler.parallelism", "one per core (default)"),
                 Runtime.version());
-        System.out.println("| batch (most calls unparked per take) | calls | calls/s | cores busy | CPU per call |"
-                + " delivery thread CPU per call | mean batch |");
-        System.out.println("|---|---|---|---|---|---|---|");
-        for (int batch : batches) {
-            run(threads, perThread, batch); // warm-up, not reported
-            Row r = run(threads, perThread, batch);
-            System.out.printf(Locale.ROOT, "| %d | %,d | %,.0f | %.2f | %.2f us | %.2f us | %.1f |%n", batch, r.calls(),
-                    r.callsPerSecond(), (double) r.cpuNanos() / r.wallNanos(), r.cpuPerCallMicros(),
-                    r.deliveryCpuNanos() / 1e3 / r.calls(), (double) r.calls() / Math.max(1, r.batches()));
+        System.out.println("| delivery thread | batch (most calls unparked per take) | calls | calls/s | cores busy |"
+                + " CPU per call | delivery thread CPU per call | mean batch |");
+        System.out.println("|---|---|---|---|---|---|---|---|");
+        for (String delivery : deliveries) {
+            for (int batch : batches) {
+                run(threads, perThread, batch, delivery); // warm-up, not reported
+                Row r = run(threads, perThread, batch, delivery);
+                System.out.printf(Locale.ROOT, "| %s | %d | %,d | %,.0f | %.2f | %.2f us | %s | %.1f |%n", delivery, batch,
+                        r.calls(), r.callsPerSecond(), (double) r.cpuNanos() / r.wallNanos(), r.cpuPerCallMicros(),
+                        r.deliveryCpuNanos() < 0 ? "- (a virtual thread's CPU time is not measured)"
+                                : String.format(Locale.ROOT, "%.2f us", r.deliveryCpuNanos() / 1e3 / r.calls()),
+                        (double) r.calls() / Math.max(1, r.batches()));
+            }
         }
         System.out.println();
         System.out.println("CPU per call: process CPU time (every thread: carriers, the delivery thread, GC) over the"
                 + " calls; the floor under any batched blocking call on virtual threads, before its own work.");
     }
 
-    static Row run(int threads, int perThread, int batch) throws InterruptedException {
+    static Row run(int threads, int perThread, int batch, String kind) throws InterruptedException {
         ConcurrentLinkedQueue<Request> queue = new ConcurrentLinkedQueue<>();
         long total = (long) threads * perThread;
         AtomicLong deliveryCpu = new AtomicLong();
         AtomicLong batchCount = new AtomicLong();
         CountDownLatch start = new CountDownLatch(1);
-        Thread delivery = Thread.ofPlatform().name("handoff-delivery").start(() -> {
+        Thread.Builder builder = kind.equals("virtual") ? Thread.ofVirtual() : Thread.ofPlatform();
+        Thread delivery = builder.name("handoff-delivery").start(() -> {
             long cpu0 = THREADS.getCurrentThreadCpuTime();
             long served = 0;
             long taken = 0;
@@ -121,7 +139,7 @@ public final class VirtualThreadHandOff {
                 }
                 served += n;
             }
-            deliveryCpu.set(THREADS.getCurrentThreadCpuTime() - cpu0);
+            deliveryCpu.set(Thread.currentThread().isVirtual() ? -1 : THREADS.getCurrentThreadCpuTime() - cpu0);
             batchCount.set(taken);
         });
         Thread[] callers = new Thread[threads];
@@ -151,6 +169,6 @@ public final class VirtualThreadHandOff {
         delivery.join();
         long wall = System.nanoTime() - t0;
         long cpu = OS.getProcessCpuTime() - cpu0;
-        return new Row(batch, total, wall, cpu, deliveryCpu.get(), batchCount.get());
+        return new Row(kind, batch, total, wall, cpu, deliveryCpu.get(), batchCount.get());
     }
 }

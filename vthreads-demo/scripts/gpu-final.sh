@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# gpu-final.sh: one device call that measures a build for its closing notes, most important first
+# (a call cut short still brings back what ran): the GPU suite; the lifetime stress; the demo with
+# its batched run, submission by combining against direct submission (-Dcudaloom.submission); the
+# driver's floor; the 10 us sweep both ways; the JDK's own floor for a batched blocking call
+# (VirtualThreadHandOff, default carriers and 4); the servlet benchmark with both pools; a JFR
+# profile of the batched demo. Each step's output is one file under "$OUT"; "$OUT/steps.txt" has
+# each step's exit code and duration. Budget about 480 s of wall time.
+# From the repository root, after ../shared/tools/gpu-bundle && bash vthreads-demo/scripts/gpu-trim.sh:
+#   bash vthreads-demo/scripts/gpu-final.sh > /dev/null; cat "$OUT/summary.txt"
+# Knobs: SKIP="suite lifetime ..." leaves steps out (names as in the step lines below).
+set -u
+cd "$(dirname "$0")/../.." || exit 2
+OUT=${OUT:-$(mktemp -d /tmp/gpu-final.XXXXXX)}
+mkdir -p "$OUT" || exit 2
+. vthreads-demo/scripts/steps.sh
+{
+  date -u; cat .gpu/INFO 2>/dev/null; nproc
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo "nvidia-smi: not found"
+} > "$OUT/steps.txt"
+bash .gpu/java -version > /dev/null 2>&1 || { echo "the bundled java does not start" >> "$OUT/steps.txt"; exit 2; }
+want() { case " ${SKIP:-} " in *" $1 "*) return 1 ;; *) return 0 ;; esac; }
+J="bash .gpu/java"
+
+want suite && step suite junit.txt 150 bash .gpu/junit
+want lifetime && step lifetime lifetime.txt 100 $J io.cudaloom.bench.LifetimeStress all --seconds "${CHURN_SECONDS:-10}"
+want demo && step demo demo-combining.txt 100 $J -Dcudaloom.submission=combining io.cudaloom.demo.DemoMain \
+  --iterations 20 --batch 64 --report "$OUT/demo-report.html"
+want demo && step demo-direct demo-direct.txt 60 $J -Dcudaloom.submission=direct io.cudaloom.demo.DemoMain \
+  --iterations 20 --baseline off
+want floor && step floor floor.md 60 $J io.cudaloom.bench.DriverContention 20000
+want sweep && step sweep sweep-combining.md 60 $J -Dcudaloom.submission=combining io.cudaloom.bench.GpuBench sweep kernelsUs=10 rounds=1
+want sweep && step sweep-direct sweep-direct.md 60 $J -Dcudaloom.submission=direct io.cudaloom.bench.GpuBench sweep kernelsUs=10 rounds=1
+want handoff && step handoff handoff.md 40 $J io.cudaloom.bench.VirtualThreadHandOff threads=10000 perThread=20
+want handoff && step handoff-p4 handoff-p4.md 40 $J -Djdk.virtualThreadScheduler.parallelism=4 io.cudaloom.bench.VirtualThreadHandOff threads=10000 perThread=20
+want servlet && step servlet servlet.md 200 $J io.cudaloom.bench.GpuBench servlet concurrency=100,10000 seconds=5
+want jfr && step jfr demo-jfr.txt 60 $J -XX:StartFlightRecording=filename="$OUT/batch.jfr",settings=profile \
+  io.cudaloom.demo.DemoMain --iterations 20 --batch 64 --baseline off
+
+{
+  cat "$OUT/steps.txt"
+  grep -E "tests (found|successful|failed|aborted)" "$OUT/junit.txt" 2>/dev/null
+  grep -E "^(PASS|FAIL|ALL|NOT)" "$OUT/lifetime.txt" 2>/dev/null
+  for f in demo-combining demo-direct; do echo "-- $f"; grep -E "^summary|completions/s|CPU per completion" "$OUT/$f.txt" 2>/dev/null | head -8; done
+  for f in sweep-combining sweep-direct; do echo "-- $f"; grep -E "^\| (\`await|batched|ceiling: 8)" "$OUT/$f.md" 2>/dev/null | cut -c1-200; done
+  grep -h "^| " "$OUT/handoff.md" "$OUT/handoff-p4.md" 2>/dev/null
+} > "$OUT/summary.txt"
+exit $(( failed > 0 ))
