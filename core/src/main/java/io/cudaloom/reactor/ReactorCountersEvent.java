@@ -105,6 +105,9 @@ public final class ReactorCountersEvent extends jdk.jfr.Event {
     @Label("Scanner Unparks")
     long scannerUnparks;
 
+    @Label("Scanner Missed Wake-ups")
+    long scannerMissedWakeups;
+
     @Label("Pre-wakes")
     long preWakes;
 

@@ -67,7 +67,7 @@ class PartsStandAloneTest {
         flags.setRelease(stream.flagSlot.get(), 1); // the device's write lands
         scanner.resume();
         await().atMost(Duration.ofSeconds(10)).until(() -> {
-            scanner.step();
+            scanner.doWork();
             return !waiter.isAlive();
         });
         assertTrue(completed.get(), "the await returned completed, not timed out");

@@ -47,8 +47,7 @@ public class BrokenBlockingWaitTimeoutTest {
             "jcstress", () -> BlockingWaitTimeoutTest.NOT_THE_WAITER), table, registrar,
             new PreWake(BlockingWaitTimeoutTest.CONFIG, () -> { }), BlockingWaitTimeoutTest.CONFIG, counters, new LatencyRecorder(0, BlockingWaitTimeoutTest::noSnapshot), "jcstress", BlockingWaitTimeoutTest.BLOCKER, Runnable::run);
     final Scanner scanner = new Scanner(ScannerParkGateTest.OPEN, registrar, table, BlockingWaitTimeoutTest.CONFIG,
-            new DeviceFaults(), new PreWake(BlockingWaitTimeoutTest.CONFIG, () -> { }), BlockingWaitTimeoutTest.BLOCKER,
-            BlockingWaitTimeoutTest.NO_PARKS);
+            new DeviceFaults(), new PreWake(BlockingWaitTimeoutTest.CONFIG, () -> { }), BlockingWaitTimeoutTest.BLOCKER);
     final BlockingWaitTimeoutTest.FakeStream stream = new BlockingWaitTimeoutTest.FakeStream();
 
     @Actor
