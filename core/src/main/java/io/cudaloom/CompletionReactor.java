@@ -99,8 +99,8 @@ public final class CompletionReactor {
         this.callbackExecutor = ReactorThreads.callbackExecutor(id);
         // The parts get what they use, never this facade; `this` is only the parks' blocker.
         PreWake preWake = new PreWake(config, this::wakeScanner);
-        this.blockingWait = new BlockingWait(state, checks, table, registrar, preWake, config, counters, latency,
-                device.name(), this, callbackExecutor);
+        this.blockingWait = new BlockingWait(new BlockingWait.Parts(state, checks, table, registrar, preWake, config,
+                counters, latency, device.name(), this, callbackExecutor));
         this.callbacks = new CallbackRegistrations(checks, table, registrar, counters);
         this.scanner = new Scanner(lifecycle, registrar, table, config, device.faults, preWake, this);
         this.scannerThread = ReactorThreads.system("cuda-loom-scanner-" + id + " (" + device.name() + ")", scanner.task());

@@ -9,9 +9,9 @@ import jdk.jfr.Threshold;
 /**
  * JFR event {@value #NAME}: a blocking await that took longer than the event's threshold (20 ms
  * unless a recording sets another), from registering to returning. Awaits that found their work
- * already done register nothing and are not timed. Begun ({@link ReactorEvents#beginAwait}) and
- * committed ({@link BlockingWait}) only while a recording has the event enabled, so a disabled
- * event allocates nothing.
+ * already done register nothing and are not timed. Begun ({@link ReactorEvents#beginAwait}), ended
+ * ({@link #endAwait}) and committed (by the await: {@link BlockingWait}, {@link StreamDrain}) only
+ * while a recording has the event enabled, so a disabled event allocates nothing.
  */
 @Name(SlowAwaitEvent.NAME)
 @Label("Slow GPU Await")
@@ -64,4 +64,28 @@ public final class SlowAwaitEvent extends jdk.jfr.Event {
     @Label("Outcome")
     @Description("completed, timed out, interrupted, fault, closed, or failed (another exception)")
     String outcome = "";
+
+    /**
+     * Ends this begun event and fills it in; true if the caller should commit it: a recording
+     * wants it (its threshold passed) and the await waited for something (an {@link #IMMEDIATE}
+     * path, work found done, is never recorded). The one place both blocking waits
+     * ({@link BlockingWait}, {@link StreamDrain}) end the event; each commits it itself, so that
+     * the event's stack trace starts at the await, not here. An instance method: one exists only
+     * while a recording has the event enabled, so nothing here loads JFR otherwise.
+     *
+     * @param stream the stream waited on (its {@code toString()} is taken only if committed)
+     * @param path what happened to the await ({@link Waiter#path}, or {@link #DRAIN})
+     * @param outcome the event's outcome ({@link ReactorEvents#eventOutcome}, {@link ReactorEvents#outcomeOf})
+     */
+    boolean endAwait(String device, Object stream, String path, String outcome) {
+        end();
+        if (path == IMMEDIATE || !shouldCommit()) { // a constant: compared by identity, as Waiter#path is set
+            return false;
+        }
+        this.device = device;
+        this.stream = stream.toString();
+        this.path = path;
+        this.outcome = outcome;
+        return true;
+    }
 }

@@ -44,8 +44,9 @@ class PartsStandAloneTest {
         Thread self = Thread.currentThread(); // this thread is the scanner
         RegistrationChecks checks = new RegistrationChecks(state, counters, "parts", () -> self);
         Object blocker = new Object();
-        BlockingWait wait = new BlockingWait(state, checks, table, registrar, new PreWake(CONFIG, () -> { }), CONFIG, counters,
-                new LatencyRecorder(CONFIG.slowAwaitFactor(), TestAccess.awaitLatencies()), "parts", blocker, Runnable::run);
+        BlockingWait wait = new BlockingWait(new BlockingWait.Parts(state, checks, table, registrar,
+                new PreWake(CONFIG, () -> { }), CONFIG, counters,
+                new LatencyRecorder(CONFIG.slowAwaitFactor(), TestAccess.awaitLatencies()), "parts", blocker, Runnable::run));
         Scanner scanner = new Scanner(OPEN, registrar, table, CONFIG, new DeviceFaults(), new PreWake(CONFIG, () -> { }), blocker);
 
         FakeStream stream = new FakeStream(CONFIG);

@@ -119,9 +119,9 @@ class ScannerDefersToWatchersTest {
         Thread self = Thread.currentThread(); // this thread is the scanner
         PreWake preWake = new PreWake(config, () -> { });
         Object blocker = new Object();
-        BlockingWait wait = new BlockingWait(state, new RegistrationChecks(state, counters, "defer", () -> self), table,
-                registrar, preWake, config, counters, new LatencyRecorder(0, TestAccess.awaitLatencies()),
-                "defer", blocker, Runnable::run);
+        BlockingWait wait = new BlockingWait(new BlockingWait.Parts(state,
+                new RegistrationChecks(state, counters, "defer", () -> self), table, registrar, preWake, config, counters,
+                new LatencyRecorder(0, TestAccess.awaitLatencies()), "defer", blocker, Runnable::run));
         Scanner scanner = new Scanner(PartsStandAloneTest.OPEN, registrar, table, config, new DeviceFaults(), preWake,
                 blocker);
         FakeStream stream = new FakeStream(config);

@@ -78,9 +78,9 @@ public class BlockingWaitTimeoutTest {
     final ReactorCounters counters = new ReactorCounters();
     final Registrar registrar = new Registrar(state, () -> { }, table, new FlagMemory(flags, () -> { }), counters,
             CompletionStrategy.REACTOR);
-    final BlockingWait wait = new BlockingWait(state, new RegistrationChecks(state, counters, "jcstress",
-            () -> NOT_THE_WAITER), table, registrar, new PreWake(CONFIG, () -> { }), CONFIG, counters, new LatencyRecorder(0, BlockingWaitTimeoutTest::noSnapshot),
-            "jcstress", BLOCKER, Runnable::run);
+    final BlockingWait wait = new BlockingWait(new BlockingWait.Parts(state, new RegistrationChecks(state, counters,
+            "jcstress", () -> NOT_THE_WAITER), table, registrar, new PreWake(CONFIG, () -> { }), CONFIG, counters,
+            new LatencyRecorder(0, BlockingWaitTimeoutTest::noSnapshot), "jcstress", BLOCKER, Runnable::run));
     final Scanner scanner = new Scanner(ScannerParkGateTest.OPEN, registrar, table, CONFIG, new DeviceFaults(),
             new PreWake(CONFIG, () -> { }), BLOCKER); // its steps only: no park is made (a timed park would only wait)
     final FakeStream stream = new FakeStream();
