@@ -12,8 +12,8 @@ import java.util.function.Consumer;
  * The scanner's wake-up of waiters that sleep through a predicted wait
  * ({@link ReactorConfig.Builder#waiterPreWake}): {@link BlockingWait} posts when the waiter wants
  * to be woken, then parks with its own timer as the backstop; the {@link Scanner} unparks it at
- * that time ({@link #fireDue}, every pass) and never sleeps past a posted time (its timed parks go
- * through {@link #parker}). The protocol, its orderings and what a lost race costs are
+ * that time ({@link #fireDue}, every pass) and never sleeps past a posted time (its runner plans
+ * every timed park on the board first: {@link #planPark}). The protocol, its orderings and what a lost race costs are
  * {@link WakeBoard}'s; this class adds the reactor's side: the board's cells, the unpark of the
  * waiter's thread, the scanner's wake-up when a post finds it planning to sleep past it, and the
  * count of pre-wakes ({@link Counter#PRE_WAKES}).

@@ -2,6 +2,7 @@ package io.cudaloom.reactor;
 
 import jdk.jfr.Category;
 import jdk.jfr.Description;
+import jdk.jfr.Event;
 import jdk.jfr.Label;
 import jdk.jfr.Name;
 import jdk.jfr.Threshold;
@@ -18,7 +19,7 @@ import jdk.jfr.Threshold;
 @Category("cuda-loom")
 @Description("An await() on GPU work that took longer than the threshold, from registering to returning")
 @Threshold("20 ms")
-public final class SlowAwaitEvent extends jdk.jfr.Event {
+public final class SlowAwaitEvent extends Event {
     public static final String NAME = "io.cudaloom.SlowAwait";
 
     /** The waiter's own spin saw the flag land: no wake-up. */
