@@ -24,7 +24,10 @@ import io.cudaloom.reactor.StreamRecord;
 import io.cudaloom.reactor.UnclosedDeviceReport;
 import io.cudaloom.spi.DeviceBackend;
 import io.cudaloom.spi.FlagMemory;
+import java.util.Collections;
 import java.util.Objects;
+import java.util.Set;
+import java.util.WeakHashMap;
 import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
@@ -76,8 +79,8 @@ public final class CompletionReactor {
      * This reactor's open streams (their ports, held weakly: a stream dropped unclosed is not kept),
      * so that close can open their admission gates and the work-in-flight gauge can sum them.
      */
-    private final java.util.Set<ReactorStream> openStreams =
-            java.util.Collections.synchronizedSet(java.util.Collections.newSetFromMap(new java.util.WeakHashMap<>()));
+    private final Set<ReactorStream> openStreams =
+            Collections.synchronizedSet(Collections.newSetFromMap(new WeakHashMap<>()));
 
     CompletionReactor(GpuDevice device, ReactorConfig config, DeviceBackend backend) {
         this.device = Objects.requireNonNull(device, "device");
