@@ -59,14 +59,24 @@ class ScannerRunnerTest {
         final Thread thread;
 
         Rig(boolean wakeOnIdleToActive, long boxNanos) {
+            this(wakeOnIdleToActive, boxNanos, Scanner.Parker.LOCK_SUPPORT);
+        }
+
+        Rig(boolean wakeOnIdleToActive, long boxNanos, Scanner.Parker parker) {
+            this(wakeOnIdleToActive, boxNanos, parker, new AtomicReference<>());
+        }
+
+        /** As above; {@code self} is set to this rig before its scanner thread starts (for a parker that uses it). */
+        Rig(boolean wakeOnIdleToActive, long boxNanos, Scanner.Parker parker, AtomicReference<Rig> self) {
             Runnable wake = wakeOnIdleToActive ? () -> LockSupport.unpark(scannerThread.get()) : () -> { };
             registrar = new Registrar(new ReactorState("runner"), wake, table, new FlagMemory(flags, () -> { }), counters,
                     CompletionStrategy.REACTOR);
             scanner = new Scanner(lifecycle, registrar, table, CONFIG, new DeviceFaults(), new PreWake(CONFIG, () -> { }),
                     new Object());
-            runner = scanner.runner(Scanner.Parker.LOCK_SUPPORT, boxNanos);
+            runner = scanner.runner(parker, boxNanos);
             thread = Thread.ofPlatform().daemon().name("runner-test-scanner").unstarted(runner);
             scannerThread.set(thread);
+            self.set(this);
             thread.start();
         }
 
@@ -99,13 +109,38 @@ class ScannerRunnerTest {
         }
     }
 
+    /**
+     * The first untimed park: its gate has found nothing armed; then a registration arms landed
+     * work and its wake-up is lost (the registrar's wake does nothing). The park sleeps its whole
+     * box (LockSupport's park, made again until the box has passed, so a spurious return cannot
+     * end it early); then the runner finds the work armed: one missed wake-up, and the work is
+     * served.
+     */
     @Test
     void aLostWakeUpIsServedWhenTheBoxRunsOutAndCounted() throws Exception {
-        try (Rig rig = new Rig(false, TimeUnit.MILLISECONDS.toNanos(100))) {
-            rig.awaitUntimedPark();
-            assertEquals(0, rig.missed(), "premise: nothing missed while nothing was armed");
-            CountDownLatch delivered = rig.armLanded(); // the 0-to-1 transition's wake-up does nothing
-            assertTrue(delivered.await(10, TimeUnit.SECONDS), "served once the box ran out");
+        AtomicReference<Rig> rigRef = new AtomicReference<>();
+        AtomicReference<CountDownLatch> delivered = new AtomicReference<>();
+        Scanner.Parker losesTheWakeUp = new Scanner.Parker() {
+            @Override
+            public void parkNanos(Object blocker, long nanos) {
+                LockSupport.parkNanos(blocker, nanos);
+            }
+
+            @Override
+            public void parkBoxed(Object blocker, long boxNanos) {
+                if (delivered.get() == null) {
+                    assertEquals(0, rigRef.get().missed(), "premise: nothing missed while nothing was armed");
+                    delivered.set(rigRef.get().armLanded()); // after the gate's read: nothing wakes us now
+                }
+                long end = System.nanoTime() + boxNanos;
+                for (long left = boxNanos; left > 0; left = end - System.nanoTime()) {
+                    LockSupport.parkNanos(blocker, left);
+                }
+            }
+        };
+        try (Rig rig = new Rig(false, TimeUnit.MILLISECONDS.toNanos(50), losesTheWakeUp, rigRef)) {
+            await().atMost(Duration.ofSeconds(10)).until(() -> delivered.get() != null);
+            assertTrue(delivered.get().await(10, TimeUnit.SECONDS), "served once the box ran out");
             assertEquals(1, rig.missed(), "the box ran out onto armed work: one missed wake-up");
             assertTrue(rig.scanner.count(Counter.SCANNER_PARKS) >= 1, "it parked untimed");
         }
