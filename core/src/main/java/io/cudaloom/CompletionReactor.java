@@ -24,7 +24,10 @@ import io.cudaloom.reactor.StreamRecord;
 import io.cudaloom.reactor.UnclosedDeviceReport;
 import io.cudaloom.spi.DeviceBackend;
 import io.cudaloom.spi.FlagMemory;
+import java.util.Collections;
 import java.util.Objects;
+import java.util.Set;
+import java.util.WeakHashMap;
 import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
@@ -76,8 +79,8 @@ public final class CompletionReactor {
      * This reactor's open streams (their ports, held weakly: a stream dropped unclosed is not kept),
      * so that close can open their admission gates and the work-in-flight gauge can sum them.
      */
-    private final java.util.Set<ReactorStream> openStreams =
-            java.util.Collections.synchronizedSet(java.util.Collections.newSetFromMap(new java.util.WeakHashMap<>()));
+    private final Set<ReactorStream> openStreams =
+            Collections.synchronizedSet(Collections.newSetFromMap(new WeakHashMap<>()));
 
     CompletionReactor(GpuDevice device, ReactorConfig config, DeviceBackend backend) {
         this.device = Objects.requireNonNull(device, "device");
@@ -99,8 +102,8 @@ public final class CompletionReactor {
         this.callbackExecutor = ReactorThreads.callbackExecutor(id);
         // The parts get what they use, never this facade; `this` is only the parks' blocker.
         PreWake preWake = new PreWake(config, this::wakeScanner);
-        this.blockingWait = new BlockingWait(state, checks, table, registrar, preWake, config, counters, latency,
-                device.name(), this, callbackExecutor);
+        this.blockingWait = new BlockingWait(new BlockingWait.Parts(state, checks, table, registrar, preWake, config,
+                counters, latency, device.name(), this, callbackExecutor));
         this.callbacks = new CallbackRegistrations(checks, table, registrar, counters);
         this.scanner = new Scanner(lifecycle, registrar, table, config, device.faults, preWake, this);
         this.scannerThread = ReactorThreads.system("cuda-loom-scanner-" + id + " (" + device.name() + ")", scanner.task());

@@ -35,6 +35,9 @@ public interface ReactorInternalsMXBean {
     /** {@link ReactorStats.Internals#scannerUnparks()}. */
     long getScannerUnparks();
 
+    /** {@link ReactorStats.Internals#scannerMissedWakeups()}. */
+    long getScannerMissedWakeups();
+
     /** {@link ReactorStats.Internals#preWakes()}. */
     long getPreWakes();
 

@@ -98,6 +98,13 @@ public final class ReactorStats {
     /** Unparks of the scanner by registrants (idle-to-active transitions). */
     public long scannerUnparks() { return get(Counter.SCANNER_UNPARKS); }
 
+    /**
+     * Untimed parks of the scanner that ran out their time box (1 s) and then found work armed:
+     * a registration's idle-to-active wake-up that did not come (or came just as the box ran out).
+     * Should stay 0; a count that grows means lost wake-ups, each served late by at most the box.
+     */
+    public long scannerMissedWakeups() { return get(Counter.SCANNER_MISSED_WAKEUPS); }
+
     /** Waiters the scanner woke at the time they asked, shortly before their predicted completion. */
     public long preWakes() { return get(Counter.PRE_WAKES); }
 
@@ -187,6 +194,8 @@ public final class ReactorStats {
         public long scannerTimedParks() { return get(Counter.SCANNER_TIMED_PARKS); }
         /** {@link ReactorStats#scannerUnparks()}. */
         public long scannerUnparks() { return get(Counter.SCANNER_UNPARKS); }
+        /** {@link ReactorStats#scannerMissedWakeups()}. */
+        public long scannerMissedWakeups() { return get(Counter.SCANNER_MISSED_WAKEUPS); }
         /** {@link ReactorStats#preWakes()}. */
         public long preWakes() { return get(Counter.PRE_WAKES); }
         /** {@link ReactorStats#scanPasses()}. */
@@ -260,6 +269,7 @@ public final class ReactorStats {
         public Builder scannerParks(long v) { return set(Counter.SCANNER_PARKS, v); }
         public Builder scannerTimedParks(long v) { return set(Counter.SCANNER_TIMED_PARKS, v); }
         public Builder scannerUnparks(long v) { return set(Counter.SCANNER_UNPARKS, v); }
+        public Builder scannerMissedWakeups(long v) { return set(Counter.SCANNER_MISSED_WAKEUPS, v); }
         public Builder preWakes(long v) { return set(Counter.PRE_WAKES, v); }
         public Builder scanPasses(long v) { return set(Counter.SCAN_PASSES, v); }
         public Builder faultProbes(long v) { return set(Counter.FAULT_PROBES, v); }

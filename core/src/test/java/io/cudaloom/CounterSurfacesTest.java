@@ -68,6 +68,7 @@ class CounterSurfacesTest {
             "scannerParks", "cudaloom.internal.scanner.parks",
             "scannerTimedParks", "cudaloom.internal.scanner.timed.parks",
             "scannerUnparks", "cudaloom.internal.scanner.unparks",
+            "scannerMissedWakeups", "cudaloom.internal.scanner.missed.wakeups",
             "preWakes", "cudaloom.internal.pre.wakes",
             "scanPasses", "cudaloom.internal.scan.passes",
             "faultProbes", "cudaloom.internal.fault.probes",

@@ -140,7 +140,7 @@ class SimulatedReactorTest {
         SimulatedDevice device = device(ReactorConfig.builder().coalesce(false).build()); // a slot per waiter
         SimulatedStream stream = device.newStream();
         Thread scanner = device.reactor().scannerThread();
-        await().atMost(LONG).until(() -> scanner.getState() == Thread.State.WAITING);
+        await().atMost(LONG).until(() -> TestAccess.scannerParkedIdle(scanner));
         long parksBefore = device.reactor().stats().scannerParks();
 
         CountDownLatch gate = gate(stream);
@@ -156,7 +156,7 @@ class SimulatedReactorTest {
         for (Thread w : waiters) {
             w.join();
         }
-        await().atMost(LONG).until(() -> scanner.getState() == Thread.State.WAITING
+        await().atMost(LONG).until(() -> TestAccess.scannerParkedIdle(scanner)
                 && device.reactor().stats().armedNow() == 0);
         assertTrue(device.reactor().stats().scannerParks() > parksBefore, "parked again once idle");
     }

@@ -22,4 +22,15 @@ public final class TestAccess {
     public static Thread scannerThread(GpuDevice device) {
         return device.reactor().scannerThread();
     }
+
+    /**
+     * Whether the scanner thread {@code t} is in its idle park: the untimed park, which its runner
+     * boxes (a timed park of 1 s, so TIMED_WAITING) with the runner as the blocker; the scanner's
+     * timed parks while work is armed have the reactor as theirs.
+     */
+    public static boolean scannerParkedIdle(Thread t) {
+        Object blocker = java.util.concurrent.locks.LockSupport.getBlocker(t);
+        return ReactorTestSupport.parked(t) && blocker != null
+                && blocker.getClass().getName().equals("io.cudaloom.reactor.Scanner$Runner");
+    }
 }

@@ -228,6 +228,7 @@ public final class CudaLoomMetrics implements MeterBinder, AutoCloseable {
             internal(registry, base, "scanner.parks", i -> i.scannerParks());
             internal(registry, base, "scanner.timed.parks", i -> i.scannerTimedParks());
             internal(registry, base, "scanner.unparks", i -> i.scannerUnparks());
+            internal(registry, base, "scanner.missed.wakeups", i -> i.scannerMissedWakeups());
             internal(registry, base, "pre.wakes", i -> i.preWakes());
             internal(registry, base, "scan.passes", i -> i.scanPasses());
             internal(registry, base, "fault.probes", i -> i.faultProbes());

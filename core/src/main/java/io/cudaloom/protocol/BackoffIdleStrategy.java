@@ -1,10 +1,9 @@
 package io.cudaloom.protocol;
 
-import java.util.concurrent.locks.LockSupport;
-
 /**
- * What the single consumer of a {@link SlotTable} does when a cycle found nothing to retire (in the
- * manner of Agrona's {@code IdleStrategy}). Its CPU follows what is armed:
+ * The consumer's {@link IdleStrategy}: what the single consumer of a {@link SlotTable} does when a
+ * cycle found nothing to retire. It decides; the consumer's loop parks (the strategy never does).
+ * Its CPU follows what is armed:
  * <ul>
  *   <li>something is armed and the consumer has a <em>prediction</em>: the average time from one
  *       wake-up or retirement to the next retirement ({@link #progress}, an exponential moving
@@ -23,7 +22,8 @@ import java.util.concurrent.locks.LockSupport;
  *       so a wait that outlives every prediction adds at most about 2% (or {@code minParkNanos})
  *       of latency and costs a bounded number of wake-ups;
  *   <li>nothing armed: keep spinning until {@code lingerNanos} after the last progress (an await
- *       that comes meanwhile then pays no wake-up of the consumer), then park untimed. The caller must check "nothing armed" with the table's
+ *       that comes meanwhile then pays no wake-up of the consumer), then park untimed
+ *       ({@link IdleStrategy#PARK}). The caller must check "nothing armed" with the table's
  *       {@link SlotTable#isIdle()} right before, because a registrant unparks the consumer only on
  *       the idle-to-active transition (SlotTable ordering 3): if that unpark raced ahead of the
  *       check, it is this park's permit and the park returns at once;
@@ -35,31 +35,11 @@ import java.util.concurrent.locks.LockSupport;
  * </ul>
  * A park is only ever shortened by an unpark (a registration's idle-to-active wake-up), never
  * needed for correctness: the prediction changes when a flag is seen, not whether it is.
- * Parks go through a {@link Parker}, so tests and harnesses can drive the real strategy with a
- * model of the permit. Single-threaded: one instance per consumer.
+ * The loop reports the end of each park ({@link #parked}): the timed parks teach their overshoot,
+ * and an idle park (nothing armed) restarts the clock of the next retirement. Tests drive it with
+ * a model clock. Single-threaded: one instance per consumer.
  */
-public final class BackoffIdleStrategy {
-    /** No deadline: {@link #idle} may park untimed. */
-    public static final long NO_DEADLINE = Long.MAX_VALUE;
-
-    /** The park seam; {@link #LOCK_SUPPORT} in production. */
-    public interface Parker {
-        void park(Object blocker);
-
-        void parkNanos(Object blocker, long nanos);
-    }
-
-    public static final Parker LOCK_SUPPORT = new Parker() {
-        @Override
-        public void park(Object blocker) {
-            LockSupport.park(blocker);
-        }
-
-        @Override
-        public void parkNanos(Object blocker, long nanos) {
-            LockSupport.parkNanos(blocker, nanos);
-        }
-    };
+public final class BackoffIdleStrategy implements IdleStrategy {
 
     /** The least margin before a predicted retirement (see the class comment). */
     public static final long MIN_MARGIN_NANOS = 5_000L;
@@ -75,9 +55,6 @@ public final class BackoffIdleStrategy {
     private final long lingerNanos;
     private final long minParkNanos;
     private final long maxParkNanos;
-    private final Parker parker;
-    private final Object blocker;
-    private final java.util.function.LongSupplier clock;
     private long lastProgress;
     /** Predicted time from a wake-up or retirement to the next retirement; 0 while unknown. */
     private long expectedGap;
@@ -89,15 +66,22 @@ public final class BackoffIdleStrategy {
     private long backOffFrom;
     /** How much longer than asked the timed parks took, on average (timer slack, scheduling). */
     private long parkOvershoot;
+    /** What the park asked for last was: {@link #NO_PARK}, {@link #IDLE_PARK} or {@link #LEARNING_PARK} (see {@link #parked}). */
+    private int pendingPark;
+    /** The learning park asked for: when its decision was made, and how long. */
+    private long parkFrom;
+    private long parkAsked;
 
-    public BackoffIdleStrategy(long spinNanos, long lingerNanos, long minParkNanos, long maxParkNanos, Parker parker,
-            Object blocker) {
-        this(spinNanos, lingerNanos, minParkNanos, maxParkNanos, parker, blocker, System::nanoTime);
-    }
+    private static final int NO_PARK = 0;
+    /** A park with nothing armed (untimed, or to a deadline): the next retirement's clock restarts when it ends. */
+    private static final int IDLE_PARK = 1;
+    /** A timed park while something is armed: its overshoot is learned when it ends. */
+    private static final int LEARNING_PARK = 2;
 
-    /** As above, reading time from {@code clock} ({@link System#nanoTime} in production; a model's clock in tests). */
-    public BackoffIdleStrategy(long spinNanos, long lingerNanos, long minParkNanos, long maxParkNanos, Parker parker,
-            Object blocker, java.util.function.LongSupplier clock) {
+    /**
+     * @param startNanos the {@link System#nanoTime()} (or a model's clock) at which the consumer starts
+     */
+    public BackoffIdleStrategy(long spinNanos, long lingerNanos, long minParkNanos, long maxParkNanos, long startNanos) {
         if (spinNanos < 0 || lingerNanos < 0 || minParkNanos <= 0 || maxParkNanos < minParkNanos) {
             throw new IllegalArgumentException("need spin >= 0, linger >= 0 and 0 < minPark <= maxPark, was spin "
                     + spinNanos + " ns, linger " + lingerNanos + " ns, park " + minParkNanos + ".." + maxParkNanos + " ns");
@@ -106,15 +90,36 @@ public final class BackoffIdleStrategy {
         this.lingerNanos = lingerNanos;
         this.minParkNanos = minParkNanos;
         this.maxParkNanos = maxParkNanos;
-        this.parker = parker;
-        this.blocker = blocker;
-        this.clock = clock;
-        this.lastProgress = clock.getAsLong();
+        this.lastProgress = startNanos;
     }
 
     /** The consumer was woken for new work at {@code now}: the time to the next retirement counts from here. */
+    @Override
     public void reset(long now) {
         lastProgress = now;
+        pendingPark = NO_PARK;
+    }
+
+    /**
+     * The park asked for ended at {@code now}. After an idle park (nothing was armed) the consumer
+     * was woken for new work: spin for it first, the time to the next retirement counting from
+     * here. After a timed park while something was armed, how much longer than asked it took is
+     * learned (timer slack, scheduling), and subtracted from later predicted parks.
+     */
+    @Override
+    public void parked(long now) {
+        int pending = pendingPark;
+        pendingPark = NO_PARK;
+        if (pending == IDLE_PARK) {
+            lastProgress = now; // woken for new work: spin for it first
+        } else if (pending == LEARNING_PARK) {
+            long over = now - parkFrom - parkAsked;
+            if (over > 0 && over < MAX_OVERSHOOT_NANOS) { // a longer one was descheduling or an unpark's absence: not slack
+                parkOvershoot += (over - parkOvershoot) >> 3;
+            } else if (over <= 0) {
+                parkOvershoot -= parkOvershoot >> 3; // woken early (an unpark): decay
+            }
+        }
     }
 
     /**
@@ -127,6 +132,7 @@ public final class BackoffIdleStrategy {
      * would grow without bound on a closed loop of one waiter): no rule here grows the prediction
      * beyond a gap that was proven.
      */
+    @Override
     public void progress(long now) {
         long gap = now - lastProgress;
         if (afterPredictedPark) {
@@ -151,25 +157,13 @@ public final class BackoffIdleStrategy {
     }
 
 
-
-    /** What {@link #idle} did. */
-    public enum Step { SPUN, TIMED_PARK, PARK }
-
-    /**
-     * One idle step.
-     *
-     * @param armed whether anything is still watched (if not, the caller has just checked the
-     *     table idle, see the class comment)
-     * @param now the current {@link System#nanoTime()}
-     * @param deadlineNanos a time no park may outlast, or {@link #NO_DEADLINE}
-     * @return what it did
-     */
-    public Step idle(boolean armed, long now, long deadlineNanos) {
+    /** {@link #idle(boolean, boolean, long, long)} with nothing watched. */
+    public long idle(boolean armed, long now, long deadlineNanos) {
         return idle(armed, false, now, deadlineNanos);
     }
 
     /**
-     * One idle step, told whether every armed registration is {@code watched}: a thread other than
+     * One idle step's decision (what the loop then does: {@link IdleStrategy}), told whether every armed registration is {@code watched}: a thread other than
      * the consumer looks at its flag and completes it on its own (a waiter spinning on its own
      * flag). Then where the consumer would spin (a predicted retirement due, or no prediction yet)
      * it parks for {@code minParkNanos} instead: the watcher sees the flag at spin latency, and
@@ -177,23 +171,16 @@ public final class BackoffIdleStrategy {
      * park. A gap found after such a park may have been overslept, so it teaches only its lower
      * bound, as after a back-off park. Where it would park anyway, nothing changes.
      */
-    public Step idle(boolean armed, boolean watched, long now, long deadlineNanos) {
+    @Override
+    public long idle(boolean armed, boolean watched, long now, long deadlineNanos) {
         long untilDeadline = deadlineNanos == NO_DEADLINE ? Long.MAX_VALUE : Math.max(0L, deadlineNanos - now);
+        pendingPark = NO_PARK;
         if (!armed) {
             if (now - lastProgress < lingerNanos && untilDeadline > 0) {
-                Thread.onSpinWait(); // lingering: a registration's unpark would find us awake anyway
-                return Step.SPUN;
+                return SPIN; // lingering: a registration's unpark would find us awake anyway
             }
-            Step step;
-            if (untilDeadline == Long.MAX_VALUE) {
-                parker.park(blocker);
-                step = Step.PARK;
-            } else {
-                parker.parkNanos(blocker, Math.max(1L, untilDeadline));
-                step = Step.TIMED_PARK;
-            }
-            lastProgress = clock.getAsLong(); // woken for new work: spin for it first
-            return step;
+            pendingPark = IDLE_PARK; // when it ends: woken for new work (see parked)
+            return untilDeadline == Long.MAX_VALUE ? PARK : Math.max(1L, untilDeadline);
         }
         long waited = now - lastProgress;
         long expected = expectedGap;
@@ -207,9 +194,8 @@ public final class BackoffIdleStrategy {
                 // under load: the permits of admission come back only when the scanner sees a
                 // completion, so a stream whose queued work was all covered by the landed write
                 // stands idle until then.
-                timedPark(Math.min(Math.min(wakeAt - waited, maxParkNanos), untilDeadline), now);
                 afterPredictedPark = true;
-                return Step.TIMED_PARK;
+                return timedPark(Math.min(Math.min(wakeAt - waited, maxParkNanos), untilDeadline), now);
             }
             if (waited < expected + Math.min(spinNanos, expected >> 2)) {
                 if (watched) {
@@ -217,23 +203,20 @@ public final class BackoffIdleStrategy {
                 }
                 afterPredictedPark = false;
                 afterBackOffPark = false;
-                Thread.onSpinWait(); // the predicted retirement is due: look for it at spin latency
-                return Step.SPUN;
+                return SPIN; // the predicted retirement is due: look for it at spin latency
             }
         } else if (waited < spinNanos) {
             if (watched) {
                 return watchedPark(now, untilDeadline);
             }
             afterBackOffPark = false;
-            Thread.onSpinWait();
-            return Step.SPUN;
+            return SPIN;
         }
         afterPredictedPark = false;
         afterBackOffPark = true;
         backOffFrom = now; // nothing retired up to this look (see progress)
         long park = Math.max(minParkNanos, Math.min(maxParkNanos, waited / 50));
-        timedPark(Math.min(park, untilDeadline), now);
-        return Step.TIMED_PARK;
+        return timedPark(Math.min(park, untilDeadline), now);
     }
 
     /**
@@ -241,23 +224,19 @@ public final class BackoffIdleStrategy {
      * back-off park does (a gap found after it may be overslept: only its lower bound, the look
      * before it, is learned; see {@link #progress}).
      */
-    private Step watchedPark(long now, long untilDeadline) {
+    private long watchedPark(long now, long untilDeadline) {
         afterPredictedPark = false;
         afterBackOffPark = true;
         backOffFrom = now; // nothing retired up to this look
-        timedPark(Math.min(minParkNanos, untilDeadline), now);
-        return Step.TIMED_PARK;
+        return timedPark(Math.min(minParkNanos, untilDeadline), now);
     }
 
-    /** A timed park of {@code nanos} (at least 1), learning how much longer it took. */
-    private void timedPark(long nanos, long now) {
+    /** A timed park of {@code nanos} (at least 1), whose overshoot {@link #parked} learns. */
+    private long timedPark(long nanos, long now) {
         long asked = Math.max(1L, nanos);
-        parker.parkNanos(blocker, asked);
-        long over = clock.getAsLong() - now - asked;
-        if (over > 0 && over < MAX_OVERSHOOT_NANOS) { // a longer one was descheduling or an unpark's absence: not slack
-            parkOvershoot += (over - parkOvershoot) >> 3;
-        } else if (over <= 0) {
-            parkOvershoot -= parkOvershoot >> 3; // woken early (an unpark): decay
-        }
+        pendingPark = LEARNING_PARK;
+        parkFrom = now;
+        parkAsked = asked;
+        return asked;
     }
 }

@@ -6,6 +6,7 @@ import java.util.Objects;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.LongSupplier;
+import org.jspecify.annotations.Nullable;
 
 /**
  * How a batched call forms its batches (CUDA-free): callers {@link #arrive} and go on to wait for
@@ -51,7 +52,7 @@ public final class BatchFormation<R extends BatchFormation.Request> {
         private static final int LEFT = 2;
         final AtomicInteger state = new AtomicInteger(WAITING);
         private final long arrivedNanos;
-        volatile @org.jspecify.annotations.Nullable BatchFormation<?> formation;
+        volatile @Nullable BatchFormation<?> formation;
 
         /** A request that arrives now ({@code nanoTime} of the batcher's clock). */
         protected Request(long arrivedNanos) {
@@ -191,7 +192,7 @@ public final class BatchFormation<R extends BatchFormation.Request> {
     }
 
     /** The first request still waiting (those that left are dropped from the head); null if none. */
-    private @org.jspecify.annotations.Nullable R firstWaiting() {
+    private @Nullable R firstWaiting() {
         R r;
         while ((r = queue.peek()) != null) {
             if (r.state.get() == Request.WAITING) {

@@ -1,5 +1,6 @@
 package io.cudaloom.protocol;
 
+import java.util.Arrays;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -48,7 +49,7 @@ public final class RetiredBatch<P> {
 
     /** Forget the entries (and drop the payload references, so they can be collected). */
     public void clear() {
-        java.util.Arrays.fill(payloads, 0, size, null);
+        Arrays.fill(payloads, 0, size, null);
         size = 0;
     }
 

@@ -21,19 +21,14 @@ import org.jspecify.annotations.Nullable;
  * and park until the waiter's own ticket is delivered or the registration is withdrawn (timeout,
  * interrupt).
  *
- * <p>Spin budget: at most {@link ReactorConfig#waiterSpinNanos()}, because a short kernel then
- * completes at spin latency with no wake-up at all; and only while at most
- * {@link ReactorConfig#waiterSpinMaxWaiters()} threads are inside this wait (counted here), because
- * with more of them every carrier is better used running other virtual threads than spinning (the
- * armed-slot count is the wrong signal: spinning waiters retire their own slots, which keeps it low
- * and the spinning on); and not while a quarter of the slots are armed (back-pressure on a scanner
- * that is behind). If the stream's recent awaits ({@link StreamRecord#recentWaitNanos}) were longer
- * than the spin (up to {@link #MAX_PREDICTED_WAIT_NANOS}), a spin from the start would be pure
- * waste: the waiter sleeps until shortly before the predicted end and spins only through it. The
- * sleep is ended by the scanner at the time the waiter posted ({@link PreWake}), its own timed park
- * being the backstop, so one waiter on a 200 us kernel spins through a carrier's wake-up and the
- * margin, not through the JDK timer's slack, and its completion is seen by its own spin (the
- * scanner, which would otherwise deliver it, would add a carrier's wake-up after the landing).
+ * <p>Whether and how it spins is its {@link SpinPolicy}'s decision ({@link SpinPolicy.Predictive}
+ * by default: the spin budget and its reasons are there), from what the waiter knows: the stream's
+ * recent waits, the threads inside this wait (counted here) and the armed slots. A predicted wait
+ * is slept through and spun only at its end. The sleep is ended by the scanner at the time the
+ * waiter posted ({@link PreWake}), its own timed park being the backstop, so one waiter on a
+ * 200 us kernel spins through a carrier's wake-up and the margin, not through the JDK timer's
+ * slack, and its completion is seen by its own spin (the scanner, which would otherwise deliver
+ * it, would add a carrier's wake-up after the landing).
  *
  * <p>Driver calls: a stream with counted work not yet proven complete
  * ({@link GpuStream#hasWorkNotKnownComplete}) is taken as busy without a query; registering on a
@@ -42,6 +37,18 @@ import org.jspecify.annotations.Nullable;
  * query proved complete ({@link GpuStream#isKnownComplete}) returns with no driver call at all.
  */
 public final class BlockingWait implements CoalescedWait.Parking {
+    /**
+     * The parts a blocking wait uses, each built once by the facade ({@code CompletionReactor}).
+     *
+     * @param latency the await-latency histogram and the slow-await threshold
+     * @param deviceName the device's name, for the JFR event
+     * @param parkBlocker the blocker of every waiter's park (the reactor: what a thread dump names)
+     * @param callbackExecutor where a shared write taken on a host callback is armed ({@link CoalescedWait})
+     */
+    public record Parts(ReactorState state, RegistrationChecks checks, SlotTable<Completion> table, Registrar registrar,
+            PreWake preWake, ReactorConfig config, ReactorCounters counters, LatencyRecorder latency, String deviceName,
+            Object parkBlocker, Executor callbackExecutor) {}
+
     private final ReactorState state;
     private final RegistrationChecks checks;
     /** The await-latency histogram and the slow-await threshold. */
@@ -53,34 +60,33 @@ public final class BlockingWait implements CoalescedWait.Parking {
     private final Registrar registrar;
     /** Where a sleep through a predicted wait asks the scanner to end it (see {@link #sleepThroughPrediction}). */
     private final PreWake preWake;
-    private final ReactorConfig config;
     private final ReactorCounters counters;
     private final @Nullable CoalescedWait coalesced;
-    /** Threads inside {@link #await} now: the spin policy's signal (see the class comment). */
+    /** Whether and how a waiter spins before it parks. */
+    private final SpinPolicy spinPolicy;
+    /** Threads inside {@link #await} now: an input of the spin policy (and the operator gauge). */
     private final AtomicInteger waiters = new AtomicInteger();
-    /**
-     * Back-pressure: a waiter that completes inline leaves its slot armed for the scanner to
-     * retire; with this many armed (the scanner is behind, e.g. descheduled), waiters park instead
-     * of running ahead and exhausting the slots.
-     */
-    private final int spinArmedLimit;
 
-    public BlockingWait(ReactorState state, RegistrationChecks checks, SlotTable<Completion> table, Registrar registrar,
-            PreWake preWake, ReactorConfig config, ReactorCounters counters, LatencyRecorder latency, String deviceName,
-            Object parkBlocker, Executor callbackExecutor) {
-        this.state = state;
-        this.preWake = preWake;
-        this.checks = checks;
-        this.latency = latency;
-        this.deviceName = deviceName;
-        this.parkBlocker = parkBlocker;
-        this.table = table;
-        this.registrar = registrar;
-        this.config = config;
-        this.counters = counters;
-        this.spinArmedLimit = Math.max(1, table.capacity() / 4);
+    /** With the reactor's spin policy ({@link SpinPolicy#predictive}, from the config). */
+    public BlockingWait(Parts parts) {
+        this(parts, SpinPolicy.predictive(parts.config(), parts.table().capacity()));
+    }
+
+    public BlockingWait(Parts parts, SpinPolicy spinPolicy) {
+        this.state = parts.state();
+        this.preWake = parts.preWake();
+        this.checks = parts.checks();
+        this.latency = parts.latency();
+        this.deviceName = parts.deviceName();
+        this.parkBlocker = parts.parkBlocker();
+        this.table = parts.table();
+        this.registrar = parts.registrar();
+        this.counters = parts.counters();
+        this.spinPolicy = spinPolicy;
+        ReactorConfig config = parts.config();
         this.coalesced = config.coalesce() && registrar.usesSlots()
-                ? new CoalescedWait(checks, callbackExecutor, registrar, counters, this, config.relayWakeups()) : null;
+                ? new CoalescedWait(checks, parts.callbackExecutor(), registrar, counters, this, config.relayWakeups())
+                : null;
     }
 
     public int waitersNow() { return waiters.get(); } // read-only: the operator gauge of ReactorStats.waitersNow
@@ -136,18 +142,10 @@ public final class BlockingWait implements CoalescedWait.Parking {
             if (outcome == AwaitListener.Outcome.TIMEOUT) {
                 counters.increment(Counter.TIMEOUTS);
             }
-            if (slow != null) {
-                // Ended and committed here, not in a helper, so the event's stack trace starts at the await.
-                // An await that found its work done (a delivered group covered it) waited for nothing: not recorded.
-                slow.end();
-                if (waiter.path != SlowAwaitEvent.IMMEDIATE && slow.shouldCommit()
-                        && latency.isSlow(System.nanoTime() - start)) { // relative threshold too
-                    slow.device = deviceName;
-                    slow.stream = stream.toString();
-                    slow.path = waiter.path; // what happened to this await (Waiter#path)
-                    slow.outcome = ReactorEvents.eventOutcome(outcome);
-                    slow.commit();
-                }
+            // The path says what happened to this await (Waiter#path); the relative threshold too.
+            if (slow != null && slow.endAwait(deviceName, stream, waiter.path, ReactorEvents.eventOutcome(outcome))
+                    && latency.isSlow(System.nanoTime() - start)) {
+                slow.commit(); // here, not in endAwait: the event's stack trace starts at the await
             }
             // Last: after every counter of this await (a listener reading stats() sees it counted),
             // its histogram record, and the JFR event's end (which a slow listener must not lengthen).
@@ -162,14 +160,10 @@ public final class BlockingWait implements CoalescedWait.Parking {
     private boolean register(Waiter waiter, ReactorStream stream, long required, boolean interruptible, boolean timed,
             long deadline, int inside) throws InterruptedException {
         waiter.reset();
-        long spinNanos = config.waiterSpinNanos();
-        long recent = stream.record().recentWaitNanos();
-        boolean few = spinNanos > 0 && inside <= config.waiterSpinMaxWaiters() && table.armedCount() < spinArmedLimit;
-        // A wait longer than the spin is predicted from the stream's recent ones: sleep through it, spin its end.
-        long predicted = few && recent > spinNanos && recent <= MAX_PREDICTED_WAIT_NANOS ? recent : 0L;
-        boolean spin = few && (recent <= spinNanos || predicted > 0);
+        // NO_SPIN, SPIN (0) or a predicted wait to sleep through and spin at its end (SpinPolicy).
+        long spin = spinPolicy.decide(stream.record().recentWaitNanos(), inside, table.armedCount());
         if (coalesced != null) { // the path: coalesced only if this await shared a write (CoalescedWait)
-            return coalesced.await(stream, required, waiter, spin ? predicted : CoalescedWait.NO_SPIN, interruptible, timed, deadline);
+            return coalesced.await(stream, required, waiter, spin, interruptible, timed, deadline);
         }
         long ticket = registrar.tryArm(stream, waiter);
         FallbackRegistration fallback = null;
@@ -177,7 +171,7 @@ public final class BlockingWait implements CoalescedWait.Parking {
             waiter.path = SlowAwaitEvent.FALLBACK;
             fallback = registrar.registerFallback(stream, waiter, FallbackReason.of(ticket));
             ticket = fallback.ticket;
-        } else if (spin && spinOnOwnFlag(waiter, ticket, predicted, interruptible, timed, deadline)) {
+        } else if (spin != SpinPolicy.NO_SPIN && spinOnOwnFlag(waiter, ticket, spin, interruptible, timed, deadline)) {
             waiter.path = SlowAwaitEvent.INLINE;
             return true;
         }
@@ -243,35 +237,32 @@ public final class BlockingWait implements CoalescedWait.Parking {
      */
     private void awaitImminentDelivery(Waiter waiter, long ticket, long end, boolean interruptible) {
         long now = System.nanoTime();
-        long until = end - now < config.waiterSpinNanos() ? end : now + config.waiterSpinNanos();
+        long until = end - now < spinPolicy.spinNanos() ? end : now + spinPolicy.spinNanos();
         while (!waiter.isDelivered(ticket) && System.nanoTime() - until < 0 && !interrupted(interruptible)) {
             Thread.onSpinWait();
         }
     }
 
-    /** Predictions longer than this are not slept through and spun at the end: the waiter just parks. */
-    static final long MAX_PREDICTED_WAIT_NANOS = 10_000_000L;
     /** How late a waiter's own timed park returns, on average (timer slack, the carrier's wake-up); racy by design. */
     private volatile long parkOvershootNanos;
     /** How late a waiter that the scanner wakes ({@link PreWake}) runs again, on average (a carrier's wake-up); racy by design. */
     private volatile long preWokenLateNanos;
 
-    /**
-     * How a waiter spins ({@link #spinOnOwnFlag}, {@link #spinOnGroupFlag}): for
-     * {@link ReactorConfig#waiterSpinNanos()}, or, when {@code predicted > 0} (the stream's
-     * recent waits were longer than that), asleep until shortly before the predicted end, less a
-     * margin of 2% or 5 us (whichever is larger) and the learned lateness of such sleeps, then
-     * spinning through the prediction and {@code waiterSpinNanos} past it. A flag that lands early
-     * is delivered by the scanner meanwhile, whose unpark ends the sleep. An interrupt or the
-     * deadline ends the spin (the park that follows handles them).
-     */
+    /** Whether an interruptible wait's thread is interrupted (the status is kept: the park that follows handles it). */
     private static boolean interrupted(boolean interruptible) {
         return interruptible && Thread.currentThread().isInterrupted();
     }
 
     /**
-     * Sleeps through most of a predicted wait (see the note above); returns when the spin that
-     * follows ends. The sleep is ended by the scanner where it can be ({@link PreWake}: a post of
+     * How a waiter spins ({@link #spinOnOwnFlag}, {@link #spinOnGroupFlag}): for the policy's
+     * {@link SpinPolicy#spinNanos()}, or, when {@code predicted > 0} (the stream's recent waits
+     * were longer than that), asleep until shortly before the predicted end, less a margin of 2% or
+     * 5 us (whichever is larger) and the learned lateness of such sleeps, then spinning through the
+     * prediction and the spin past it. A flag that lands early is delivered by the scanner
+     * meanwhile, whose unpark ends the sleep. An interrupt or the deadline ends the spin (the park
+     * that follows handles them).
+     *
+     * <p>Sleeps through most of a predicted wait; returns when the spin that follows ends. The sleep is ended by the scanner where it can be ({@link PreWake}: a post of
      * the wake-up time, which the scanner honours within its 1 us timer slack), so it is late by a
      * carrier's wake-up only; the waiter's own timed park is the backstop, and the whole sleep
      * where every cell is taken or pre-wakes are off, with its own (larger) learned lateness. Each
@@ -280,7 +271,7 @@ public final class BlockingWait implements CoalescedWait.Parking {
     private long sleepThroughPrediction(Waiter waiter, long ticket, long predicted, boolean interruptible, boolean timed,
             long deadline) {
         long start = System.nanoTime();
-        long end = start + Math.max(0L, predicted) + config.waiterSpinNanos();
+        long end = start + Math.max(0L, predicted) + spinPolicy.spinNanos();
         if (predicted > 0) {
             long untilMargin = predicted - BackoffIdleStrategy.marginFor(predicted); // the scanner's margin, the same rule
             long wakeAt = wakeAt(start, untilMargin - preWokenLateNanos, timed, deadline);

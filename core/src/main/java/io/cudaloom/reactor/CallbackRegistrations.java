@@ -42,7 +42,7 @@ public final class CallbackRegistrations {
      * registration that reuses the slot. A withdrawn slot stays armed until its device write lands,
      * then the scanner retires it with a null payload and recycles it.
      *
-     * @throws ReactorClosedException if this reactor is closed
+     * @throws io.cudaloom.ReactorClosedException if this reactor is closed
      * @throws IllegalStateException if the stream is closed, or refuses both the flag write and the
      *     host callback
      */

@@ -44,8 +44,6 @@ import org.jspecify.annotations.Nullable;
  * open group before it decrements the pending count leaves members waiting forever).
  */
 final class CoalescedWait {
-    /** {@link #await}'s spin argument for "do not spin". */
-    static final long NO_SPIN = -1L;
     /** {@link #arm}'s answer when registering threw: neither a ticket nor a fallback's reason. */
     private static final long ARM_FAILED = Long.MIN_VALUE;
 
@@ -94,8 +92,8 @@ final class CoalescedWait {
      * callback serves the group), whoever joins it later; {@code immediate} (no event) if a delivered
      * group, or the driver, showed its work already done.
      *
-     * @param spin how a waiter that arms a group itself spins on its flag: its predicted wait (0 for
-     *     none), or {@link #NO_SPIN} (BlockingWait's policy)
+     * @param spin how a waiter that arms a group itself spins on its flag: the {@link SpinPolicy}'s
+     *     decision ({@link SpinPolicy#NO_SPIN}, {@link SpinPolicy#SPIN}, or a predicted wait)
      */
     boolean await(ReactorStream stream, long required, Waiter waiter, long spin, boolean interruptible, boolean timed,
             long deadline) throws InterruptedException {
@@ -146,7 +144,7 @@ final class CoalescedWait {
                 // Its own write, as a lone waiter's own slot: parked (the default), inline or fallback.
                 if (!Registrar.armed(ticket) && ticket != ARM_FAILED) {
                     waiter.path = SlowAwaitEvent.FALLBACK;
-                } else if (spin != NO_SPIN && Registrar.armed(ticket)
+                } else if (spin != SpinPolicy.NO_SPIN && Registrar.armed(ticket)
                         // A short kernel then completes with no wake-up, as a lone waiter's own slot does.
                         && blocking.spinOnGroupFlag(waiter, member.ticket, ticket, delivery, spin, interruptible, timed, deadline)) {
                     waiter.path = SlowAwaitEvent.INLINE;

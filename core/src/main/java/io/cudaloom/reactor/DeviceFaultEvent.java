@@ -3,6 +3,7 @@ package io.cudaloom.reactor;
 import io.cudaloom.GpuFaultException;
 import jdk.jfr.Category;
 import jdk.jfr.Description;
+import jdk.jfr.Event;
 import jdk.jfr.Label;
 import jdk.jfr.Name;
 import jdk.jfr.StackTrace;
@@ -17,7 +18,7 @@ import jdk.jfr.StackTrace;
 @Category("cuda-loom")
 @Description("The fault probe found a stream faulted and failed the registrations waiting on it")
 @StackTrace(false)
-public final class DeviceFaultEvent extends jdk.jfr.Event {
+public final class DeviceFaultEvent extends Event {
     public static final String NAME = "io.cudaloom.DeviceFault";
 
     @Label("Device")

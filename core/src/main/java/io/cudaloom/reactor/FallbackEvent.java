@@ -4,6 +4,7 @@ import io.cudaloom.CompletionStrategy;
 import io.cudaloom.ReactorStats;
 import jdk.jfr.Category;
 import jdk.jfr.Description;
+import jdk.jfr.Event;
 import jdk.jfr.Label;
 import jdk.jfr.Name;
 
@@ -18,7 +19,7 @@ import jdk.jfr.Name;
 @Label("Host-Callback Fallback")
 @Category("cuda-loom")
 @Description("A registration served by a host callback on the stream instead of a completion slot")
-public final class FallbackEvent extends jdk.jfr.Event {
+public final class FallbackEvent extends Event {
     public static final String NAME = "io.cudaloom.Fallback";
 
     @Label("Device")

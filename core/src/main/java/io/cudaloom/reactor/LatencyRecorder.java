@@ -3,6 +3,8 @@ package io.cudaloom.reactor;
 import io.cudaloom.AwaitLatency;
 import io.cudaloom.AwaitListener;
 import io.cudaloom.ReactorConfig;
+import java.util.Arrays;
+import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 import org.HdrHistogram.Histogram;
@@ -84,7 +86,7 @@ public final class LatencyRecorder {
      */
     public LatencyRecorder(double slowFactor, Snapshots snapshots) {
         this.slowFactor = slowFactor;
-        this.snapshots = java.util.Objects.requireNonNull(snapshots, "snapshots");
+        this.snapshots = Objects.requireNonNull(snapshots, "snapshots");
     }
 
     /** Records one await's wait; allocation-free. */
@@ -119,11 +121,11 @@ public final class LatencyRecorder {
 
     /** Adds {@code listener} (a second add of the same one calls it twice). */
     public void addListener(AwaitListener listener) {
-        java.util.Objects.requireNonNull(listener, "listener");
+        Objects.requireNonNull(listener, "listener");
         listenersLock.lock();
         try {
             AwaitListener[] old = listeners;
-            AwaitListener[] grown = java.util.Arrays.copyOf(old, old.length + 1);
+            AwaitListener[] grown = Arrays.copyOf(old, old.length + 1);
             grown[old.length] = listener;
             listeners = grown; // publishes the array and the listener (see the class comment)
         } finally {

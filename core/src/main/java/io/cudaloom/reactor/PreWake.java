@@ -1,7 +1,7 @@
 package io.cudaloom.reactor;
 
 import io.cudaloom.ReactorConfig;
-import io.cudaloom.protocol.BackoffIdleStrategy;
+import io.cudaloom.protocol.IdleStrategy;
 import io.cudaloom.protocol.SlotTable;
 import io.cudaloom.protocol.WakeBoard;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -12,8 +12,8 @@ import java.util.function.Consumer;
  * The scanner's wake-up of waiters that sleep through a predicted wait
  * ({@link ReactorConfig.Builder#waiterPreWake}): {@link BlockingWait} posts when the waiter wants
  * to be woken, then parks with its own timer as the backstop; the {@link Scanner} unparks it at
- * that time ({@link #fireDue}, every pass) and never sleeps past a posted time (its timed parks go
- * through {@link #parker}). The protocol, its orderings and what a lost race costs are
+ * that time ({@link #fireDue}, every pass) and never sleeps past a posted time (its runner plans
+ * every timed park on the board first: {@link #planPark}). The protocol, its orderings and what a lost race costs are
  * {@link WakeBoard}'s; this class adds the reactor's side: the board's cells, the unpark of the
  * waiter's thread, the scanner's wake-up when a post finds it planning to sleep past it, and the
  * count of pre-wakes ({@link Counter#PRE_WAKES}).
@@ -77,7 +77,7 @@ public final class PreWake {
 
     /**
      * Whether every armed slot of {@code table} has a thread looking at its flag (the scanner's
-     * idle step asks, {@link BackoffIdleStrategy#idle}): then the scanner need not look at spin
+     * idle step asks, {@link IdleStrategy#idle}): then the scanner need not look at spin
      * latency, and parks in short parks instead ({@code scannerMinPark}, cut to any posted
      * pre-wake). A hint only, both ways. A watcher is counted only after its own arm, so a wrong
      * "yes" (an armed slot nobody looks at) needs a watcher whose slot is no longer armed: one
@@ -139,25 +139,17 @@ public final class PreWake {
     }
 
     /**
-     * {@code inner} with every timed park planned on the board first (WakeBoard, ordering 1): cut
-     * short to the earliest posted wake time, or skipped if one is due. The untimed park is
-     * {@code inner}'s own (see WakeBoard: it needs no plan).
+     * Plans a timed park of the scanner of {@code nanos} on the board (WakeBoard, ordering 1):
+     * returns it cut short to the earliest posted wake time, or 0 (no park) if one is due. The
+     * scanner's loop makes the park, then calls {@link #awake}. The untimed park needs no plan
+     * (WakeBoard says why).
      */
-    BackoffIdleStrategy.Parker parker(BackoffIdleStrategy.Parker inner) {
-        return new BackoffIdleStrategy.Parker() {
-            @Override
-            public void park(Object blocker) {
-                inner.park(blocker);
-            }
+    long planPark(long nanos) {
+        return board.planPark(System.nanoTime(), nanos);
+    }
 
-            @Override
-            public void parkNanos(Object blocker, long nanos) {
-                long park = board.planPark(System.nanoTime(), nanos);
-                if (park > 0) {
-                    inner.parkNanos(blocker, park);
-                }
-                board.awake();
-            }
-        };
+    /** The scanner is awake again after the park {@link #planPark} planned. */
+    void awake() {
+        board.awake();
     }
 }

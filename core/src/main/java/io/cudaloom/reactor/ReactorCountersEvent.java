@@ -3,6 +3,7 @@ package io.cudaloom.reactor;
 import io.cudaloom.ReactorStats;
 import jdk.jfr.Category;
 import jdk.jfr.Description;
+import jdk.jfr.Event;
 import jdk.jfr.Label;
 import jdk.jfr.Name;
 import jdk.jfr.Period;
@@ -29,7 +30,7 @@ import jdk.jfr.Timespan;
 @Description("A GPU device's completion-reactor counters (ReactorStats), cumulative since it opened")
 @Period("1 s")
 @StackTrace(false)
-public final class ReactorCountersEvent extends jdk.jfr.Event {
+public final class ReactorCountersEvent extends Event {
     public static final String NAME = "io.cudaloom.ReactorCounters";
 
     @Label("Device")
@@ -104,6 +105,9 @@ public final class ReactorCountersEvent extends jdk.jfr.Event {
 
     @Label("Scanner Unparks")
     long scannerUnparks;
+
+    @Label("Scanner Missed Wake-ups")
+    long scannerMissedWakeups;
 
     @Label("Pre-wakes")
     long preWakes;

@@ -91,7 +91,7 @@ public final class ReactorEvents {
 
     /**
      * A begun {@link SlowAwaitEvent} if a recording has it enabled, else null (and nothing
-     * allocated). {@link BlockingWait} sets its path, ends it and commits it if it was slow.
+     * allocated). The await ends it ({@link SlowAwaitEvent#endAwait}) and commits it if it was slow.
      */
     static @Nullable SlowAwaitEvent beginAwait() {
         if (!slowAwaitEnabled()) {

@@ -53,8 +53,9 @@ import org.jspecify.annotations.Nullable;
  */
 public final class ReactorObservability {
     /**
-     * What the MXBeans and the periodic JFR event show of a reactor ({@link Observed}
-     * implements it, with the public methods of the same names): this part names no facade.
+     * What the MXBeans and the periodic JFR event show of a reactor (the facade,
+     * {@code io.cudaloom.CompletionReactor}, implements it, with the public methods of the same
+     * names): this part names no facade.
      */
     public interface Observed {
         CounterSnapshot counters();
@@ -192,7 +193,7 @@ public final class ReactorObservability {
     }
 
     /**
-     * Emits the counters event once more, as {@link Observed#close()} begins: the totals
+     * Emits the counters event once more, as the reactor's close begins: the totals
      * of a run shorter than a period, taken before the shutdown holds back the free slots.
      */
     public void closing() {

@@ -30,9 +30,9 @@ public final class RegistrationChecks {
      * its last known completion is reported BUSY without a driver call (a fault is then found when
      * registering or by the scanner's probe).
      *
-     * @throws ReactorClosedException if the reactor is closed
+     * @throws io.cudaloom.ReactorClosedException if the reactor is closed
      * @throws IllegalStateException if the stream is closed
-     * @throws GpuFaultException if the stream has faulted
+     * @throws io.cudaloom.GpuFaultException if the stream has faulted
      */
     StreamState precheck(ReactorStream stream, boolean assumeBusy) {
         state.checkOpen();

@@ -5,6 +5,7 @@ import io.cudaloom.ReactorClosedException;
 import io.cudaloom.ReactorConfig;
 import io.cudaloom.ReactorStats;
 import io.cudaloom.protocol.BackoffIdleStrategy;
+import io.cudaloom.protocol.IdleStrategy;
 import io.cudaloom.protocol.RetiredBatch;
 import io.cudaloom.protocol.SlotTable;
 import java.lang.invoke.MethodHandles;
@@ -17,15 +18,19 @@ import java.util.Collections;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.Consumer;
 import java.util.function.IntConsumer;
 import org.jspecify.annotations.Nullable;
 
 /**
  * The single consumer of a reactor's {@link SlotTable}, run as an agent (in the manner of Agrona's
- * {@code Agent}): {@link #doWork} is one cycle (scan and deliver; the fault probe and the quarantine
- * check, each on its own deadline), {@link BackoffIdleStrategy} decides what an idle cycle costs,
- * and {@link #task} runs a loop that cannot die or spin:
+ * {@code Agent} and {@code AgentRunner}): {@link #doWork} is the work step (scan and deliver; the
+ * fault probe and the quarantine check, each on its own deadline) and returns how much it retired;
+ * an {@link IdleStrategy} ({@link BackoffIdleStrategy}) decides what an idle cycle costs and never
+ * parks; and the {@link Runner} ({@link #task}) runs the loop and makes every park of the scanner,
+ * timed and untimed, in one method ({@link Runner#turn}). The loop cannot die or spin:
  * <ul>
  *   <li>an interrupt is cleared and ignored (nothing interrupts the scanner on purpose, and a set
  *       interrupt status makes every park return at once: a busy loop);
@@ -66,20 +71,14 @@ public final class Scanner implements ReactorCounters.ScannerCounts {
     private static final long MAX_QUARANTINE_CHECK_NANOS = 100_000_000L;
     /** Pause after a failed cycle, so a hook that keeps throwing costs little CPU. */
     private static final long ERROR_PAUSE_NANOS = 1_000_000L;
+    /**
+     * The time box of the untimed park: with nothing armed the scanner still wakes this often, and
+     * counts a wake-up that should have come and did not ({@link Counter#SCANNER_MISSED_WAKEUPS}).
+     * A lost wake-up then costs at most this much latency, not a hang; an idle reactor costs one
+     * wake-up a second.
+     */
+    static final long UNTIMED_PARK_BOX_NANOS = TimeUnit.SECONDS.toNanos(1);
     private static final VarHandle COUNT = MethodHandles.arrayElementVarHandle(long[].class);
-
-    /** Timed parks park here; the untimed park is left to {@link Task}, which holds no strong reference. */
-    private static final BackoffIdleStrategy.Parker DEFERRED_UNTIMED_PARK = new BackoffIdleStrategy.Parker() {
-        @Override
-        public void park(Object blocker) {
-            // made by Task.run once runUntilIdle has returned
-        }
-
-        @Override
-        public void parkNanos(Object blocker, long nanos) {
-            LockSupport.parkNanos(blocker, nanos);
-        }
-    };
 
     /** The blocker of the scanner's timed parks (the reactor: what a thread dump names). */
     private final Object parkBlocker;
@@ -90,8 +89,8 @@ public final class Scanner implements ReactorCounters.ScannerCounts {
     /** The device's fault owner: it decides which probed streams fail and when quarantined slots come back. */
     private final DeviceFaults faults;
     /** {@link #failed}, made once: what the fault owner's decisions report a throwing backend hook to. */
-    private final java.util.function.Consumer<RuntimeException> hookFailed = this::failed;
-    private final BackoffIdleStrategy idle;
+    private final Consumer<RuntimeException> hookFailed = this::failed;
+    private final IdleStrategy idle;
     /** Waiters that asked to be woken at a time ({@link PreWake}): woken by {@link #doWork}, never slept past. */
     private final PreWake preWake;
     /**
@@ -111,10 +110,10 @@ public final class Scanner implements ReactorCounters.ScannerCounts {
     private long nextProbeAt;
     private long nextQuarantineCheckAt;
     private long quarantineCheckNanos;
-    /** Set by close() called on the scanner thread itself; read by that thread when it leaves run. */
+    /** Set by close() called on the scanner thread itself; read by that thread when it leaves the loop. */
     private boolean finishCloseOnExit;
     /**
-     * The scanner thread's CPU time as it left {@link #run} (-1 before, or where the JVM cannot
+     * The scanner thread's CPU time as it left the loop ({@link #exit}; -1 before, or where the JVM cannot
      * tell): read by {@link #cpuNanos} once the thread has terminated, which
      * orders this write before the read.
      */
@@ -122,17 +121,6 @@ public final class Scanner implements ReactorCounters.ScannerCounts {
 
     public Scanner(Owner lifecycle, Registrar registrar, SlotTable<Completion> table, ReactorConfig config,
             DeviceFaults faults, PreWake preWake, Object parkBlocker) {
-        this(lifecycle, registrar, table, config, faults, preWake, parkBlocker, DEFERRED_UNTIMED_PARK);
-    }
-
-    /**
-     * With {@code parker} as the seam of the idle strategy's parks: the reactor's is
-     * {@link #DEFERRED_UNTIMED_PARK} (timed parks park, the untimed one is left to {@link Task});
-     * the stress module's jcstress tests pass a model of LockSupport's permit and drive
-     * {@link #resume} and {@link #step} themselves, as {@link #runUntilIdle} does.
-     */
-    Scanner(Owner lifecycle, Registrar registrar, SlotTable<Completion> table, ReactorConfig config,
-            DeviceFaults faults, PreWake preWake, Object parkBlocker, BackoffIdleStrategy.Parker parker) {
         this.parkBlocker = parkBlocker;
         this.preWake = preWake;
         this.lifecycle = lifecycle;
@@ -141,8 +129,7 @@ public final class Scanner implements ReactorCounters.ScannerCounts {
         this.config = config;
         this.faults = faults;
         this.idle = new BackoffIdleStrategy(config.scannerSpinNanos(), config.scannerLingerNanos(),
-                config.scannerMinParkNanos(),
-                config.scannerMaxParkNanos(), preWake.parker(parker), parkBlocker); // never parks past a pre-wake
+                config.scannerMinParkNanos(), config.scannerMaxParkNanos(), System.nanoTime());
         this.batch = new RetiredBatch<>(table.capacity());
         this.failBatch = new RetiredBatch<>(table.capacity());
         this.collectProbeStream = slot -> probeStreams.add(registrar.streamOf(slot));
@@ -172,38 +159,147 @@ public final class Scanner implements ReactorCounters.ScannerCounts {
 
     // ---- the loop -----------------------------------------------------------------------------
 
-    /**
-     * The scanner thread's task. It holds this scanner only weakly while parked untimed (nothing
-     * armed, nothing quarantined): then no thread keeps the device reachable, so a device its user
-     * dropped without closing can be collected and reported ({@link UnclosedDeviceReport}), whose
-     * cleaning unparks this thread to let it end. The park's blocker is the task itself, which
-     * holds nothing else. An untimed park still follows the park gate of {@link #idleStep}: the
-     * permit of a registrant's unpark that raced ahead of the check outlives the return from
-     * {@link #runUntilIdle} to this frame.
-     */
-    public Runnable task() {
-        return new Task(new WeakReference<>(this));
-    }
-
     /** The scanner thread's timer slack where it can be set (Linux's default is 50 us: {@link TimerSlack}). */
     static final long TIMER_SLACK_NANOS = 1_000L;
 
-    private static final class Task implements Runnable {
-        private final WeakReference<Scanner> scanner;
+    /**
+     * The scanner thread's task: a {@link Runner} that parks with {@link LockSupport} and boxes the
+     * untimed park in {@link #UNTIMED_PARK_BOX_NANOS}.
+     */
+    public Runnable task() {
+        return runner(Parker.LOCK_SUPPORT, UNTIMED_PARK_BOX_NANOS);
+    }
 
-        Task(WeakReference<Scanner> scanner) {
+    /** A runner of this scanner with {@code parker} as its parks and {@code untimedParkBoxNanos} as the untimed park's box. */
+    Runner runner(Parker parker, long untimedParkBoxNanos) {
+        return new Runner(new WeakReference<>(this), parker, untimedParkBoxNanos);
+    }
+
+    /**
+     * The park primitive of the {@link Runner}: {@link #LOCK_SUPPORT} in the reactor; in the
+     * stress module's jcstress tests, a model of LockSupport's permit.
+     */
+    interface Parker {
+        /** A timed park of at most {@code nanos} (positive); an unpark ends it sooner, and it may return spuriously. */
+        void parkNanos(Object blocker, long nanos);
+
+        /**
+         * The untimed park, boxed: as {@link #parkNanos} of {@code boxNanos} (the reactor's is
+         * exactly that); a separate method so that a model can tell it from a timed park.
+         */
+        default void parkBoxed(Object blocker, long boxNanos) {
+            parkNanos(blocker, boxNanos);
+        }
+
+        Parker LOCK_SUPPORT = LockSupport::parkNanos;
+    }
+
+    /**
+     * The loop, in the manner of Agrona's {@code AgentRunner.workLoop}
+     * ({@code workCount = agent.doWork(); idleStrategy.idle(workCount)}), and the one place where
+     * the scanner parks. One turn:
+     * <pre>
+     *   s = the scanner (weakly held); if dropped: end        (UnclosedDeviceReport cleans up)
+     *   if s's reactor is closed: s.exit(); end
+     *   clear the interrupt status                             (nothing interrupts us on purpose)
+     *   action = s.step()                                      (doWork(); if it retired nothing, the
+     *                                                           park gate and the idle strategy's decision)
+     *     RuntimeException: count, report, pause 1 ms; Error: count, report, close, s.exit(); end
+     *   CONTINUE: go round;  SPIN: onSpinWait;  YIELD: yield
+     *   timed park of n ns:  n = the pre-wake plan's cut of n (WakeBoard ordering 1); park n if n > 0;
+     *                        s.timedParkEnded()                (the board's awake, the strategy learns)
+     *   PARK (untimed):      drop s; park, boxed in 1 s;       (a registrant's unpark is the permit:
+     *                                                           the park gate in idleStep says why)
+     *                        s = the scanner again; s.untimedParkEnded(ran out the box?)
+     *                                                          (counts a missed wake-up if work is armed)
+     * </pre>
+     * It holds the scanner only weakly while parked untimed (nothing armed, nothing quarantined):
+     * then no thread keeps the device reachable, so a device its user dropped without closing can
+     * be collected and reported ({@link UnclosedDeviceReport}), whose cleaning unparks this thread
+     * to let it end. That park's blocker is the runner itself, which holds nothing else.
+     */
+    static final class Runner implements Runnable {
+        private final WeakReference<Scanner> scanner;
+        private final Parker parker;
+        private final long untimedParkBoxNanos;
+
+        Runner(WeakReference<Scanner> scanner, Parker parker, long untimedParkBoxNanos) {
+            if (untimedParkBoxNanos <= 0) {
+                throw new IllegalArgumentException("untimed park box must be positive: " + untimedParkBoxNanos);
+            }
             this.scanner = scanner;
+            this.parker = parker;
+            this.untimedParkBoxNanos = untimedParkBoxNanos;
         }
 
         @Override
         public void run() {
             TimerSlack.setForCurrentThread(TIMER_SLACK_NANOS); // precise predicted parks (TimerSlack)
-            Scanner s = scanner.get();
-            while (s != null && s.runUntilIdle()) {
-                s = null; // parked with no strong reference to the reactor (see task())
-                LockSupport.park(this);
-                s = scanner.get();
+            if (start()) {
+                while (turn()) {
+                    // every park is made in turn()
+                }
             }
+        }
+
+        /** Before the first turn: the strategy's clock starts (spin for the first work first); false if the scanner is gone. */
+        boolean start() {
+            Scanner s = scanner.get();
+            if (s == null) {
+                return false;
+            }
+            s.resume();
+            return true;
+        }
+
+        /** One turn of the loop (the class comment's pseudo-code); false once the loop has ended. */
+        boolean turn() {
+            Scanner s = scanner.get();
+            if (s == null) {
+                return false; // dropped unclosed: its report's cleaning woke us
+            }
+            if (s.lifecycle.isClosed()) {
+                s.exit();
+                return false;
+            }
+            Thread.interrupted(); // cleared and ignored: see the class comment
+            long action;
+            try {
+                action = s.step();
+            } catch (RuntimeException e) {
+                s.failed(e);
+                parker.parkNanos(s.parkBlocker, ERROR_PAUSE_NANOS);
+                return true;
+            } catch (Error e) {
+                s.stopAfter(e);
+                s.exit();
+                return false;
+            }
+            if (action == IdleStrategy.CONTINUE) {
+                return true;
+            } else if (action == IdleStrategy.SPIN) {
+                Thread.onSpinWait();
+            } else if (action == IdleStrategy.YIELD) {
+                Thread.yield();
+            } else if (action == IdleStrategy.PARK) {
+                long box = untimedParkBoxNanos;
+                s = null; // parked with no strong reference to the reactor (class comment)
+                long from = System.nanoTime();
+                parker.parkBoxed(this, box);
+                boolean ranOut = System.nanoTime() - from >= box;
+                s = scanner.get();
+                if (s == null) {
+                    return false;
+                }
+                s.untimedParkEnded(ranOut);
+            } else {
+                long park = s.preWake.planPark(action); // never past a posted pre-wake (WakeBoard ordering 1)
+                if (park > 0) {
+                    parker.parkNanos(s.parkBlocker, park);
+                }
+                s.timedParkEnded();
+            }
+            return true;
         }
     }
 
@@ -220,35 +316,21 @@ public final class Scanner implements ReactorCounters.ScannerCounts {
         return nanos >= 0 || self.isAlive() ? nanos : cpuNanosAtExit;
     }
 
-    /**
-     * Runs cycles until the reactor closes (false: the loop has ended) or the idle strategy asks
-     * for an untimed park (true: the caller parks, then calls again).
-     */
-    private boolean runUntilIdle() {
-        resume();
-        while (!lifecycle.isClosed()) {
-            Thread.interrupted(); // cleared and ignored: see the class comment
-            try {
-                if (step()) {
-                    return true;
-                }
-            } catch (RuntimeException e) {
-                failed(e);
-                LockSupport.parkNanos(parkBlocker, ERROR_PAUSE_NANOS);
-            } catch (Error e) {
-                failed(e);
-                if (lifecycle.closeAfterScannerError(e)) {
-                    finishCloseOnExit = true;
-                }
-                break;
-            }
+    /** An {@link Error} from a cycle: counted and reported, then the reactor is closed with it (the runner then exits). */
+    private void stopAfter(Error e) {
+        failed(e);
+        if (lifecycle.closeAfterScannerError(e)) {
+            finishCloseOnExit = true;
         }
+    }
+
+    /** The loop has ended (the reactor closed, or an Error closed it): records the CPU time, finishes a close made here. */
+    private void exit() {
         ThreadMXBean threads = ManagementFactory.getThreadMXBean();
         cpuNanosAtExit = threads.isCurrentThreadCpuTimeSupported() ? threads.getCurrentThreadCpuTime() : -1L;
         if (finishCloseOnExit) {
             lifecycle.finishClose(); // close() ran on this thread (a completion), or an Error stopped us
         }
-        return false;
     }
 
     /** Started, or woken for new work after an untimed park: spin for it first. */
@@ -257,13 +339,14 @@ public final class Scanner implements ReactorCounters.ScannerCounts {
     }
 
     /**
-     * One pass of the loop: a scan (delivering what it retired, and the fault probe and the
-     * quarantine check when they are due), then, if it retired nothing, one idle step (spin,
-     * timed park through the seam, or the decision to park untimed). True when the idle strategy
-     * asked for the untimed park, which the caller makes (the park gate is in {@link #idleStep}).
+     * One pass of the loop, no park in it: a scan (delivering what it retired, and the fault probe
+     * and the quarantine check when they are due), then, if it retired nothing, the idle step's
+     * decision. Returns what the runner does next ({@link IdleStrategy}'s actions:
+     * {@link IdleStrategy#CONTINUE} after a pass that retired something; {@link IdleStrategy#PARK}
+     * only through the park gate of {@link #idleStep}).
      */
-    boolean step() {
-        return doWork() == 0 && idleStep();
+    long step() {
+        return doWork() > 0 ? IdleStrategy.CONTINUE : idleStep();
     }
 
     /** One cycle; returns how many registrations it retired. */
@@ -284,7 +367,7 @@ public final class Scanner implements ReactorCounters.ScannerCounts {
         }
         if (now - nextProbeAt >= 0) {
             nextProbeAt = now + config.faultProbeIntervalNanos();
-            if (!table.isIdle() || registrar.fallbacksOutstanding()) {
+            if (armed()) {
                 probeForFaults();
             }
         }
@@ -296,24 +379,70 @@ public final class Scanner implements ReactorCounters.ScannerCounts {
         return retired;
     }
 
-    /** One idle step; true when the strategy asked for an untimed park, which the caller makes. */
-    private boolean idleStep() {
-        // Park gate: the armed count, not this pass's bits. A registration that raced ahead of
-        // this check made its volatile read-modify-write of the count, then its unpark (SlotTable
-        // orderings 3 and 9): that unpark is our permit, so an untimed park returns at once.
-        boolean armed = !table.isIdle() || registrar.fallbacksOutstanding();
-        long deadline = quarantine.isEmpty() ? BackoffIdleStrategy.NO_DEADLINE : nextQuarantineCheckAt;
+    /**
+     * Whether anything waits on the scanner: a slot armed, or a fallback outstanding. Read through
+     * the counts, never this pass's bits (the park gate, {@link #idleStep}).
+     */
+    private boolean armed() {
+        return !table.isIdle() || registrar.fallbacksOutstanding();
+    }
+
+    /**
+     * One idle step's decision, counted; the runner carries it out.
+     *
+     * <p>The park gate (no lost wake-up). A registrant publishes its registration and then, only if
+     * it took the armed count from 0 to 1, unparks the scanner:
+     * <ul>
+     *   <li>the registrant's write: the volatile read-modify-write of the armed count
+     *       ({@link SlotTable#publish}, SlotTable ordering 3; for a fallback, the outstanding
+     *       count's getAndIncrement in {@link Registrar#registerFallback}); it publishes that
+     *       something is armed, and it precedes the registrant's {@code LockSupport.unpark} of this
+     *       thread (program order; SlotTable ordering 9);
+     *   <li>the scanner's read: {@link #armed()}'s volatile reads of those same counts, here, after
+     *       this pass's scan and before the runner's park; never this pass's active bits, which a
+     *       registration counted before the pass may not yet show (the broken twin
+     *       {@code scanner-park-gate-reads-bits.patch} does that, and jcstress catches it).
+     * </ul>
+     * Volatile accesses are totally ordered, so either this read sees the count (the decision is a
+     * timed park or a spin: something is armed) or the registrant's increment comes after it, so it
+     * found the count 0, made the 0-to-1 transition and unparks this thread after it: then that
+     * unpark is the untimed park's permit, and the park returns at once (jcstress
+     * {@code ScannerParkGateTest}). Nothing that reads shared state runs between this decision and
+     * the runner's park. Should a wake-up be lost all the same, the park's time box ends it and
+     * {@link #untimedParkEnded} counts it.
+     */
+    private long idleStep() {
+        boolean armed = armed();
+        long deadline = quarantine.isEmpty() ? IdleStrategy.NO_DEADLINE : nextQuarantineCheckAt;
         // Watched: every armed slot has a waiter looking at its flag (a hint, see PreWake).
         boolean watched = armed && !registrar.fallbacksOutstanding() && preWake.everyArmedSlotWatched(table);
-        switch (idle.idle(armed, watched, System.nanoTime(), deadline)) {
-            case PARK -> {
-                increment(Counter.SCANNER_PARKS);
-                return true; // the strategy's park is deferred to the task (see task())
-            }
-            case TIMED_PARK -> increment(Counter.SCANNER_TIMED_PARKS);
-            case SPUN -> { }
+        long action = idle.idle(armed, watched, System.nanoTime(), deadline);
+        if (action == IdleStrategy.PARK) {
+            increment(Counter.SCANNER_PARKS);
+        } else if (IdleStrategy.isTimedPark(action)) {
+            increment(Counter.SCANNER_TIMED_PARKS);
         }
-        return false;
+        return action;
+    }
+
+    /** A timed park of the runner has ended (however woken). */
+    void timedParkEnded() {
+        preWake.awake();
+        idle.parked(System.nanoTime());
+    }
+
+    /**
+     * The untimed park has ended: woken by an unpark, spuriously, or, when {@code ranOutTheBox}, by
+     * its time box. A box that ran out and then finds work armed ({@link #armed()}: the park gate's
+     * read) counts a missed wake-up (as Netty's epoll loop counts a missed eventfd write): that
+     * work's registrant should have unparked us. Also counted, rarely, is a registration that came
+     * just as the box ran out, whose unpark then leaves a permit. Either way the work is served now.
+     */
+    void untimedParkEnded(boolean ranOutTheBox) {
+        if (ranOutTheBox && armed()) {
+            increment(Counter.SCANNER_MISSED_WAKEUPS);
+        }
+        resume();
     }
 
     private void failed(Throwable t) {

@@ -2,6 +2,7 @@ package io.cudaloom.reactor;
 
 import jdk.jfr.Category;
 import jdk.jfr.Description;
+import jdk.jfr.Event;
 import jdk.jfr.Label;
 import jdk.jfr.Name;
 import jdk.jfr.Threshold;
@@ -9,16 +10,16 @@ import jdk.jfr.Threshold;
 /**
  * JFR event {@value #NAME}: a blocking await that took longer than the event's threshold (20 ms
  * unless a recording sets another), from registering to returning. Awaits that found their work
- * already done register nothing and are not timed. Begun ({@link ReactorEvents#beginAwait}) and
- * committed ({@link BlockingWait}) only while a recording has the event enabled, so a disabled
- * event allocates nothing.
+ * already done register nothing and are not timed. Begun ({@link ReactorEvents#beginAwait}), ended
+ * ({@link #endAwait}) and committed (by the await: {@link BlockingWait}, {@link StreamDrain}) only
+ * while a recording has the event enabled, so a disabled event allocates nothing.
  */
 @Name(SlowAwaitEvent.NAME)
 @Label("Slow GPU Await")
 @Category("cuda-loom")
 @Description("An await() on GPU work that took longer than the threshold, from registering to returning")
 @Threshold("20 ms")
-public final class SlowAwaitEvent extends jdk.jfr.Event {
+public final class SlowAwaitEvent extends Event {
     public static final String NAME = "io.cudaloom.SlowAwait";
 
     /** The waiter's own spin saw the flag land: no wake-up. */
@@ -64,4 +65,28 @@ public final class SlowAwaitEvent extends jdk.jfr.Event {
     @Label("Outcome")
     @Description("completed, timed out, interrupted, fault, closed, or failed (another exception)")
     String outcome = "";
+
+    /**
+     * Ends this begun event and fills it in; true if the caller should commit it: a recording
+     * wants it (its threshold passed) and the await waited for something (an {@link #IMMEDIATE}
+     * path, work found done, is never recorded). The one place both blocking waits
+     * ({@link BlockingWait}, {@link StreamDrain}) end the event; each commits it itself, so that
+     * the event's stack trace starts at the await, not here. An instance method: one exists only
+     * while a recording has the event enabled, so nothing here loads JFR otherwise.
+     *
+     * @param stream the stream waited on (its {@code toString()} is taken only if committed)
+     * @param path what happened to the await ({@link Waiter#path}, or {@link #DRAIN})
+     * @param outcome the event's outcome ({@link ReactorEvents#eventOutcome}, {@link ReactorEvents#outcomeOf})
+     */
+    boolean endAwait(String device, Object stream, String path, String outcome) {
+        end();
+        if (path == IMMEDIATE || !shouldCommit()) { // a constant: compared by identity, as Waiter#path is set
+            return false;
+        }
+        this.device = device;
+        this.stream = stream.toString();
+        this.path = path;
+        this.outcome = outcome;
+        return true;
+    }
 }

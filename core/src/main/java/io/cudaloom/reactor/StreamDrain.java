@@ -211,16 +211,8 @@ public final class StreamDrain {
             result = ReactorEvents.outcomeOf(e);
             throw e;
         } finally {
-            if (slow != null) {
-                // Ended and committed here, not in a helper, so the event's stack trace starts at the await.
-                slow.end();
-                if (slow.shouldCommit()) {
-                    slow.device = stream.deviceName();
-                    slow.stream = stream.toString();
-                    slow.path = SlowAwaitEvent.DRAIN;
-                    slow.outcome = result;
-                    slow.commit();
-                }
+            if (slow != null && slow.endAwait(stream.deviceName(), stream, SlowAwaitEvent.DRAIN, result)) {
+                slow.commit(); // here, not in endAwait: the event's stack trace starts at the await
             }
         }
     }

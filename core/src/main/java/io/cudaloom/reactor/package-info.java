@@ -34,19 +34,23 @@
  * <p>Spin budgets, one reason each. The waiter spins up to 50 us on its own flag while few
  * threads wait: a short kernel then completes without any wake-up; when the stream's recent
  * waits were longer, it sleeps through most of the predicted wait and spins only its end
- * (BlockingWait). The scanner's idle strategy (BackoffIdleStrategy) predicts the next
+ * (SpinPolicy decides, SpinPolicy.Predictive by default; BlockingWait carries it out). The
+ * scanner's idle strategy (an IdleStrategy, BackoffIdleStrategy by default) predicts the next
  * retirement from the recent ones, parks until shortly before it (2% of it or 5 us), in parks of
  * at most 1 ms (scannerPark's maximum: an earlier completion is seen within it), and spins
  * through it; without a prediction it spins 250 us after its last retirement, then backs off
  * with parks of 2% of the wait, at most 1 ms; with nothing armed it parks at once (no linger by
  * default, ReactorConfig.Builder.scannerLinger says why) until a registration's idle-to-active
- * wake-up.
+ * wake-up. The strategy only decides; the scanner's runner (Scanner.Runner) makes every park, and
+ * boxes the untimed one in 1 s: a box that runs out onto armed work is a wake-up that did not
+ * come, counted (scannerMissedWakeups) and served then.
  *
  * <p>Where things are. RegistrationChecks: the checks before registering (open,
  * done, faulted, may this thread block); BlockingWait and CoalescedWait: the
  * blocking wait; CallbackRegistrations: the non-blocking registration of futures and
- * callbacks; Registrar: arming and fallback; Scanner: the loop, delivery, fault
- * probe and quarantine, and the consumer's half of shutdown; DeviceFaults (the device's, not
+ * callbacks; SpinPolicy: whether and how a waiter spins; Registrar: arming and fallback; Scanner:
+ * the work step (doWork: delivery, fault probe and quarantine), the park gate, the consumer's half
+ * of shutdown, and its Runner, the loop that makes every park; DeviceFaults (the device's, not
  * the reactor's): everything about faults, the first fault, each stream's, the probe's verdict,
  * the quarantine rule and the one factory of GpuFaultException; ReactorLifecycle: the one
  * lifecycle state, close and reclaim; ReactorThreads: the threads it starts;
@@ -64,12 +68,12 @@
  * <p>The await path, in the order a blocking await runs it: GpuEvent.await() (the API: the ticket it
  * waits for) → CompletionReactor.await (the facade: the one call into the parts) →
  * BlockingWait.await (RegistrationChecks.checkMayBlock and precheck: open, done, faulted; the spin
- * decision; with coalescing CoalescedWait.await, which joins or leads a WaitGroup) →
+ * decision, SpinPolicy.decide; with coalescing CoalescedWait.await, which joins or leads a WaitGroup) →
  * Registrar.tryArm (SlotTable.claim, the flag reset, the stream's flag write through its
  * ReactorStream port, SlotTable.publish; the first publish into an idle table wakes the scanner) →
- * BlockingWait.parkUntilDelivered (LockSupport.park until Waiter.isDelivered), woken by Scanner.step
- * (SlotTable.scanOnce: the flag read 1, the payload taken, Waiter.deliver: the volatile ticket write,
- * then LockSupport.unpark).
+ * BlockingWait.parkUntilDelivered (LockSupport.park until Waiter.isDelivered), woken by the scanner's
+ * Runner.turn → Scanner.doWork (SlotTable.scanOnce: the flag read 1, the payload taken,
+ * Waiter.deliver: the volatile ticket write, then LockSupport.unpark).
  */
 @NullMarked
 package io.cudaloom.reactor;

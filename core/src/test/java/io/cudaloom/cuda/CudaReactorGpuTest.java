@@ -133,7 +133,7 @@ class CudaReactorGpuTest {
             Thread scanner = io.cudaloom.TestAccess.scannerThread(device);
             for (int i = 0; i < 200; i++) {
                 if (i % 10 == 0) {
-                    await().atMost(LONG).until(() -> scanner.getState() == Thread.State.WAITING);
+                    await().atMost(LONG).until(() -> io.cudaloom.TestAccess.scannerParkedIdle(scanner));
                 }
                 stream.launch(k.fill, 1, 1024, buf, i, 1024);
                 stream.copy(buf, host, 4096);

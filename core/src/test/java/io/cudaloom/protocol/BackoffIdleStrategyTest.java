@@ -1,6 +1,9 @@
 package io.cudaloom.protocol;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import org.junit.jupiter.api.Test;
 
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -17,8 +20,12 @@ class BackoffIdleStrategyTest {
     static final long PASS_NANOS = 200L;
     static final long RELAUNCH_NANOS = 15_000L; // from a retirement to the waiter's next registration
 
-    /** The model: a clock that parks advance by what was asked plus the slack, and spins by one pass. */
-    static final class Model implements BackoffIdleStrategy.Parker {
+    /**
+     * The model of the scanner's loop: a clock that timed parks advance by what was asked plus the
+     * slack (the loop then reports the park's end, as the scanner's runner does); a spin is left to
+     * the caller (one pass).
+     */
+    static final class Model {
         long now = 1_000_000_000L;
         final long slack;
 
@@ -26,14 +33,17 @@ class BackoffIdleStrategyTest {
             this.slack = slack;
         }
 
-        @Override
-        public void park(Object blocker) {
-            throw new AssertionError("an armed scanner never parks untimed");
-        }
-
-        @Override
-        public void parkNanos(Object blocker, long nanos) {
-            now += nanos + slack;
+        /** One idle step of {@code idle}, carried out as the runner would; returns the action. */
+        long idle(BackoffIdleStrategy idle, boolean armed) {
+            long action = idle.idle(armed, now, IdleStrategy.NO_DEADLINE);
+            if (action == IdleStrategy.PARK) {
+                throw new AssertionError("the model never parks untimed");
+            }
+            if (IdleStrategy.isTimedPark(action)) {
+                now += action + slack;
+                idle.parked(now);
+            }
+            return action;
         }
     }
 
@@ -41,8 +51,7 @@ class BackoffIdleStrategyTest {
     @CsvSource({"200000, 55000", "200000, 6000", "1000000, 55000", "1000000, 6000", "5000000, 6000"})
     void aLearnedLongWaitCostsTheScannerLittleAndIsSeenSoonAfterItLands(long work, long slack) {
         Model m = new Model(slack);
-        BackoffIdleStrategy idle = new BackoffIdleStrategy(250_000L, 100_000L, 20_000L, 1_000_000L, m, this,
-                () -> m.now);
+        BackoffIdleStrategy idle = new BackoffIdleStrategy(250_000L, 100_000L, 20_000L, 1_000_000L, m.now);
         int waits = 400;
         long busyLate = 0;
         long seenLate = 0;
@@ -51,15 +60,14 @@ class BackoffIdleStrategyTest {
             // lingering after the last retirement until the waiter registers again
             long registered = m.now + RELAUNCH_NANOS;
             while (m.now < registered) {
-                idle.idle(false, m.now, BackoffIdleStrategy.NO_DEADLINE);
+                m.idle(idle, false);
                 m.now += PASS_NANOS;
             }
             long lands = registered + work;
             long busy = 0;
             while (m.now < lands) {
                 long before = m.now;
-                BackoffIdleStrategy.Step step = idle.idle(true, m.now, BackoffIdleStrategy.NO_DEADLINE);
-                if (step == BackoffIdleStrategy.Step.SPUN) {
+                if (m.idle(idle, true) == IdleStrategy.SPIN) {
                     m.now += PASS_NANOS; // a pass that found nothing
                     busy += m.now - before;
                 }
@@ -98,14 +106,13 @@ class BackoffIdleStrategyTest {
     void aRetirementEarlierThanPredictedIsSeenWithinMaxPark(long slack) {
         Model m = new Model(slack);
         long maxPark = 1_000_000L;
-        BackoffIdleStrategy idle = new BackoffIdleStrategy(250_000L, 100_000L, 20_000L, maxPark, m, this,
-                () -> m.now);
+        BackoffIdleStrategy idle = new BackoffIdleStrategy(250_000L, 100_000L, 20_000L, maxPark, m.now);
         long learned = 30_000_000L;
         for (int i = 0; i < 50; i++) { // learn 30 ms gaps
             idle.reset(m.now);
             long lands = m.now + learned;
             while (m.now < lands) {
-                if (idle.idle(true, m.now, BackoffIdleStrategy.NO_DEADLINE) == BackoffIdleStrategy.Step.SPUN) {
+                if (m.idle(idle, true) == IdleStrategy.SPIN) {
                     m.now += PASS_NANOS;
                 }
             }
@@ -116,7 +123,7 @@ class BackoffIdleStrategyTest {
         long longestPark = 0;
         while (m.now < lands) {
             long before = m.now;
-            if (idle.idle(true, m.now, BackoffIdleStrategy.NO_DEADLINE) == BackoffIdleStrategy.Step.SPUN) {
+            if (m.idle(idle, true) == IdleStrategy.SPIN) {
                 m.now += PASS_NANOS;
             }
             longestPark = Math.max(longestPark, m.now - before);
@@ -126,5 +133,47 @@ class BackoffIdleStrategyTest {
                 "premise: the learned prediction (30 ms) makes the scanner park, its longest step was " + longestPark + " ns");
         assertTrue(late <= maxPark + slack,
                 "a retirement 28 ms earlier than predicted was seen " + late + " ns after it landed (bound " + (maxPark + slack) + ")");
+    }
+
+    /**
+     * The strategy decides and never parks: with nothing armed and no linger left it answers the
+     * untimed park, to a deadline a timed park of the time left; the clock of the next retirement
+     * restarts only when the loop reports the park's end.
+     */
+    @Test
+    void withNothingArmedItAnswersTheUntimedParkOrAParkToTheDeadline() {
+        long t = 1_000_000_000L;
+        BackoffIdleStrategy idle = new BackoffIdleStrategy(250_000L, 100_000L, 20_000L, 1_000_000L, t);
+        assertEquals(IdleStrategy.SPIN, idle.idle(false, t + 50_000L, IdleStrategy.NO_DEADLINE), "lingering");
+        assertEquals(IdleStrategy.PARK, idle.idle(false, t + 100_000L, IdleStrategy.NO_DEADLINE), "linger over");
+        assertEquals(300_000L, idle.idle(false, t + 200_000L, t + 500_000L), "a park to the deadline");
+        assertEquals(1L, idle.idle(false, t + 600_000L, t + 500_000L), "a deadline passed: the shortest park");
+        idle.parked(t + 700_000L); // woken for new work: spin for it first
+        assertEquals(IdleStrategy.SPIN, idle.idle(true, t + 710_000L, IdleStrategy.NO_DEADLINE),
+                "armed after an idle park: spins (no prediction yet, within the spin window)");
+        assertEquals(IdleStrategy.SPIN, idle.idle(false, t + 720_000L, IdleStrategy.NO_DEADLINE),
+                "lingering again: the idle park's end restarted the clock");
+    }
+
+    /** Without a prediction: spin through the spin window, then back off with parks of 2% of the wait, within [minPark, maxPark]. */
+    @Test
+    void withoutAPredictionItSpinsThenBacksOff() {
+        long t = 0L;
+        BackoffIdleStrategy idle = new BackoffIdleStrategy(250_000L, 0L, 20_000L, 1_000_000L, t);
+        assertEquals(IdleStrategy.SPIN, idle.idle(true, t + 100_000L, IdleStrategy.NO_DEADLINE));
+        assertEquals(20_000L, idle.idle(true, t + 300_000L, IdleStrategy.NO_DEADLINE), "minPark");
+        idle.parked(t + 320_000L);
+        assertEquals(200_000L, idle.idle(true, t + 10_000_000L, IdleStrategy.NO_DEADLINE), "2% of 10 ms");
+        idle.parked(t + 10_200_000L);
+        assertEquals(1_000_000L, idle.idle(true, t + 100_000_000L, IdleStrategy.NO_DEADLINE), "maxPark");
+        assertEquals(5_000L, idle.idle(true, t + 100_000_000L, t + 100_005_000L), "capped by the deadline");
+    }
+
+    /** Everything armed is watched: where it would spin, it parks for minPark instead. */
+    @Test
+    void aWatchedRegistrationIsNotSpunFor() {
+        BackoffIdleStrategy idle = new BackoffIdleStrategy(250_000L, 0L, 20_000L, 1_000_000L, 0L);
+        assertEquals(IdleStrategy.SPIN, idle.idle(true, false, 1_000L, IdleStrategy.NO_DEADLINE));
+        assertEquals(20_000L, idle.idle(true, true, 2_000L, IdleStrategy.NO_DEADLINE));
     }
 }

@@ -44,8 +44,9 @@ class PartsStandAloneTest {
         Thread self = Thread.currentThread(); // this thread is the scanner
         RegistrationChecks checks = new RegistrationChecks(state, counters, "parts", () -> self);
         Object blocker = new Object();
-        BlockingWait wait = new BlockingWait(state, checks, table, registrar, new PreWake(CONFIG, () -> { }), CONFIG, counters,
-                new LatencyRecorder(CONFIG.slowAwaitFactor(), TestAccess.awaitLatencies()), "parts", blocker, Runnable::run);
+        BlockingWait wait = new BlockingWait(new BlockingWait.Parts(state, checks, table, registrar,
+                new PreWake(CONFIG, () -> { }), CONFIG, counters,
+                new LatencyRecorder(CONFIG.slowAwaitFactor(), TestAccess.awaitLatencies()), "parts", blocker, Runnable::run));
         Scanner scanner = new Scanner(OPEN, registrar, table, CONFIG, new DeviceFaults(), new PreWake(CONFIG, () -> { }), blocker);
 
         FakeStream stream = new FakeStream(CONFIG);
@@ -67,7 +68,7 @@ class PartsStandAloneTest {
         flags.setRelease(stream.flagSlot.get(), 1); // the device's write lands
         scanner.resume();
         await().atMost(Duration.ofSeconds(10)).until(() -> {
-            scanner.step();
+            scanner.doWork();
             return !waiter.isAlive();
         });
         assertTrue(completed.get(), "the await returned completed, not timed out");

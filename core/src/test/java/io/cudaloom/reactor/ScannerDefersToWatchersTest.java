@@ -8,7 +8,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.cudaloom.CompletionStrategy;
 import io.cudaloom.TestAccess;
 import io.cudaloom.ReactorConfig;
-import io.cudaloom.protocol.BackoffIdleStrategy;
 import io.cudaloom.protocol.OffHeapFlagArray;
 import io.cudaloom.protocol.SlotTable;
 import io.cudaloom.spi.FlagMemory;
@@ -31,19 +30,19 @@ class ScannerDefersToWatchersTest {
     private static final ReactorConfig CONFIG = ReactorConfig.builder().capacity(4).coalesce(false)
             .scannerSpin(Duration.ofSeconds(10)).scannerDefersToSpinningWaiters(true).build();
 
-    /** The park seam: records what the idle strategy asked for. */
-    private static final class Recorder implements BackoffIdleStrategy.Parker {
+    /** The runner's park seam: records the parks the runner makes (none is made: a model). */
+    private static final class Recorder implements Scanner.Parker {
         final List<Long> timed = new ArrayList<>();
         int untimed;
 
         @Override
-        public void park(Object blocker) {
-            untimed++;
+        public void parkNanos(Object blocker, long nanos) {
+            timed.add(nanos);
         }
 
         @Override
-        public void parkNanos(Object blocker, long nanos) {
-            timed.add(nanos);
+        public void parkBoxed(Object blocker, long boxNanos) {
+            untimed++;
         }
     }
 
@@ -56,7 +55,8 @@ class ScannerDefersToWatchersTest {
                 new ReactorCounters(), CompletionStrategy.REACTOR);
         PreWake preWake = new PreWake(config, () -> { });
         Recorder parker = new Recorder();
-        Scanner scanner = new Scanner(PartsStandAloneTest.OPEN, registrar, table, config, new DeviceFaults(), preWake, new Object(), parker);
+        Scanner scanner = new Scanner(PartsStandAloneTest.OPEN, registrar, table, config, new DeviceFaults(), preWake, new Object());
+        Scanner.Runner runner = scanner.runner(parker, Scanner.UNTIMED_PARK_BOX_NANOS);
         for (int i = 0; i < armed; i++) {
             FakeStream stream = new FakeStream(config);
             stream.submissions.set(1); // its kernel runs for good
@@ -67,9 +67,9 @@ class ScannerDefersToWatchersTest {
         for (int i = 0; i < watchers; i++) {
             preWake.watch();
         }
-        scanner.resume();
+        assertTrue(runner.start());
         for (int i = 0; i < STEPS; i++) {
-            assertFalse(scanner.step(), "no untimed park while a slot is armed");
+            assertTrue(runner.turn(), "the loop goes on");
         }
         assertEquals(0, parker.untimed);
         return parker.timed;
@@ -119,9 +119,9 @@ class ScannerDefersToWatchersTest {
         Thread self = Thread.currentThread(); // this thread is the scanner
         PreWake preWake = new PreWake(config, () -> { });
         Object blocker = new Object();
-        BlockingWait wait = new BlockingWait(state, new RegistrationChecks(state, counters, "defer", () -> self), table,
-                registrar, preWake, config, counters, new LatencyRecorder(0, TestAccess.awaitLatencies()),
-                "defer", blocker, Runnable::run);
+        BlockingWait wait = new BlockingWait(new BlockingWait.Parts(state,
+                new RegistrationChecks(state, counters, "defer", () -> self), table, registrar, preWake, config, counters,
+                new LatencyRecorder(0, TestAccess.awaitLatencies()), "defer", blocker, Runnable::run));
         Scanner scanner = new Scanner(PartsStandAloneTest.OPEN, registrar, table, config, new DeviceFaults(), preWake,
                 blocker);
         FakeStream stream = new FakeStream(config);
@@ -157,12 +157,12 @@ class ScannerDefersToWatchersTest {
             flags.setRelease(stream.flagSlot.get(), 1); // the kernel lands, early for the prediction
             scanner.resume();
             await().atMost(Duration.ofSeconds(10)).until(() -> {
-                scanner.step();
+                scanner.doWork();
                 return !waiter.isAlive();
             });
             assertTrue(completed.get(), "delivered, not timed out");
             await().atMost(Duration.ofSeconds(10)).until(() -> {
-                scanner.step();
+                scanner.doWork();
                 return table.armedCount() == 0;
             });
         }

@@ -6,7 +6,7 @@ import static org.openjdk.jcstress.annotations.Expect.FORBIDDEN;
 
 import io.cudaloom.CompletionStrategy;
 import io.cudaloom.ReactorConfig;
-import io.cudaloom.protocol.BackoffIdleStrategy;
+import io.cudaloom.protocol.IdleStrategy;
 import io.cudaloom.protocol.OffHeapFlagArray;
 import io.cudaloom.protocol.SlotTable;
 import io.cudaloom.spi.FlagMemory;
@@ -72,26 +72,17 @@ public class BlockingWaitTimeoutTest {
     static final Object BLOCKER = new Object();
     /** The registration check's "scanner thread": never the waiter (an await on the scanner is refused). */
     static final Thread NOT_THE_WAITER = new Thread(() -> { });
-    /** The idle strategy's parks are not made: the actor drives the steps (a timed park would only wait). */
-    static final BackoffIdleStrategy.Parker NO_PARKS = new BackoffIdleStrategy.Parker() {
-        @Override
-        public void park(Object blocker) { }
-
-        @Override
-        public void parkNanos(Object blocker, long nanos) { }
-    };
-
     final OffHeapFlagArray flags = OffHeapFlagArray.allocate(1);
     final SlotTable<Completion> table = new SlotTable<>(1, flags);
     final ReactorState state = new ReactorState("jcstress");
     final ReactorCounters counters = new ReactorCounters();
     final Registrar registrar = new Registrar(state, () -> { }, table, new FlagMemory(flags, () -> { }), counters,
             CompletionStrategy.REACTOR);
-    final BlockingWait wait = new BlockingWait(state, new RegistrationChecks(state, counters, "jcstress",
-            () -> NOT_THE_WAITER), table, registrar, new PreWake(CONFIG, () -> { }), CONFIG, counters, new LatencyRecorder(0, BlockingWaitTimeoutTest::noSnapshot),
-            "jcstress", BLOCKER, Runnable::run);
+    final BlockingWait wait = new BlockingWait(new BlockingWait.Parts(state, new RegistrationChecks(state, counters,
+            "jcstress", () -> NOT_THE_WAITER), table, registrar, new PreWake(CONFIG, () -> { }), CONFIG, counters,
+            new LatencyRecorder(0, BlockingWaitTimeoutTest::noSnapshot), "jcstress", BLOCKER, Runnable::run));
     final Scanner scanner = new Scanner(ScannerParkGateTest.OPEN, registrar, table, CONFIG, new DeviceFaults(),
-            new PreWake(CONFIG, () -> { }), BLOCKER, NO_PARKS);
+            new PreWake(CONFIG, () -> { }), BLOCKER); // its steps only: no park is made (a timed park would only wait)
     final FakeStream stream = new FakeStream();
 
     @Actor
@@ -132,7 +123,7 @@ public class BlockingWaitTimeoutTest {
         scanner.resume();
         long deadline = System.nanoTime() + MAX_SCAN_NANOS;
         while (System.nanoTime() - deadline < 0) {
-            if (scanner.step() || table.freeCount() == 1 || flags.getAcquire(slot) == 0
+            if (scanner.step() == IdleStrategy.PARK || table.freeCount() == 1 || flags.getAcquire(slot) == 0
                     || stream.flagWrites.get() >= 2) {
                 return 1;
             }

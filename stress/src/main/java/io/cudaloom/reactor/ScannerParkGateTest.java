@@ -6,7 +6,6 @@ import static org.openjdk.jcstress.annotations.Expect.FORBIDDEN;
 
 import io.cudaloom.CompletionStrategy;
 import io.cudaloom.ReactorConfig;
-import io.cudaloom.protocol.BackoffIdleStrategy;
 import io.cudaloom.protocol.OffHeapFlagArray;
 import io.cudaloom.protocol.SlotTable;
 import io.cudaloom.spi.FlagMemory;
@@ -21,20 +20,22 @@ import org.openjdk.jcstress.annotations.State;
 import org.openjdk.jcstress.infra.results.III_Result;
 
 /**
- * Park gate / no lost wake-up, on the reactor's own {@link Scanner}: its real {@link Scanner#step}
- * (scan, deliver, then the idle step whose park gate reads the armed count) over a real
+ * Park gate / no lost wake-up, on the reactor's own {@link Scanner} and the runner that makes its
+ * parks: real turns of {@link Scanner.Runner#turn} (the scan, the deliveries, the idle step whose
+ * park gate reads the armed count, and the park the runner then makes) over a real
  * {@link SlotTable} and a real {@link Registrar}, not a model of the loop. Slot A is armed and has
  * landed; a registrant arms slot B, whose work is long (its flag stays 0), and wakes the scanner
  * only if {@code publish} reported idle-to-active (what {@code Registrar.tryArm} does after its
  * publish; the rest of tryArm enqueues a device write, which needs a stream).
  *
- * <p>The scanner actor runs what the scanner thread runs: {@link Scanner#resume}, then
- * {@link Scanner#step} until it asks for the untimed park, which the thread's task makes
- * ({@code LockSupport.park}); here that park is {@link ParkModel}'s, a linearizable model of
- * LockSupport's binary permit (an unpark that came first is kept and makes the park return at
- * once; nothing blocks: the model records whether the thread would). The idle strategy's timed
- * parks go through the scanner's park seam, which records them: a timed park ends by itself, so
- * it is never a lost wake-up. No spin and no linger, so every decision is a park.
+ * <p>The scanner actor runs what the scanner thread runs: {@link Scanner.Runner#start}, then
+ * {@link Scanner.Runner#turn} until the runner parks. Its parks go through its park seam
+ * ({@link Scanner.Parker}): the untimed (boxed) park is {@link ParkModel}'s, a linearizable model
+ * of LockSupport's binary permit (an unpark that came first is kept and makes the park return at
+ * once; nothing blocks: the model records whether the thread would); timed parks are recorded:
+ * a timed park ends by itself, so it is never a lost wake-up. (The box of the untimed park would
+ * end a lost wake-up after 1 s and count it; the test still forbids one.) No spin and no linger,
+ * so every decision is a park.
  *
  * <p>The invariant: at the end B is armed, so the scanner must not be asleep with no unpark
  * pending. r1 = how the loop ended (0 = kept watching with a timed park, 1 = parked untimed and
@@ -76,11 +77,12 @@ public class ScannerParkGateTest {
     final OffHeapFlagArray flags = OffHeapFlagArray.allocate(2);
     final SlotTable<Completion> table = new SlotTable<>(2, flags);
     final ParkModel scannerThread = new ParkModel();
-    final SeamRecorder seam = new SeamRecorder();
+    final SeamRecorder seam = new SeamRecorder(scannerThread);
     final Registrar registrar = new Registrar(new ReactorState("jcstress"), scannerThread::unpark, table,
             new FlagMemory(flags, () -> { }), new ReactorCounters(), CompletionStrategy.REACTOR);
     final Scanner scanner = new Scanner(OPEN, registrar, table, CONFIG, new DeviceFaults(),
-            new PreWake(CONFIG, () -> { }), BLOCKER, seam);
+            new PreWake(CONFIG, () -> { }), BLOCKER);
+    final Scanner.Runner runner = scanner.runner(seam, Scanner.UNTIMED_PARK_BOX_NANOS);
     final long b;
 
     public ScannerParkGateTest() {
@@ -103,24 +105,36 @@ public class ScannerParkGateTest {
 
     @Actor
     public void scanner(III_Result r) {
-        scanner.resume();
+        r.r1 = runScanner(runner, seam);
+    }
+
+    /**
+     * The scanner actor of this test and its broken twin: turns of the real runner until it
+     * parks. Returns r1: 1 parked untimed and would block, 0 made a timed park (something is
+     * armed: it keeps watching, and a timed park ends by itself), -1 loop bound hit (a model
+     * error, graded FORBIDDEN). An untimed park whose permit was pending returned at once: the
+     * next turn (the runner resumed the strategy, as after any wake-up).
+     */
+    static int runScanner(Scanner.Runner runner, SeamRecorder seam) {
+        if (!runner.start()) {
+            return -1;
+        }
         for (int pass = 0; pass < MAX_PASSES; pass++) {
             seam.timed = false;
-            if (scanner.step()) { // the untimed park, which the scanner thread's task makes
-                if (scannerThread.park()) {
-                    r.r1 = 1;
-                    return; // would block here until an unpark
-                }
-                scanner.resume(); // the permit was pending: the park returned at once
-                continue;
+            seam.untimed = SeamRecorder.NONE;
+            runner.turn();
+            if (seam.untimed == SeamRecorder.WOULD_BLOCK) {
+                return 1; // would block here until an unpark
+            }
+            if (seam.untimed == SeamRecorder.PERMIT_TAKEN) {
+                continue; // the permit was pending: the park returned at once
             }
             if (seam.timed) {
-                r.r1 = 0; // something is armed: keep watching (timed parks end by themselves)
-                return;
+                return 0;
             }
-            // retired A, or spun through the gap A's retirement taught: the next pass
+            // retired A, or spun through the gap A's retirement taught: the next turn
         }
-        r.r1 = -1; // loop bound hit: a model error, graded FORBIDDEN
+        return -1;
     }
 
     @Arbiter
@@ -146,18 +160,28 @@ public class ScannerParkGateTest {
         }
     };
 
-    /** The scanner's park seam: untimed parks are the caller's (as in the reactor), timed ones are recorded. */
-    static final class SeamRecorder implements BackoffIdleStrategy.Parker {
-        boolean timed; // the scanner actor's own: one thread
+    /** The runner's park seam: the untimed park is the model's, timed ones are recorded. */
+    static final class SeamRecorder implements Scanner.Parker {
+        static final int NONE = 0;
+        static final int PERMIT_TAKEN = 1;
+        static final int WOULD_BLOCK = 2;
 
-        @Override
-        public void park(Object blocker) {
-            // made by the caller once step() has returned true
+        private final ParkModel thread;
+        boolean timed; // the scanner actor's own: one thread
+        int untimed;
+
+        SeamRecorder(ParkModel thread) {
+            this.thread = thread;
         }
 
         @Override
         public void parkNanos(Object blocker, long nanos) {
             timed = true;
+        }
+
+        @Override
+        public void parkBoxed(Object blocker, long boxNanos) {
+            untimed = thread.park() ? WOULD_BLOCK : PERMIT_TAKEN;
         }
     }
 }

@@ -1,8 +1,8 @@
 package io.cudaloom.stress;
 
 import io.cudaloom.protocol.BackoffIdleStrategy;
-import io.cudaloom.protocol.BackoffIdleStrategy.Step;
 import io.cudaloom.protocol.HeapFlagArray;
+import io.cudaloom.protocol.IdleStrategy;
 import io.cudaloom.protocol.RetiredBatch;
 import io.cudaloom.protocol.SlotTable;
 import java.lang.management.ManagementFactory;
@@ -587,7 +587,7 @@ public final class AbBench {
                     idle.reset(System.nanoTime());
                     continue;
                 }
-                switch (idle.idle(!table.isIdle(), System.nanoTime(), BackoffIdleStrategy.NO_DEADLINE)) {
+                switch (idle.idle(!table.isIdle(), System.nanoTime(), IdleStrategy.NO_DEADLINE)) {
                     case TIMED_PARK -> timedParks++;
                     case PARK -> parks++;
                     case SPUN -> { }
@@ -598,10 +598,14 @@ public final class AbBench {
         }
     }
 
+    /** What {@link ScannerIdle#idle} did. */
+    enum Step { SPUN, TIMED_PARK, PARK }
+
     /**
      * What the scan loop calls after a pass that retired nothing: core's
      * {@link BackoffIdleStrategy} ({@link Backoff}), or one of the baselines it is compared with.
-     * Same contract as {@link BackoffIdleStrategy#idle}.
+     * It decides and carries out what it decided (core's strategy only decides: {@link Backoff}
+     * carries it out as the reactor's scanner runner does).
      */
     interface ScannerIdle {
         void reset(long now);
@@ -609,12 +613,15 @@ public final class AbBench {
         Step idle(boolean armed, long now, long deadlineNanos);
     }
 
-    /** Core's strategy, run as the reactor runs it (LockSupport parks). */
+    /**
+     * Core's strategy, its decisions carried out as the reactor's scanner runner does (LockSupport
+     * parks, each park's end reported), but for the untimed park's box: the bench's loop ends only
+     * when its work is done, so it needs none.
+     */
     record Backoff(BackoffIdleStrategy strategy) implements ScannerIdle {
         Backoff(long spinNanos, long minParkNanos, long maxParkNanos) {
             this(new BackoffIdleStrategy(spinNanos, 0L /* no linger: the policies as measured */, minParkNanos, maxParkNanos,
-                    BackoffIdleStrategy.LOCK_SUPPORT,
-                    AbBench.class));
+                    System.nanoTime()));
         }
 
         @Override
@@ -624,7 +631,23 @@ public final class AbBench {
 
         @Override
         public Step idle(boolean armed, long now, long deadlineNanos) {
-            return strategy.idle(armed, now, deadlineNanos);
+            long action = strategy.idle(armed, now, deadlineNanos);
+            if (action == IdleStrategy.PARK) {
+                LockSupport.park(AbBench.class);
+                strategy.parked(System.nanoTime());
+                return Step.PARK;
+            }
+            if (IdleStrategy.isTimedPark(action)) {
+                LockSupport.parkNanos(AbBench.class, action);
+                strategy.parked(System.nanoTime());
+                return Step.TIMED_PARK;
+            }
+            if (action == IdleStrategy.SPIN) {
+                Thread.onSpinWait();
+            } else if (action == IdleStrategy.YIELD) {
+                Thread.yield();
+            }
+            return Step.SPUN;
         }
     }
 

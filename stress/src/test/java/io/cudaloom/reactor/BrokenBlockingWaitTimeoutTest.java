@@ -43,12 +43,13 @@ public class BrokenBlockingWaitTimeoutTest {
     final ReactorCounters counters = new ReactorCounters();
     final Registrar registrar = new Registrar(state, () -> { }, table, new FlagMemory(flags, () -> { }), counters,
             CompletionStrategy.REACTOR);
-    final BrokenTimeoutBlockingWait wait = new BrokenTimeoutBlockingWait(state, new RegistrationChecks(state, counters,
-            "jcstress", () -> BlockingWaitTimeoutTest.NOT_THE_WAITER), table, registrar,
-            new PreWake(BlockingWaitTimeoutTest.CONFIG, () -> { }), BlockingWaitTimeoutTest.CONFIG, counters, new LatencyRecorder(0, BlockingWaitTimeoutTest::noSnapshot), "jcstress", BlockingWaitTimeoutTest.BLOCKER, Runnable::run);
+    final BrokenTimeoutBlockingWait wait = new BrokenTimeoutBlockingWait(new BrokenTimeoutBlockingWait.Parts(state,
+            new RegistrationChecks(state, counters, "jcstress", () -> BlockingWaitTimeoutTest.NOT_THE_WAITER), table,
+            registrar, new PreWake(BlockingWaitTimeoutTest.CONFIG, () -> { }), BlockingWaitTimeoutTest.CONFIG, counters,
+            new LatencyRecorder(0, BlockingWaitTimeoutTest::noSnapshot), "jcstress", BlockingWaitTimeoutTest.BLOCKER,
+            Runnable::run));
     final Scanner scanner = new Scanner(ScannerParkGateTest.OPEN, registrar, table, BlockingWaitTimeoutTest.CONFIG,
-            new DeviceFaults(), new PreWake(BlockingWaitTimeoutTest.CONFIG, () -> { }), BlockingWaitTimeoutTest.BLOCKER,
-            BlockingWaitTimeoutTest.NO_PARKS);
+            new DeviceFaults(), new PreWake(BlockingWaitTimeoutTest.CONFIG, () -> { }), BlockingWaitTimeoutTest.BLOCKER);
     final BlockingWaitTimeoutTest.FakeStream stream = new BlockingWaitTimeoutTest.FakeStream();
 
     @Actor

@@ -23,7 +23,7 @@ import org.openjdk.jcstress.infra.results.III_Result;
  * generated at build time from {@code stress/src/mutations/scanner-park-gate-reads-bits.patch}.
  * jcstress must report the FORBIDDEN lost wake-up: B counted while A was still armed (so no
  * idle-to-active unpark), its bit not yet visible to the pass that decides to park. The
- * constants and the park seam are the real test's; the actors are its, on the broken scanner.
+ * constants are the real test's; the actors and the park seam are its, on the broken scanner.
  */
 @JCStressTest
 @Description("BROKEN VARIANT, expected to FAIL: park gate on this pass's bits: a registration racing the scanner's decision to park never "
@@ -45,11 +45,12 @@ public class BrokenParkGateScannerTest {
     final OffHeapFlagArray flags = OffHeapFlagArray.allocate(2);
     final SlotTable<Completion> table = new SlotTable<>(2, flags);
     final ParkModel scannerThread = new ParkModel();
-    final ScannerParkGateTest.SeamRecorder seam = new ScannerParkGateTest.SeamRecorder();
+    final SeamRecorder seam = new SeamRecorder(scannerThread);
     final Registrar registrar = new Registrar(new ReactorState("jcstress"), scannerThread::unpark, table,
             new FlagMemory(flags, () -> { }), new ReactorCounters(), CompletionStrategy.REACTOR);
     final BrokenParkGateScanner scanner = new BrokenParkGateScanner(OPEN, registrar, table, ScannerParkGateTest.CONFIG,
-            new DeviceFaults(), new PreWake(ScannerParkGateTest.CONFIG, () -> { }), ScannerParkGateTest.BLOCKER, seam);
+            new DeviceFaults(), new PreWake(ScannerParkGateTest.CONFIG, () -> { }), ScannerParkGateTest.BLOCKER);
+    final BrokenParkGateScanner.Runner runner = scanner.runner(seam, BrokenParkGateScanner.UNTIMED_PARK_BOX_NANOS);
     final long b;
 
     public BrokenParkGateScannerTest() {
@@ -72,24 +73,53 @@ public class BrokenParkGateScannerTest {
 
     @Actor
     public void scanner(III_Result r) {
-        scanner.resume();
+        // ScannerParkGateTest.runScanner, on the broken scanner's runner
+        if (!runner.start()) {
+            r.r1 = -1;
+            return;
+        }
         for (int pass = 0; pass < ScannerParkGateTest.MAX_PASSES; pass++) {
             seam.timed = false;
-            if (scanner.step()) { // the untimed park, which the scanner thread's task makes
-                if (scannerThread.park()) {
-                    r.r1 = 1;
-                    return; // would block here until an unpark
-                }
-                scanner.resume(); // the permit was pending: the park returned at once
-                continue;
+            seam.untimed = SeamRecorder.NONE;
+            runner.turn();
+            if (seam.untimed == SeamRecorder.WOULD_BLOCK) {
+                r.r1 = 1;
+                return; // would block here until an unpark
+            }
+            if (seam.untimed == SeamRecorder.PERMIT_TAKEN) {
+                continue; // the permit was pending: the park returned at once
             }
             if (seam.timed) {
                 r.r1 = 0; // something is armed: keep watching (timed parks end by themselves)
                 return;
             }
-            // retired A, or spun through the gap A's retirement taught: the next pass
         }
         r.r1 = -1; // loop bound hit: a model error, graded FORBIDDEN
+    }
+
+    /** {@link ScannerParkGateTest.SeamRecorder}, as the broken scanner's park seam. */
+    static final class SeamRecorder implements BrokenParkGateScanner.Parker {
+        static final int NONE = ScannerParkGateTest.SeamRecorder.NONE;
+        static final int PERMIT_TAKEN = ScannerParkGateTest.SeamRecorder.PERMIT_TAKEN;
+        static final int WOULD_BLOCK = ScannerParkGateTest.SeamRecorder.WOULD_BLOCK;
+
+        private final ParkModel thread;
+        boolean timed;
+        int untimed;
+
+        SeamRecorder(ParkModel thread) {
+            this.thread = thread;
+        }
+
+        @Override
+        public void parkNanos(Object blocker, long nanos) {
+            timed = true;
+        }
+
+        @Override
+        public void parkBoxed(Object blocker, long boxNanos) {
+            untimed = thread.park() ? WOULD_BLOCK : PERMIT_TAKEN;
+        }
     }
 
     @Arbiter
