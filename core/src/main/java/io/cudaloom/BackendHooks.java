@@ -87,6 +87,26 @@ final class BackendHooks implements BackendAccess.Hooks {
     }
 
     @Override
+    public boolean combining(GpuStream stream) {
+        return stream.combining();
+    }
+
+    @Override
+    public void append(GpuStream stream, io.cudaloom.internal.StreamOp op) {
+        stream.append(op);
+    }
+
+    @Override
+    public void flush(GpuStream stream) {
+        stream.flush();
+    }
+
+    @Override
+    public long @org.jspecify.annotations.Nullable [] submissionProbe(GpuStream stream) {
+        return stream.submissionProbe();
+    }
+
+    @Override
     public FaultSink faultSink(GpuStream stream) {
         return stream.faultSink();
     }

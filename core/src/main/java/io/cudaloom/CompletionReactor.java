@@ -315,6 +315,20 @@ public final class CompletionReactor {
 
 
     /**
+     * Submission by combining ({@link CombinedSubmission#stalled}): the stream's drainer, which holds
+     * the stream exclusively, arms a tracker whose flag write (or host callback) it submits directly
+     * (the stream's flag-write path sees the drainer's thread and bypasses the queue); the proof is the
+     * drainer's, passed in through {@code tracker}. Throws what the registration throws.
+     */
+    void trackDirect(ReactorStream stream, Completion tracker) {
+        long ticket = registrar.tryArm(stream, tracker, false);
+        if (!Registrar.armed(ticket)) {
+            registrar.registerFallback(stream, tracker, FallbackReason.of(ticket), false); // no one's outcome
+        }
+        counters.increment(Counter.TRACKERS);
+    }
+
+    /**
      * What to undo if the device is dropped unclosed ({@link UnclosedDeviceReport}): the MXBean and
      * the JFR hook go, and the scanner, parked idle and holding the reactor only weakly, is woken
      * to find it gone and end. Holds no reference to this reactor.

@@ -1,0 +1,348 @@
+package io.cudaloom;
+
+import io.cudaloom.internal.StreamOp;
+import io.cudaloom.protocol.SubmissionQueue;
+import io.cudaloom.reactor.FallbackRegistration;
+import io.cudaloom.reactor.StreamRecord;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * Submission by combining for one stream ({@link Submission#COMBINING}, issue #37): every entry of
+ * the stream (work, the reactor's flag writes and host callbacks) is an {@link StreamOp} appended to
+ * the stream's {@link SubmissionQueue}; the thread that wins the queue's drain submits everything
+ * queued, in position order, while the stream has room; everyone else returns at once.
+ *
+ * <h2>One coordinate</h2>
+ * The stream's {@link GpuStream#submissionCount()} is the queue's {@link SubmissionQueue#appended()}:
+ * every entry takes one position. A requirement is {@code appended()} read after the caller's last
+ * append; a flag write or host callback reads the count before its own append (Registrar,
+ * CoalescedWait, StreamDrain do), so its proof {@code c} is at most its position {@code p}, and the
+ * drainer submits {@code p} only after every lower position: when it lands, the first {@code c}
+ * positions are complete (sound). {@link #submitted} counts the positions whose driver call has
+ * returned (or that were discarded), written only by the drainer, after the call: an idle answer of
+ * the stream ({@code cuStreamQuery}) proves only what was submitted before it, so
+ * {@link GpuStream#queryState()} reads {@code appended()}, then {@link #submitted}, then asks the
+ * backend, and answers BUSY, not IDLE, unless every position appended before the read was
+ * submitted: every caller reads its count before the query, so an IDLE answer covers it.
+ *
+ * <h2>Room, without parking</h2>
+ * {@link #hasRoom}: a work entry goes to the driver only while {@code drained - completedThrough <
+ * admissionLimit}; a flag write or host callback while {@code drained - completedThrough <}
+ * {@link #entryLimit} (896 by default, below the driver's ~1,000-entry stream queue and the simulated
+ * device's 1,024), so the driver's queue never fills and nobody spins in it. An entry without room
+ * waits in the queue (in Java), never its caller. Every raise of the proof
+ * ({@link GpuStream#completedThrough(long)}: the scanner's delivery, a woken waiter's normal return,
+ * a host callback, an idle query, a synchronize) calls {@link #proofRaised}, which drains if entries
+ * are queued.
+ *
+ * <p><b>Ordering of the hand-over (no entry stranded when room comes back).</b> The raiser's
+ * compare-and-set of {@code completedThrough} comes before its read of the queue ({@code queued()}:
+ * {@code tail} then {@code head}); the drainer's XADD on {@code tail} (the append) comes before its
+ * {@link #hasRoom} read of {@code completedThrough}. Both are volatile (sequentially consistent), so
+ * either the drainer's room check sees the raise (and submits), or the raiser's read of
+ * {@code tail} sees the append (and calls {@code drain()}, whose increment either makes it the
+ * drainer or sends the current drainer round again: SubmissionQueue's ordering 2). The jcstress
+ * {@code CombinedRoomTest} checks it, and its broken twin (the raiser reads the queue before it
+ * raises the proof) is caught.
+ *
+ * <h2>Progress while full (liveness)</h2>
+ * A drainer that stops for want of room ({@link #stalled}) makes sure a proof is on its way: unless
+ * its own tracker is in flight, it submits one <em>directly</em> (it holds the stream exclusively, so
+ * the flag write goes behind everything drained, with the proof {@link #submitted}, which exceeds
+ * {@code completedThrough} since the stream is full); it must not queue behind the entry that waits
+ * for room (it would never reach the driver). Argument: an entry waits for room only after a pass
+ * of the drainer found none and ran {@code stalled()}; then a tracker is in flight whose proof is
+ * above {@code completedThrough} at that time. Its landing clears {@link #trackerInFlight} and
+ * then raises the proof (at least to its own), and so calls {@link #proofRaised}, which drains: the
+ * drainer's next pass finds the room, or finds none with no tracker in flight and makes the next
+ * (covering more). A fault or the device's close ends the stream: then every queued entry is
+ * discarded (its lifetimes exited), and the awaits covering them fail through the fault path.
+ *
+ * <h2>Registrations never wait</h2>
+ * Flag writes and host callbacks are appended and answered at once: refused only if the stream is
+ * closed or faulted at the append. The queue's one wait (a ring slot, SubmissionQueue's ordering 4)
+ * is kept for work: a work entry is not appended while {@value #RING} / 2 entries are queued
+ * ({@link #awaitWorkBound}: only a producer that launches that far ahead of the driver's room
+ * without awaiting gets there, and it waits there, only there), so the other half of the ring is
+ * the reactor's reserve: a registration meets the ring's bound only behind 32,768 queued
+ * registrations.
+ *
+ * <h2>Threads that must not call the driver</h2>
+ * A host callback and the stream's own worker never drain (CUDA forbids driver calls on a host
+ * callback): they {@link SubmissionQueue#enqueue} and hand {@code drain()} to the reactor's
+ * callback executor ({@link #drainSafely}).
+ */
+final class CombinedSubmission implements SubmissionQueue.Sink<StreamOp> {
+    /** The ring's size: half for work ({@link #awaitWorkBound}), half the reactor's reserve. */
+    static final int RING = 1 << 16;
+
+    private final GpuStream stream;
+    private final StreamRecord record;
+    private final SubmissionQueue<StreamOp> queue;
+    private final int workLimit;
+    private final int entryLimit;
+    /** Positions submitted (or discarded): written by the drainer after each driver call returned. */
+    private final AtomicLong submitted = new AtomicLong();
+    /** Set by the drainer when it submits a tracker, cleared by the tracker's landing or failure. */
+    private volatile boolean trackerInFlight;
+    /**
+     * The drainer while it submits its tracker: its flag write (or callback) goes to the driver
+     * directly, and the stream's {@code submissionCount()} reads {@link #submitted} on that thread
+     * then (the registration reads the proof it carries there: a host callback's is its own).
+     */
+    private @Nullable Thread direct;
+    /** Trackers made (for tests and stats). */
+    private final AtomicLong trackers = new AtomicLong();
+
+    CombinedSubmission(GpuStream stream, StreamRecord record, ReactorConfig config) {
+        this.stream = stream;
+        this.record = record;
+        this.workLimit = config.admissionLimit();
+        this.entryLimit = Math.max(workLimit, ReactorConfig.MAX_ADMISSION_LIMIT);
+        this.queue = new SubmissionQueue<>(RING, this);
+    }
+
+    // ---- callers ------------------------------------------------------------------------------
+
+    /** Appends {@code op} (its checks done, its lifetimes entered) and returns; drains if nobody else does. */
+    void append(StreamOp op) {
+        if (op.isWork() && queue.queued() >= RING / 2) {
+            awaitWorkBound();
+        }
+        if (mustNotCallDriver()) {
+            queue.enqueue(op);
+            drainSafely();
+        } else {
+            queue.append(op);
+        }
+    }
+
+    /**
+     * A producer {@value #RING} / 2 entries ahead of the driver's room: waits (parks, in steps of at
+     * most a millisecond) until the queue holds fewer, or the stream can take nothing anyway. The
+     * only wait of a caller before its await (class comment).
+     */
+    private void awaitWorkBound() {
+        long park = 10_000;
+        while (queue.queued() >= RING / 2 && !discarding()) {
+            queue.drain();
+            LockSupport.parkNanos(this, park);
+            park = Math.min(park * 2, 1_000_000);
+        }
+    }
+
+    /** Whether {@code thread} is now the drainer submitting its tracker: its entry goes to the driver directly. */
+    boolean isDirect() {
+        return direct == Thread.currentThread();
+    }
+
+    /** The stream's submission count: every position appended (or being appended). */
+    long appended() {
+        return queue.appended();
+    }
+
+    /** Positions submitted (or discarded) so far. */
+    long submitted() {
+        return submitted.get();
+    }
+
+    long queued() {
+        return queue.queued();
+    }
+
+    long trackers() {
+        return trackers.get();
+    }
+
+    /**
+     * Waits until everything appended before the call was submitted ({@code synchronize()},
+     * {@code handle()}): drains, then parks in growing steps (at most a millisecond) while entries
+     * wait for room; returns early once the stream can take nothing (faulted, device closed), when
+     * the caller's own driver call then reports it.
+     */
+    void flush() {
+        long target = queue.appended();
+        long park = 1_000;
+        while (submitted.get() < target) {
+            queue.drain();
+            if (submitted.get() >= target || discarding()) {
+                return;
+            }
+            LockSupport.parkNanos(this, park);
+            park = Math.min(park * 2, 1_000_000);
+        }
+    }
+
+    // ---- completions --------------------------------------------------------------------------
+
+    /** After every raise of the proof (class comment, ordering of the hand-over): drain if entries wait. */
+    void proofRaised() {
+        if (queue.queued() > 0) {
+            drainSafely();
+        }
+    }
+
+    /** The stream's gate opened (a close, a fault, the device's close): drain, so that a dead stream's entries are discarded. */
+    void gateOpened() {
+        if (queue.queued() == 0) {
+            return;
+        }
+        if (discarding()) {
+            queue.drain(); // no driver call is made for a discarded entry: any thread may
+        } else {
+            drainSafely();
+        }
+    }
+
+    /** Drains here, or on the reactor's executor from a thread that must not call the driver. */
+    private void drainSafely() {
+        if (!mustNotCallDriver()) {
+            queue.drain();
+            return;
+        }
+        try {
+            stream.device().reactor().callbackExecutor().execute(queue::drain);
+        } catch (RejectedExecutionException e) {
+            if (discarding()) {
+                queue.drain();
+            }
+        }
+    }
+
+    private boolean mustNotCallDriver() {
+        return FallbackRegistration.onHostCallback() || stream.isOwnWorkerThread();
+    }
+
+    /** The stream can take nothing any more: its queued entries are discarded. */
+    private boolean discarding() {
+        return stream.faults().hasFaulted() || stream.device().reactor().isClosed();
+    }
+
+    // ---- the drainer (SubmissionQueue.Sink) ---------------------------------------------------
+
+    @Override
+    public boolean hasRoom(StreamOp op) {
+        if (discarding()) {
+            return true; // discarded at once (submit)
+        }
+        long inFlight = queue.drained() - record.completedThrough();
+        if (inFlight < (op.isWork() ? workLimit : entryLimit)) {
+            return true;
+        }
+        stalled();
+        return false;
+    }
+
+    @Override
+    public void submit(StreamOp op, long position) {
+        boolean ok = false;
+        try {
+            if (!discarding() || op instanceof Shutdown) {
+                String fault = op.submit(position);
+                if (fault == null) {
+                    ok = true;
+                } else {
+                    stream.faults().streamFaulted(fault, null); // the awaits covering it fail (GpuFaultException)
+                }
+            }
+        } catch (RuntimeException | Error e) {
+            stream.faults().streamFaulted("submission failed: " + e, e);
+        } finally {
+            submitted.incrementAndGet(); // after the driver call returned (the one coordinate)
+            record.submissions.incrementAndGet();
+            try {
+                op.finish(ok);
+            } catch (RuntimeException e) {
+                // an exit of a lifetime never throws; nothing of the stream depends on it
+            }
+        }
+    }
+
+    /** No room: make sure a proof is on its way (class comment, progress while full). Called by the drainer only. */
+    private void stalled() {
+        if (trackerInFlight) {
+            return;
+        }
+        long proof = submitted.get(); // every position drained so far has returned from its driver call
+        if (proof <= record.completedThrough()) {
+            return; // cannot be: the stream is full of drained work (see the class comment)
+        }
+        trackerInFlight = true;
+        direct = Thread.currentThread();
+        try {
+            stream.device().reactor().trackDirect(stream.port(),
+                    (ticket, failure) -> trackerDone(proof, failure == null));
+            trackers.incrementAndGet();
+        } catch (RuntimeException e) {
+            trackerInFlight = false; // closed or faulted: nothing will be submitted any more
+        } finally {
+            direct = null;
+        }
+    }
+
+    /** The tracker landed (proof recorded) or failed: clear the mark, then drain (class comment). */
+    private void trackerDone(long proof, boolean landed) {
+        trackerInFlight = false;
+        if (landed) {
+            stream.completedThrough(proof); // calls proofRaised, which drains
+        } else {
+            gateOpened();
+        }
+    }
+
+    /** A flag write of the reactor, made by the drainer: refused only by a released handle or the driver. */
+    StreamOp flagWrite(io.cudaloom.spi.FlagMemory memory, int slot) {
+        return new StreamOp(false) {
+            @Override
+            public @Nullable String submit(long position) {
+                return stream.backendFlagWrite(memory, slot) ? null : "cuStreamWriteValue32 refused by the driver";
+            }
+        };
+    }
+
+    /** A host callback of the reactor, made by the drainer. */
+    StreamOp hostCallback(Runnable callback) {
+        return new StreamOp(false) {
+            @Override
+            public @Nullable String submit(long position) {
+                return stream.backendHostCallback(callback) ? null : "cuLaunchHostFunc refused by the driver";
+            }
+        };
+    }
+
+    /** The backend's shutdown, for the close: behind every entry appended before it, run even on a dead stream. */
+    StreamOp shutdown(Runnable backendShutdown) {
+        return new Shutdown(backendShutdown);
+    }
+
+    private static final class Shutdown extends StreamOp {
+        private final Runnable shutdown;
+
+        Shutdown(Runnable shutdown) {
+            super(false);
+            this.shutdown = shutdown;
+        }
+
+        @Override
+        public @Nullable String submit(long position) {
+            shutdown.run();
+            return null;
+        }
+    }
+
+    /** Work enqueued on the raw handle ({@link GpuStream#noteExternalSubmission()}): a position, no driver call. */
+    static final StreamOp EXTERNAL = new StreamOp(true) {
+        @Override
+        public @Nullable String submit(long position) {
+            return null;
+        }
+    };
+
+    @Override
+    public String toString() {
+        return "CombinedSubmission[" + queue + ", submitted " + submitted.get() + "]";
+    }
+}
