@@ -92,7 +92,7 @@ final class BackendHooks implements BackendAccess.Hooks {
     }
 
     @Override
-    public void append(GpuStream stream, io.cudaloom.internal.StreamOp op) {
+    public void append(GpuStream stream, io.cudaloom.spi.StreamOp op) {
         stream.append(op);
     }
 

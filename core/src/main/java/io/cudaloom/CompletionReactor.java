@@ -315,7 +315,7 @@ public final class CompletionReactor {
 
 
     /**
-     * Submission by combining ({@link CombinedSubmission#stalled}): the stream's drainer, which holds
+     * Submission by combining ({@link io.cudaloom.reactor.CombinedSubmission#stalled}): the stream's drainer, which holds
      * the stream exclusively, arms a tracker whose flag write (or host callback) it submits directly
      * (the stream's flag-write path sees the drainer's thread and bypasses the queue); the proof is the
      * drainer's, passed in through {@code tracker}. Throws what the registration throws.

@@ -1,5 +1,7 @@
 package io.cudaloom;
 
+import io.cudaloom.reactor.CombinedSubmission;
+import io.cudaloom.reactor.Completion;
 import io.cudaloom.reactor.DeviceFaults;
 import io.cudaloom.reactor.FallbackRegistration;
 import io.cudaloom.reactor.ReactorStream;
@@ -67,7 +69,7 @@ public abstract class GpuStream implements AutoCloseable {
         this.faults = device.faults.sink(port, record);
         this.backend = device.streamBackendOf(this);
         CombinedSubmission c = reactor.config().submission() == Submission.COMBINING
-                ? new CombinedSubmission(this, record, reactor.config()) : null;
+                ? new CombinedSubmission(new CombiningHost(), record, reactor.config()) : null;
         this.combiner = c;
         if (c != null) {
             record.onGateOpen(c::gateOpened);
@@ -187,7 +189,7 @@ public abstract class GpuStream implements AutoCloseable {
     }
 
     /** Appends a backend's work entry (checked, lifetimes entered) to the queue; combining only. */
-    final void append(io.cudaloom.internal.StreamOp op) {
+    final void append(io.cudaloom.spi.StreamOp op) {
         CombinedSubmission c = Objects.requireNonNull(combiner, "not combining");
         c.append(op);
     }
@@ -400,10 +402,11 @@ public abstract class GpuStream implements AutoCloseable {
 
     /** Records a proof that the first {@code count} counted submissions are complete (see StreamRecord). */
     void completedThrough(long count) {
-        record.completedThrough(count);
         CombinedSubmission c = combiner;
         if (c != null) {
-            c.proofRaised(); // after the raise: CombinedSubmission's ordering of the hand-over
+            c.completedThrough(count); // the raise, then the drain (SubmissionRoom's hand-over)
+        } else {
+            record.completedThrough(count);
         }
     }
 
@@ -468,15 +471,7 @@ public abstract class GpuStream implements AutoCloseable {
         return true;
     }
 
-    /** The backend's flag write, for the drainer (combining). */
-    final boolean backendFlagWrite(FlagMemory memory, int slot) {
-        return backend.enqueueFlagWrite(memory, slot);
-    }
 
-    /** The backend's host callback, for the drainer (combining). */
-    final boolean backendHostCallback(Runnable callback) {
-        return backend.enqueueHostCallback(callback);
-    }
 
     final boolean flagWritesSettled() {
         return backend.flagWritesSettled();
@@ -493,6 +488,39 @@ public abstract class GpuStream implements AutoCloseable {
     /** This stream as the reactor's parts see it. */
     final ReactorStream port() {
         return port;
+    }
+
+    /** What this stream's combiner needs of it (submission by combining). */
+    private final class CombiningHost implements CombinedSubmission.Host {
+        @Override
+        public ReactorStream port() {
+            return port;
+        }
+
+        @Override
+        public boolean backendFlagWrite(FlagMemory memory, int slot) {
+            return backend.enqueueFlagWrite(memory, slot);
+        }
+
+        @Override
+        public boolean backendHostCallback(Runnable callback) {
+            return backend.enqueueHostCallback(callback);
+        }
+
+        @Override
+        public boolean reactorClosed() {
+            return device.reactor().isClosed();
+        }
+
+        @Override
+        public java.util.concurrent.Executor executor() {
+            return device.reactor().callbackExecutor();
+        }
+
+        @Override
+        public void trackDirect(Completion tracker) {
+            device.reactor().trackDirect(port, tracker);
+        }
     }
 
     /** The reactor's view of this stream: forwards to the stream's package-private methods above. */

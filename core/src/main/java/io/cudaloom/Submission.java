@@ -16,7 +16,7 @@ public enum Submission {
      * the stream's submission queue and returns; the thread that finds the queue not being drained
      * submits everything queued, in order, within the stream's room. No caller parks for room; at
      * most one thread per stream is in the driver. Flag writes and host callbacks take the same
-     * queue, so a registration never blocks or spins. See {@code io.cudaloom.CombinedSubmission}.
+     * queue, so a registration never blocks or spins. See {@code io.cudaloom.reactor.CombinedSubmission}.
      */
     COMBINING;
 

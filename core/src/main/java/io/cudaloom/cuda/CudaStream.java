@@ -526,7 +526,7 @@ public final class CudaStream extends GpuStream {
      * that raced the close. The lifetimes entered at the call are exited in {@code finish}, after the
      * driver call (stream-ordered frees: queued work keeps its memory).
      */
-    private abstract class CudaOp extends io.cudaloom.internal.StreamOp {
+    private abstract class CudaOp extends io.cudaloom.spi.StreamOp {
         private boolean made;
 
         CudaOp() {

@@ -163,7 +163,7 @@ public final class BackendAccess {
 
         /**
          * Whether {@code stream} submits by combining ({@code Submission.COMBINING}): then a work call,
-         * after its checks and with its memory lifetimes entered, makes a {@link StreamOp} and
+         * after its checks and with its memory lifetimes entered, makes a {@link io.cudaloom.spi.StreamOp} and
          * {@link #append}s it instead of calling the driver ({@link #admit} and
          * {@link #noteSubmission} are not used), and the backend's flag write and host callback skip
          * their closed check (the stream checked it at the append; the drainer submits the entries
@@ -172,7 +172,7 @@ public final class BackendAccess {
         boolean combining(GpuStream stream);
 
         /** Appends {@code op} to the stream's submission queue and returns (combining only); never parks for room. */
-        void append(GpuStream stream, StreamOp op);
+        void append(GpuStream stream, io.cudaloom.spi.StreamOp op);
 
         /** Waits until everything appended to the stream before the call is submitted (combining; no-op otherwise). */
         void flush(GpuStream stream);

@@ -210,7 +210,7 @@ public final class SimulatedStream extends GpuStream {
     private static final SimulatedMemory[] NO_MEMORY = new SimulatedMemory[0];
 
     /** A work entry of the stream's submission queue (combining): the command, handed to the stream's queue by the drainer. */
-    private static final class SimOp extends io.cudaloom.internal.StreamOp {
+    private static final class SimOp extends io.cudaloom.spi.StreamOp {
         private final SimulatedStream stream;
         private final Command command;
         private final SimulatedMemory[] uses;

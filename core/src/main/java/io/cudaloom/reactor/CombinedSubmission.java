@@ -1,9 +1,13 @@
-package io.cudaloom;
+package io.cudaloom.reactor;
 
-import io.cudaloom.internal.StreamOp;
+import io.cudaloom.GpuStream;
+import io.cudaloom.ReactorConfig;
+import io.cudaloom.Submission;
+import io.cudaloom.spi.StreamOp;
+import io.cudaloom.spi.FlagMemory;
+import java.util.concurrent.Executor;
 import io.cudaloom.protocol.SubmissionQueue;
-import io.cudaloom.reactor.FallbackRegistration;
-import io.cudaloom.reactor.StreamRecord;
+import io.cudaloom.protocol.SubmissionRoom;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
@@ -24,29 +28,24 @@ import org.jspecify.annotations.Nullable;
  * positions are complete (sound). {@link #submitted} counts the positions whose driver call has
  * returned (or that were discarded), written only by the drainer, after the call: an idle answer of
  * the stream ({@code cuStreamQuery}) proves only what was submitted before it, so
- * {@link GpuStream#queryState()} reads {@code appended()}, then {@link #submitted}, then asks the
+ * {@code GpuStream.queryState()} reads {@code appended()}, then {@link #submitted}, then asks the
  * backend, and answers BUSY, not IDLE, unless every position appended before the read was
  * submitted: every caller reads its count before the query, so an IDLE answer covers it.
  *
  * <h2>Room, without parking</h2>
- * {@link #hasRoom}: a work entry goes to the driver only while {@code drained - completedThrough <
+ * {@link SubmissionRoom#hasRoom}: a work entry goes to the driver only while {@code drained - completedThrough <
  * admissionLimit}; a flag write or host callback while {@code drained - completedThrough <}
  * {@link #entryLimit} (896 by default, below the driver's ~1,000-entry stream queue and the simulated
  * device's 1,024), so the driver's queue never fills and nobody spins in it. An entry without room
  * waits in the queue (in Java), never its caller. Every raise of the proof
- * ({@link GpuStream#completedThrough(long)}: the scanner's delivery, a woken waiter's normal return,
- * a host callback, an idle query, a synchronize) calls {@link #proofRaised}, which drains if entries
+ * ({@code GpuStream.completedThrough(long)}: the scanner's delivery, a woken waiter's normal return,
+ * a host callback, an idle query, a synchronize) calls {@link #completedThrough}, which drains if entries
  * are queued.
  *
- * <p><b>Ordering of the hand-over (no entry stranded when room comes back).</b> The raiser's
- * compare-and-set of {@code completedThrough} comes before its read of the queue ({@code queued()}:
- * {@code tail} then {@code head}); the drainer's XADD on {@code tail} (the append) comes before its
- * {@link #hasRoom} read of {@code completedThrough}. Both are volatile (sequentially consistent), so
- * either the drainer's room check sees the raise (and submits), or the raiser's read of
- * {@code tail} sees the append (and calls {@code drain()}, whose increment either makes it the
- * drainer or sends the current drainer round again: SubmissionQueue's ordering 2). The jcstress
- * {@code CombinedRoomTest} checks it, and its broken twin (the raiser reads the queue before it
- * raises the proof) is caught.
+ * <p><b>Ordering of the hand-over (no entry stranded when room comes back)</b>: the proof is
+ * raised, then the queue read ({@link SubmissionRoom#proofRaised}); the drainer claims its position,
+ * then reads the proof ({@link SubmissionRoom#hasRoom}); see {@link SubmissionRoom} for why that
+ * suffices, and its jcstress test and broken twin.
  *
  * <h2>Progress while full (liveness)</h2>
  * A drainer that stops for want of room ({@link #stalled}) makes sure a proof is on its way: unless
@@ -56,7 +55,7 @@ import org.jspecify.annotations.Nullable;
  * for room (it would never reach the driver). Argument: an entry waits for room only after a pass
  * of the drainer found none and ran {@code stalled()}; then a tracker is in flight whose proof is
  * above {@code completedThrough} at that time. Its landing clears {@link #trackerInFlight} and
- * then raises the proof (at least to its own), and so calls {@link #proofRaised}, which drains: the
+ * then raises the proof (at least to its own), and so calls {@link #completedThrough}, which drains: the
  * drainer's next pass finds the room, or finds none with no tracker in flight and makes the next
  * (covering more). A fault or the device's close ends the stream: then every queued entry is
  * discarded (its lifetimes exited), and the awaits covering them fail through the fault path.
@@ -75,15 +74,38 @@ import org.jspecify.annotations.Nullable;
  * callback): they {@link SubmissionQueue#enqueue} and hand {@code drain()} to the reactor's
  * callback executor ({@link #drainSafely}).
  */
-final class CombinedSubmission implements SubmissionQueue.Sink<StreamOp> {
+public final class CombinedSubmission implements SubmissionRoom.Driver<StreamOp> {
+    /** What the combiner needs of its stream (the stream implements it; no reference back to the stream's class). */
+    public interface Host {
+        /** The stream as the reactor's parts see it (faults, proofs, its own worker). */
+        ReactorStream port();
+
+        /** The backend's flag write (the drainer's submission of a queued one, or its direct tracker). */
+        boolean backendFlagWrite(FlagMemory memory, int slot);
+
+        /** The backend's host callback. */
+        boolean backendHostCallback(Runnable callback);
+
+        /** Whether the device's reactor is closed. */
+        boolean reactorClosed();
+
+        /** Where a drain goes from a thread that must not call the driver: the reactor's callback executor. */
+        Executor executor();
+
+        /** Arms {@code tracker} on the stream (its flag write or host callback goes to the driver directly). */
+        void trackDirect(Completion tracker);
+    }
+
     /** The ring's size: half for work ({@link #awaitWorkBound}), half the reactor's reserve. */
     static final int RING = 1 << 16;
 
-    private final GpuStream stream;
+    private final Host stream;
     private final StreamRecord record;
+    private final SubmissionRoom<StreamOp> room;
     private final SubmissionQueue<StreamOp> queue;
-    private final int workLimit;
-    private final int entryLimit;
+    /** The proof's raise and the drain the hand-over runs, made once (no allocation per proof). */
+    private final java.util.function.LongConsumer raise;
+    private final Runnable drainSafely = this::drainSafely;
     /** Positions submitted (or discarded): written by the drainer after each driver call returned. */
     private final AtomicLong submitted = new AtomicLong();
     /** Set by the drainer when it submits a tracker, cleared by the tracker's landing or failure. */
@@ -97,18 +119,20 @@ final class CombinedSubmission implements SubmissionQueue.Sink<StreamOp> {
     /** Trackers made (for tests and stats). */
     private final AtomicLong trackers = new AtomicLong();
 
-    CombinedSubmission(GpuStream stream, StreamRecord record, ReactorConfig config) {
+    public CombinedSubmission(Host stream, StreamRecord record, ReactorConfig config) {
         this.stream = stream;
         this.record = record;
-        this.workLimit = config.admissionLimit();
-        this.entryLimit = Math.max(workLimit, ReactorConfig.MAX_ADMISSION_LIMIT);
-        this.queue = new SubmissionQueue<>(RING, this);
+        int workLimit = config.admissionLimit();
+        this.room = new SubmissionRoom<>(RING, workLimit, Math.max(workLimit, ReactorConfig.MAX_ADMISSION_LIMIT),
+                record::completedThrough, this);
+        this.queue = room.queue();
+        this.raise = record::completedThrough;
     }
 
     // ---- callers ------------------------------------------------------------------------------
 
     /** Appends {@code op} (its checks done, its lifetimes entered) and returns; drains if nobody else does. */
-    void append(StreamOp op) {
+    public void append(StreamOp op) {
         if (op.isWork() && queue.queued() >= RING / 2) {
             awaitWorkBound();
         }
@@ -135,25 +159,25 @@ final class CombinedSubmission implements SubmissionQueue.Sink<StreamOp> {
     }
 
     /** Whether {@code thread} is now the drainer submitting its tracker: its entry goes to the driver directly. */
-    boolean isDirect() {
+    public boolean isDirect() {
         return direct == Thread.currentThread();
     }
 
     /** The stream's submission count: every position appended (or being appended). */
-    long appended() {
+    public long appended() {
         return queue.appended();
     }
 
     /** Positions submitted (or discarded) so far. */
-    long submitted() {
+    public long submitted() {
         return submitted.get();
     }
 
-    long queued() {
+    public long queued() {
         return queue.queued();
     }
 
-    long trackers() {
+    public long trackers() {
         return trackers.get();
     }
 
@@ -163,7 +187,7 @@ final class CombinedSubmission implements SubmissionQueue.Sink<StreamOp> {
      * wait for room; returns early once the stream can take nothing (faulted, device closed), when
      * the caller's own driver call then reports it.
      */
-    void flush() {
+    public void flush() {
         long target = queue.appended();
         long park = 1_000;
         while (submitted.get() < target) {
@@ -178,15 +202,13 @@ final class CombinedSubmission implements SubmissionQueue.Sink<StreamOp> {
 
     // ---- completions --------------------------------------------------------------------------
 
-    /** After every raise of the proof (class comment, ordering of the hand-over): drain if entries wait. */
-    void proofRaised() {
-        if (queue.queued() > 0) {
-            drainSafely();
-        }
+    /** Raises the stream's proof to {@code count}, then drains if entries wait (SubmissionRoom's hand-over). */
+    public void completedThrough(long count) {
+        room.proofRaised(raise, count, drainSafely);
     }
 
     /** The stream's gate opened (a close, a fault, the device's close): drain, so that a dead stream's entries are discarded. */
-    void gateOpened() {
+    public void gateOpened() {
         if (queue.queued() == 0) {
             return;
         }
@@ -204,7 +226,7 @@ final class CombinedSubmission implements SubmissionQueue.Sink<StreamOp> {
             return;
         }
         try {
-            stream.device().reactor().callbackExecutor().execute(queue::drain);
+            stream.executor().execute(queue::drain);
         } catch (RejectedExecutionException e) {
             if (discarding()) {
                 queue.drain();
@@ -213,27 +235,20 @@ final class CombinedSubmission implements SubmissionQueue.Sink<StreamOp> {
     }
 
     private boolean mustNotCallDriver() {
-        return FallbackRegistration.onHostCallback() || stream.isOwnWorkerThread();
+        return FallbackRegistration.onHostCallback() || stream.port().isOwnWorkerThread();
     }
 
     /** The stream can take nothing any more: its queued entries are discarded. */
-    private boolean discarding() {
-        return stream.faults().hasFaulted() || stream.device().reactor().isClosed();
+    @Override
+    public boolean discarding() {
+        return stream.port().faults().hasFaulted() || stream.reactorClosed();
     }
 
-    // ---- the drainer (SubmissionQueue.Sink) ---------------------------------------------------
+    // ---- the drainer (SubmissionRoom.Driver) -------------------------------------------------
 
     @Override
-    public boolean hasRoom(StreamOp op) {
-        if (discarding()) {
-            return true; // discarded at once (submit)
-        }
-        long inFlight = queue.drained() - record.completedThrough();
-        if (inFlight < (op.isWork() ? workLimit : entryLimit)) {
-            return true;
-        }
-        stalled();
-        return false;
+    public boolean isWork(StreamOp op) {
+        return op.isWork();
     }
 
     @Override
@@ -245,11 +260,11 @@ final class CombinedSubmission implements SubmissionQueue.Sink<StreamOp> {
                 if (fault == null) {
                     ok = true;
                 } else {
-                    stream.faults().streamFaulted(fault, null); // the awaits covering it fail (GpuFaultException)
+                    stream.port().faults().streamFaulted(fault, null); // the awaits covering it fail (GpuFaultException)
                 }
             }
         } catch (RuntimeException | Error e) {
-            stream.faults().streamFaulted("submission failed: " + e, e);
+            stream.port().faults().streamFaulted("submission failed: " + e, e);
         } finally {
             submitted.incrementAndGet(); // after the driver call returned (the one coordinate)
             record.submissions.incrementAndGet();
@@ -262,7 +277,8 @@ final class CombinedSubmission implements SubmissionQueue.Sink<StreamOp> {
     }
 
     /** No room: make sure a proof is on its way (class comment, progress while full). Called by the drainer only. */
-    private void stalled() {
+    @Override
+    public void stalled() {
         if (trackerInFlight) {
             return;
         }
@@ -273,8 +289,7 @@ final class CombinedSubmission implements SubmissionQueue.Sink<StreamOp> {
         trackerInFlight = true;
         direct = Thread.currentThread();
         try {
-            stream.device().reactor().trackDirect(stream.port(),
-                    (ticket, failure) -> trackerDone(proof, failure == null));
+            stream.trackDirect((ticket, failure) -> trackerDone(proof, failure == null));
             trackers.incrementAndGet();
         } catch (RuntimeException e) {
             trackerInFlight = false; // closed or faulted: nothing will be submitted any more
@@ -287,14 +302,14 @@ final class CombinedSubmission implements SubmissionQueue.Sink<StreamOp> {
     private void trackerDone(long proof, boolean landed) {
         trackerInFlight = false;
         if (landed) {
-            stream.completedThrough(proof); // calls proofRaised, which drains
+            stream.port().completedThrough(proof); // raises the proof, then drains (the hand-over)
         } else {
             gateOpened();
         }
     }
 
     /** A flag write of the reactor, made by the drainer: refused only by a released handle or the driver. */
-    StreamOp flagWrite(io.cudaloom.spi.FlagMemory memory, int slot) {
+    public StreamOp flagWrite(FlagMemory memory, int slot) {
         return new StreamOp(false) {
             @Override
             public @Nullable String submit(long position) {
@@ -304,7 +319,7 @@ final class CombinedSubmission implements SubmissionQueue.Sink<StreamOp> {
     }
 
     /** A host callback of the reactor, made by the drainer. */
-    StreamOp hostCallback(Runnable callback) {
+    public StreamOp hostCallback(Runnable callback) {
         return new StreamOp(false) {
             @Override
             public @Nullable String submit(long position) {
@@ -314,7 +329,7 @@ final class CombinedSubmission implements SubmissionQueue.Sink<StreamOp> {
     }
 
     /** The backend's shutdown, for the close: behind every entry appended before it, run even on a dead stream. */
-    StreamOp shutdown(Runnable backendShutdown) {
+    public StreamOp shutdown(Runnable backendShutdown) {
         return new Shutdown(backendShutdown);
     }
 
@@ -334,7 +349,7 @@ final class CombinedSubmission implements SubmissionQueue.Sink<StreamOp> {
     }
 
     /** Work enqueued on the raw handle ({@link GpuStream#noteExternalSubmission()}): a position, no driver call. */
-    static final StreamOp EXTERNAL = new StreamOp(true) {
+    public static final StreamOp EXTERNAL = new StreamOp(true) {
         @Override
         public @Nullable String submit(long position) {
             return null;

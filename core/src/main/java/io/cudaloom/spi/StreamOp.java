@@ -1,9 +1,9 @@
-package io.cudaloom.internal;
+package io.cudaloom.spi;
 
 import org.jspecify.annotations.Nullable;
 
 /**
- * One entry of a stream's submission queue (submission by combining, {@code io.cudaloom.CombinedSubmission}):
+ * One entry of a stream's submission queue (submission by combining, {@code io.cudaloom.reactor.CombinedSubmission}):
  * a driver call with its arguments checked and packed at the caller's call, made later by the
  * stream's drainer. A backend makes one per launch, copy or memset and hands it to
  * {@code BackendAccess.Hooks#append}; the reactor makes the flag writes' and host callbacks'.
