@@ -87,6 +87,11 @@ final class BackendHooks implements BackendAccess.Hooks {
     }
 
     @Override
+    public long required(GpuStream stream) {
+        return stream.required();
+    }
+
+    @Override
     public boolean combining(GpuStream stream) {
         return stream.combining();
     }

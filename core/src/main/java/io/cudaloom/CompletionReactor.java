@@ -211,7 +211,7 @@ public final class CompletionReactor {
         for (ReactorStream s : streams) {
             checks.proveIfIdle(s);
             StreamRecord r = s.record();
-            sum += Math.max(0, r.submissions.get() - r.completedThrough());
+            sum += Math.max(0, s.submissionCount() - r.completedThrough()); // combining: positions appended
         }
         return sum;
     }

@@ -114,7 +114,7 @@ public abstract class GpuStream implements AutoCloseable {
         ResourceLedger ledger = device.ledger;
         ledger.awaitBegun();
         try {
-            device.reactor().await(this, submissionCount(), true, false, 0L);
+            device.reactor().await(this, required(), true, false, 0L);
         } finally {
             ledger.awaitEnded();
         }
@@ -136,6 +136,17 @@ public abstract class GpuStream implements AutoCloseable {
         CombinedSubmission c = combiner;
         // The drainer arming its direct tracker reads the proof its write carries: what it submitted.
         return c == null ? record.submissions.get() : c.isDirect() ? c.submitted() : c.appended();
+    }
+
+    /**
+     * What an await, event or memory close made now requires: every work entry appended so far.
+     * Direct: the submission count. Combining: the position after the last work entry appended
+     * ({@link CombinedSubmission#workThrough()}), which the library's own flag writes behind it do
+     * not raise, so an await with no new work since the last one is known complete at once.
+     */
+    final long required() {
+        CombinedSubmission c = combiner;
+        return c == null ? record.submissions.get() : c.workThrough();
     }
 
     /**
@@ -392,7 +403,7 @@ public abstract class GpuStream implements AutoCloseable {
      * idle stream is correct too: its flag write lands at once).
      */
     boolean hasWorkNotKnownComplete() {
-        return submissionCount() > record.completedThrough();
+        return submissionCount() > record.completedThrough(); // combining: positions, so a gauge's idle query proves the trailing flag write too
     }
 
     /** Whether the first {@code required} counted submissions are proven complete (no driver call). */

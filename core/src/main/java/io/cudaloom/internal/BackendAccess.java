@@ -171,6 +171,9 @@ public final class BackendAccess {
          */
         boolean combining(GpuStream stream);
 
+        /** What a wait for the work appended to {@code stream} so far requires (its count, or the position after its last work entry when combining). */
+        long required(GpuStream stream);
+
         /** Appends {@code op} to the stream's submission queue and returns (combining only); never parks for room. */
         void append(GpuStream stream, io.cudaloom.spi.StreamOp op);
 

@@ -116,6 +116,8 @@ public final class CombinedSubmission implements SubmissionRoom.Driver<StreamOp>
      * then (the registration reads the proof it carries there: a host callback's is its own).
      */
     private @Nullable Thread direct;
+    /** The position after the last work entry appended: what a wait for the work so far requires. */
+    private final AtomicLong workThrough = new AtomicLong();
     /** Trackers made (for tests and stats). */
     private final AtomicLong trackers = new AtomicLong();
 
@@ -136,12 +138,29 @@ public final class CombinedSubmission implements SubmissionRoom.Driver<StreamOp>
         if (op.isWork() && queue.queued() >= RING / 2) {
             awaitWorkBound();
         }
+        long p;
         if (mustNotCallDriver()) {
-            queue.enqueue(op);
+            p = queue.enqueue(op);
             drainSafely();
         } else {
-            queue.append(op);
+            p = queue.append(op);
         }
+        if (op.isWork()) {
+            long seen;
+            while ((seen = workThrough.get()) <= p && !workThrough.compareAndSet(seen, p + 1)) {
+                // raced another work append of this stream: retry to the maximum
+            }
+        }
+    }
+
+    /**
+     * The position after the last work entry appended: a requirement that covers every work entry
+     * appended before the read (its caller raised it before its append returned), and that the
+     * reactor's own flag writes and callbacks behind it do not raise: a proof up to it covers the
+     * work, whatever flag writes follow.
+     */
+    public long workThrough() {
+        return workThrough.get();
     }
 
     /**
@@ -308,12 +327,25 @@ public final class CombinedSubmission implements SubmissionRoom.Driver<StreamOp>
         }
     }
 
-    /** A flag write of the reactor, made by the drainer: refused only by a released handle or the driver. */
+    /**
+     * A flag write of the reactor, made by the drainer. One the backend refuses is made by a host
+     * callback instead (it sets the flag from the host, in the same place in the stream); one refused
+     * both ways faults the stream (its waiter then fails through the fault path).
+     */
     public StreamOp flagWrite(FlagMemory memory, int slot) {
         return new StreamOp(false) {
             @Override
             public @Nullable String submit(long position) {
-                return stream.backendFlagWrite(memory, slot) ? null : "cuStreamWriteValue32 refused by the driver";
+                if (stream.backendFlagWrite(memory, slot)) {
+                    return null;
+                }
+                // Refused (no stream memory operations, a transient error): the same write from the
+                // host, by a host callback in the same place in the stream; refused too: a fault.
+                if (!stream.port().faults().hasFaulted()
+                        && stream.backendHostCallback(() -> memory.flags().setRelease(slot, 1))) {
+                    return null;
+                }
+                return "cuStreamWriteValue32 and cuLaunchHostFunc refused by the driver";
             }
         };
     }
