@@ -172,6 +172,9 @@ public abstract class GpuStream implements AutoCloseable {
     // ---- what the backends do, through BackendAccess.Hooks (which documents each) --------------
 
     final boolean admit() {
+        if (combiner != null) {
+            return false; // combining: no admission (a backend that calls the driver itself counts its entry in noteSubmission)
+        }
         long waited = record.admit(port);
         if (waited > 0) {
             device.reactor().countAdmissionWait(waited);
@@ -186,6 +189,13 @@ public abstract class GpuStream implements AutoCloseable {
     }
 
     final void noteSubmission() {
+        CombinedSubmission c = combiner;
+        if (c != null) {
+            // Combining, for a backend that made its own driver call: one position, behind the entry
+            // already in the driver (as noteExternalSubmission).
+            c.append(CombinedSubmission.EXTERNAL);
+            return;
+        }
         record.submissions.incrementAndGet();
         record.afterSubmission(port);
     }

@@ -21,8 +21,10 @@ import org.jspecify.annotations.Nullable;
  *
  * <h2>One coordinate</h2>
  * The stream's {@link GpuStream#submissionCount()} is the queue's {@link SubmissionQueue#appended()}:
- * every entry takes one position. A requirement is {@code appended()} read after the caller's last
- * append; a flag write or host callback reads the count before its own append (Registrar,
+ * every entry takes one position. A requirement (an await's, an event's, a memory close's) is
+ * {@link #workThrough()} read after the caller's last append: the position after the last work
+ * entry, raised (a compare-and-set to the maximum) by each work append before it returns, so it
+ * covers the caller's work and is not raised by the reactor's own entries behind it; a flag write or host callback reads the count before its own append (Registrar,
  * CoalescedWait, StreamDrain do), so its proof {@code c} is at most its position {@code p}, and the
  * drainer submits {@code p} only after every lower position: when it lands, the first {@code c}
  * positions are complete (sound). {@link #submitted} counts the positions whose driver call has
@@ -35,7 +37,7 @@ import org.jspecify.annotations.Nullable;
  * <h2>Room, without parking</h2>
  * {@link SubmissionRoom#hasRoom}: a work entry goes to the driver only while {@code drained - completedThrough <
  * admissionLimit}; a flag write or host callback while {@code drained - completedThrough <}
- * {@link #entryLimit} (896 by default, below the driver's ~1,000-entry stream queue and the simulated
+ * {@code entryLimit} (896 by default, below the driver's ~1,000-entry stream queue and the simulated
  * device's 1,024), so the driver's queue never fills and nobody spins in it. An entry without room
  * waits in the queue (in Java), never its caller. Every raise of the proof
  * ({@code GpuStream.completedThrough(long)}: the scanner's delivery, a woken waiter's normal return,
@@ -68,6 +70,25 @@ import org.jspecify.annotations.Nullable;
  * without awaiting gets there, and it waits there, only there), so the other half of the ring is
  * the reactor's reserve: a registration meets the ring's bound only behind 32,768 queued
  * registrations.
+ *
+ * <h2>Memory</h2>
+ * An entry holds the memory lifetimes its caller entered at the call until the drainer has made its
+ * driver call (or discarded it): {@link StreamOp#finish} exits them, so a close of the memory waits
+ * for queued work (stream-ordered frees, {@code MemoryLifetime}), and no memory is freed under it.
+ * The CUDA entries make their call inside the stream handle's guard, so none runs on a handle
+ * another thread has destroyed (an entry the guard refuses is dropped, as work that raced the
+ * close).
+ *
+ * <h2>Writes and reads that publish</h2>
+ * The entry itself: its caller's release store into the ring, the drainer's acquire load
+ * (SubmissionQueue ordering 1-2), so everything the caller wrote before the append (the entry's
+ * packed arguments, its entered lifetimes) is visible to the drainer. {@link #submitted}: a volatile
+ * increment after each driver call returned, read by the idle query's guard before it asks the
+ * backend. {@link #trackerInFlight}: volatile, written true by the drainer before it arms the
+ * tracker and false by the tracker's landing before that raises the proof; the landing's drain
+ * request (an increment of the queue's drain counter) follows, so a drainer still in its pass goes
+ * round again and reads it false. {@link #direct}: a plain field written and read by the drainer's
+ * own thread (others read some other thread or null, never themselves).
  *
  * <h2>Threads that must not call the driver</h2>
  * A host callback and the stream's own worker never drain (CUDA forbids driver calls on a host
