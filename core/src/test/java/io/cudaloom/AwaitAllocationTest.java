@@ -18,12 +18,8 @@ import org.junit.jupiter.api.Test;
  */
 class AwaitAllocationTest {
     private static final int WARMUP = 50_000, MEASURED = 100_000;
-    // Direct submission: with Submission.COMBINING an await's own flag write is one queue entry, a
-    // 32-byte object per registered await (not yet pooled per slot), which these checks would count.
-    private static final ReactorConfig INLINE = ReactorConfig.builder().waiterSpin(Duration.ofNanos(20_000), 64)
-            .submission(Submission.DIRECT).build();
-    private static final ReactorConfig PARKED = ReactorConfig.builder().waiterSpin(Duration.ZERO)
-            .submission(Submission.DIRECT).build();
+    private static final ReactorConfig INLINE = ReactorConfig.builder().waiterSpin(Duration.ofNanos(20_000), 64).build();
+    private static final ReactorConfig PARKED = ReactorConfig.builder().waiterSpin(Duration.ZERO).build();
 
     @Test
     void inlineCompletionAllocatesNothing() throws Exception {

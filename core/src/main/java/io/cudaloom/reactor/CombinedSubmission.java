@@ -139,6 +139,8 @@ public final class CombinedSubmission implements SubmissionRoom.Driver<StreamOp>
     private @Nullable Thread direct;
     /** The position after the last work entry appended: what a wait for the work so far requires. */
     private final AtomicLong workThrough = new AtomicLong();
+    /** The flag-write entries, made once per slot, in chunks of 1,024 made on first use. */
+    private final java.util.concurrent.atomic.AtomicReferenceArray<FlagWrite @Nullable []> flagWrites;
     /** Trackers made (for tests and stats). */
     private final AtomicLong trackers = new AtomicLong();
 
@@ -150,6 +152,8 @@ public final class CombinedSubmission implements SubmissionRoom.Driver<StreamOp>
                 record::completedThrough, this);
         this.queue = room.queue();
         this.raise = record::completedThrough;
+        this.flagWrites = new java.util.concurrent.atomic.AtomicReferenceArray<>(
+                (config.capacity() + (1 << FLAG_WRITE_CHUNK_BITS) - 1) >>> FLAG_WRITE_CHUNK_BITS);
     }
 
     // ---- callers ------------------------------------------------------------------------------
@@ -351,24 +355,58 @@ public final class CombinedSubmission implements SubmissionRoom.Driver<StreamOp>
     /**
      * A flag write of the reactor, made by the drainer. One the backend refuses is made by a host
      * callback instead (it sets the flag from the host, in the same place in the stream); one refused
-     * both ways faults the stream (its waiter then fails through the fault path).
+     * both ways faults the stream (its waiter then fails through the fault path). The entry is made
+     * once per slot and kept ({@link #flagWrites}: immutable, so a stale read of the cache or the
+     * same entry queued twice is harmless): an await allocates nothing for it.
      */
     public StreamOp flagWrite(FlagMemory memory, int slot) {
-        return new StreamOp(false) {
-            @Override
-            public @Nullable String submit(long position) {
-                if (stream.backendFlagWrite(memory, slot)) {
-                    return null;
-                }
-                // Refused (no stream memory operations, a transient error): the same write from the
-                // host, by a host callback in the same place in the stream; refused too: a fault.
-                if (!stream.port().faults().hasFaulted()
-                        && stream.backendHostCallback(() -> memory.flags().setRelease(slot, 1))) {
-                    return null;
-                }
-                return "cuStreamWriteValue32 and cuLaunchHostFunc refused by the driver";
+        int chunk = slot >>> FLAG_WRITE_CHUNK_BITS;
+        if (slot < 0 || chunk >= flagWrites.length()) {
+            return new FlagWrite(memory, slot);
+        }
+        FlagWrite[] ops = flagWrites.get(chunk);
+        if (ops == null) {
+            FlagWrite[] fresh = new FlagWrite[1 << FLAG_WRITE_CHUNK_BITS];
+            ops = flagWrites.compareAndExchange(chunk, null, fresh);
+            if (ops == null) {
+                ops = fresh;
             }
-        };
+        }
+        int i = slot & ((1 << FLAG_WRITE_CHUNK_BITS) - 1);
+        FlagWrite op = ops[i]; // racy by design: an immutable entry with final fields, or null
+        if (op == null || op.memory != memory) {
+            op = new FlagWrite(memory, slot);
+            ops[i] = op;
+        }
+        return op;
+    }
+
+    private static final int FLAG_WRITE_CHUNK_BITS = 10;
+
+    /** The flag write of one slot (see {@link #flagWrite}). */
+    private final class FlagWrite extends StreamOp {
+        final FlagMemory memory;
+        final int slot;
+
+        FlagWrite(FlagMemory memory, int slot) {
+            super(false);
+            this.memory = memory;
+            this.slot = slot;
+        }
+
+        @Override
+        public @Nullable String submit(long position) {
+            if (stream.backendFlagWrite(memory, slot)) {
+                return null;
+            }
+            // Refused (no stream memory operations, a transient error): the same write from the
+            // host, by a host callback in the same place in the stream; refused too: a fault.
+            if (!stream.port().faults().hasFaulted()
+                    && stream.backendHostCallback(() -> memory.flags().setRelease(slot, 1))) {
+                return null;
+            }
+            return "cuStreamWriteValue32 and cuLaunchHostFunc refused by the driver";
+        }
     }
 
     /** A host callback of the reactor, made by the drainer. */
