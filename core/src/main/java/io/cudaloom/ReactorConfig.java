@@ -132,7 +132,7 @@ public final class ReactorConfig {
                 + ", waiterSpin=" + waiterSpinNanos + "ns (while waiters <= " + waiterSpinMaxWaiters + ")"
                 + ", scannerSpin=" + scannerSpinNanos + "ns, scannerLinger=" + scannerLingerNanos + "ns, scannerPark=" + scannerMinParkNanos
                 + ".." + scannerMaxParkNanos + "ns, faultProbeInterval=" + faultProbeIntervalNanos + "ns"
-                + ", admissionLimit=" + admissionLimit + (submission == Submission.COMBINING ? ", combining" : "") + (coalesce ? ", coalesce (flagWritesInFlight="
+                + ", admissionLimit=" + admissionLimit + (submission == Submission.DIRECT ? ", direct submission" : "") + (coalesce ? ", coalesce (flagWritesInFlight="
                 + flagWritesInFlight + (relayWakeups ? ", relayed wake-ups" : "") + ")" : ", no coalesce") + (waiterPreWake ? "" : ", no pre-wake") + (scannerDefersToSpinningWaiters ? "" : ", no deferral to spinning waiters") + (jmx ? "" : ", no jmx") + "]";
     }
 
@@ -164,7 +164,7 @@ public final class ReactorConfig {
          * (each caller calls the driver, parking for admission while the stream is full) or
          * {@link Submission#COMBINING} (callers append to the stream's submission queue and return;
          * one thread per stream drains it). Default: the system property
-         * {@value Submission#PROPERTY}, else {@code DIRECT}.
+         * {@value Submission#PROPERTY}, else {@code COMBINING}.
          */
         public Builder submission(Submission submission) {
             this.submission = Objects.requireNonNull(submission, "submission");

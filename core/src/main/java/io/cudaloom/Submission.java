@@ -20,14 +20,14 @@ public enum Submission {
      */
     COMBINING;
 
-    /** The system property that picks the default ({@code DIRECT} or {@code COMBINING}). */
+    /** The system property that picks the default ({@code DIRECT} or {@code COMBINING}; unset: {@code COMBINING}). */
     public static final String PROPERTY = "cudaloom.submission";
 
-    /** The default: the system property {@value #PROPERTY} if set, else {@link #DIRECT}. */
+    /** The default: the system property {@value #PROPERTY} if set, else {@link #COMBINING}. */
     static Submission defaultMode() {
         String v = System.getProperty(PROPERTY);
         if (v == null || v.isBlank()) {
-            return DIRECT;
+            return COMBINING;
         }
         try {
             return valueOf(v.trim().toUpperCase(java.util.Locale.ROOT));
