@@ -97,8 +97,8 @@ final class BackendHooks implements BackendAccess.Hooks {
     }
 
     @Override
-    public void append(GpuStream stream, io.cudaloom.spi.StreamOp op) {
-        stream.append(op);
+    public boolean append(GpuStream stream, io.cudaloom.spi.StreamOp op) {
+        return stream.append(op);
     }
 
     @Override

@@ -210,9 +210,9 @@ public abstract class GpuStream implements AutoCloseable {
     }
 
     /** Appends a backend's work entry (checked, lifetimes entered) to the queue; combining only. */
-    final void append(io.cudaloom.spi.StreamOp op) {
+    final boolean append(io.cudaloom.spi.StreamOp op) {
         CombinedSubmission c = Objects.requireNonNull(combiner, "not combining");
-        c.append(op);
+        return c.append(op);
     }
 
     /** Waits until everything appended before the call is submitted (combining; no-op otherwise). */
@@ -370,12 +370,14 @@ public abstract class GpuStream implements AutoCloseable {
             return;
         }
         lease.run();
-        record.openGate(); // closed: let submitters parked for room through, to find out
         CombinedSubmission c = combiner;
         if (c != null) {
-            // Behind every entry appended before the close (the drain's flag write among them).
-            StreamDrain.shutDown(port, () -> c.append(c.shutdown(() -> StreamDrain.shutDown(port, backend::shutdown))));
+            // Behind every entry appended before the close (the drain's flag write among them); a
+            // call racing the close finds itself behind it and is refused (CombinedSubmission.appendShutdown).
+            c.appendShutdown(() -> StreamDrain.shutDown(port, backend::shutdown));
+            record.openGate();
         } else {
+            record.openGate(); // closed: let submitters parked for room through, to find out
             StreamDrain.shutDown(port, backend::shutdown); // what it throws is logged: close() never throws
         }
         device.reactor().streamClosed(port);
@@ -476,8 +478,7 @@ public abstract class GpuStream implements AutoCloseable {
         if (isClosed() || faults.hasFaulted()) {
             return false; // refused at the append only
         }
-        c.append(c.flagWrite(memory, slot));
-        return true;
+        return c.append(c.flagWrite(memory, slot)); // false: it raced the close and came after it
     }
 
     final boolean enqueueHostCallback(Runnable callback) {
@@ -488,8 +489,7 @@ public abstract class GpuStream implements AutoCloseable {
         if (isClosed() || faults.hasFaulted()) {
             return false;
         }
-        c.append(c.hostCallback(callback));
-        return true;
+        return c.append(c.hostCallback(callback));
     }
 
 

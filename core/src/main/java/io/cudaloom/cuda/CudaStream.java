@@ -269,8 +269,11 @@ public final class CudaStream extends GpuStream {
             boolean appended = false;
             try {
                 checkUsable();
-                CudaDevice.API.append(this, new MemsetOp(memory, value, count));
-                appended = true;
+                boolean taken = CudaDevice.API.append(this, new MemsetOp(memory, value, count));
+                appended = true; // the entry exits the lifetime now, taken or not
+                if (!taken) {
+                    throw refusal(); // raced the close and came after it
+                }
             } finally {
                 if (!appended) {
                     memory.lifetime.exit();
@@ -484,9 +487,12 @@ public final class CudaStream extends GpuStream {
         try {
             checkUsable();
             Pointer params = KernelArgs.pack(kernel.name(), args);
-            CudaDevice.API.append(this, new LaunchOp(kernel, gridX, gridY, gridZ, blockX, blockY, blockZ, sharedBytes,
-                    params, args, entered));
-            appended = true;
+            boolean taken = CudaDevice.API.append(this, new LaunchOp(kernel, gridX, gridY, gridZ, blockX, blockY, blockZ,
+                    sharedBytes, params, args, entered));
+            appended = true; // the entry exits the lifetimes now, taken or not
+            if (!taken) {
+                throw refusal(); // raced the close and came after it
+            }
         } finally {
             if (!appended) {
                 exitBuffers(args, entered);
@@ -501,8 +507,11 @@ public final class CudaStream extends GpuStream {
         boolean appended = false;
         try {
             checkUsable();
-            CudaDevice.API.append(this, new CopyOp(host, memory, toDevice, hostOffset, deviceOffset, bytes));
-            appended = true;
+            boolean taken = CudaDevice.API.append(this, new CopyOp(host, memory, toDevice, hostOffset, deviceOffset, bytes));
+            appended = true; // the entry exits the lifetimes now, taken or not
+            if (!taken) {
+                throw refusal(); // raced the close and came after it
+            }
         } finally {
             if (!appended) {
                 memory.lifetime.exit();

@@ -174,8 +174,13 @@ public final class BackendAccess {
         /** What a wait for the work appended to {@code stream} so far requires (its count, or the position after its last work entry when combining). */
         long required(GpuStream stream);
 
-        /** Appends {@code op} to the stream's submission queue and returns (combining only); never parks for room. */
-        void append(GpuStream stream, io.cudaloom.spi.StreamOp op);
+        /**
+         * Appends {@code op} to the stream's submission queue and returns (combining only); never parks
+         * for room. False: the call raced the stream's close and came after it; the entry is discarded
+         * by the drainer (its {@code finish(false)} exits its lifetimes: the caller must not), and the
+         * caller throws the closed stream's exception.
+         */
+        boolean append(GpuStream stream, io.cudaloom.spi.StreamOp op);
 
         /** Waits until everything appended to the stream before the call is submitted (combining; no-op otherwise). */
         void flush(GpuStream stream);

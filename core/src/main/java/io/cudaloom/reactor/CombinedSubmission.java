@@ -137,6 +137,8 @@ public final class CombinedSubmission implements SubmissionRoom.Driver<StreamOp>
      * then (the registration reads the proof it carries there: a host callback's is its own).
      */
     private @Nullable Thread direct;
+    /** The position of the close's shutdown entry; {@code Long.MAX_VALUE} until the close publishes it. */
+    private volatile long shutdownAt = Long.MAX_VALUE;
     /** The position after the last work entry appended: what a wait for the work so far requires. */
     private final AtomicLong workThrough = new AtomicLong();
     /** The flag-write entries, made once per slot, in chunks of 1,024 made on first use. */
@@ -158,8 +160,13 @@ public final class CombinedSubmission implements SubmissionRoom.Driver<StreamOp>
 
     // ---- callers ------------------------------------------------------------------------------
 
-    /** Appends {@code op} (its checks done, its lifetimes entered) and returns; drains if nobody else does. */
-    public void append(StreamOp op) {
+    /**
+     * Appends {@code op} (its checks done, its lifetimes entered) and returns; drains if nobody else
+     * does. Returns false if the entry came after the close's shutdown: it is then discarded by the
+     * drainer ({@link StreamOp#finish}{@code (false)}, no driver call), and the caller reports the
+     * stream closed, as a call after the close (see {@link #appendShutdown} for the ordering).
+     */
+    public boolean append(StreamOp op) {
         if (op.isWork() && queue.queued() >= RING / 2) {
             awaitWorkBound();
         }
@@ -170,12 +177,40 @@ public final class CombinedSubmission implements SubmissionRoom.Driver<StreamOp>
         } else {
             p = queue.append(op);
         }
-        if (op.isWork()) {
+        if (op.isWork()) { // counted even behind the shutdown: an event taken then is beyond the close's drain
             long seen;
             while ((seen = workThrough.get()) <= p && !workThrough.compareAndSet(seen, p + 1)) {
                 // raced another work append of this stream: retry to the maximum
             }
         }
+        return !(stream.port().isClosed() && p > shutdownPosition()); // false: behind the shutdown, discarded
+    }
+
+    /**
+     * The close's last entry (the backend's shutdown), appended after the stream was marked closed.
+     * Ordering with a caller racing the close: the close marks the stream closed (a volatile write),
+     * then claims the shutdown's position (XADD on the queue's tail) and publishes it
+     * ({@link #shutdownAt}, volatile); a caller claims its position (XADD), then reads whether the
+     * stream is closed. If the caller's position is above the shutdown's, its XADD came after the
+     * close's in the tail's order, so after the closed mark: it reads closed, waits for the
+     * shutdown's position (published a few instructions after the close's XADD; enqueue does not
+     * drain) and finds itself behind it. A caller that reads open is ahead of the shutdown. The
+     * drainer, which submits in position order, discards every entry behind the shutdown (it learns
+     * the position from the shutdown entry itself, or from {@link #shutdownAt}).
+     */
+    public void appendShutdown(Runnable backendShutdown) {
+        long s = queue.enqueue(new Shutdown(backendShutdown));
+        shutdownAt = s;
+        drainSafely();
+    }
+
+    /** The shutdown's position once the close has published it (a racing caller waits a few instructions for it). */
+    private long shutdownPosition() {
+        long s;
+        while ((s = shutdownAt) == Long.MAX_VALUE) {
+            Thread.onSpinWait();
+        }
+        return s;
     }
 
     /**
@@ -298,8 +333,13 @@ public final class CombinedSubmission implements SubmissionRoom.Driver<StreamOp>
     @Override
     public void submit(StreamOp op, long position) {
         boolean ok = false;
+        if (op instanceof Shutdown) {
+            shutdownAt = position; // the drainer's own record of it (the close publishes it too)
+        }
         try {
-            if (!discarding() || op instanceof Shutdown) {
+            if (position > shutdownAt) {
+                // behind the close's shutdown: a call that raced the close, told so at its append
+            } else if (!discarding() || op instanceof Shutdown) {
                 String fault = op.submit(position);
                 if (fault == null) {
                     ok = true;
@@ -417,11 +457,6 @@ public final class CombinedSubmission implements SubmissionRoom.Driver<StreamOp>
                 return stream.backendHostCallback(callback) ? null : "cuLaunchHostFunc refused by the driver";
             }
         };
-    }
-
-    /** The backend's shutdown, for the close: behind every entry appended before it, run even on a dead stream. */
-    public StreamOp shutdown(Runnable backendShutdown) {
-        return new Shutdown(backendShutdown);
     }
 
     private static final class Shutdown extends StreamOp {

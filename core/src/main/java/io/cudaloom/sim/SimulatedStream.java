@@ -196,8 +196,11 @@ public final class SimulatedStream extends GpuStream {
                 }
                 c.run();
             }, uses);
-            SimulatedDevice.API.append(this, op);
-            appended = true;
+            boolean taken = SimulatedDevice.API.append(this, op);
+            appended = true; // the entry exits the lifetimes now, taken or not
+            if (!taken) {
+                throw closed(); // raced the close and came after it
+            }
         } finally {
             if (!appended) {
                 for (int i = 0; i < entered; i++) {
@@ -367,7 +370,9 @@ public final class SimulatedStream extends GpuStream {
     private void submit(Command c) {
         checkUsable();
         if (SimulatedDevice.API.combining(this)) {
-            SimulatedDevice.API.append(this, new SimOp(this, c, NO_MEMORY));
+            if (!SimulatedDevice.API.append(this, new SimOp(this, c, NO_MEMORY))) {
+                throw closed(); // raced the close and came after it
+            }
             return;
         }
         boolean admitted = SimulatedDevice.API.admit(this); // may park while the stream is full (GpuStream#admit)
