@@ -3,6 +3,7 @@ package io.cudaloom.cuda;
 import static io.cudaloom.cuda.Cuda.check;
 
 import io.cudaloom.GpuKernel;
+import io.cudaloom.protocol.LifetimeGuard;
 import java.util.List;
 import java.util.Objects;
 import jcuda.driver.CUfunction;
@@ -16,6 +17,16 @@ public final class CudaModule implements AutoCloseable {
     /** The module's PTX, where each kernel's parameters are read. */
     private final String ptx;
     private volatile boolean unloaded;
+    /**
+     * The launches of this module's kernels from their call until their driver call has returned
+     * (or they were discarded): with submission by combining a launch waits in its stream's queue
+     * after the call returns, and the drainer calls {@code cuLaunchKernel} with the kernel's
+     * function later, on its own thread. So {@link #close()} closes this guard, and the unload
+     * (which invalidates every function of the module) runs only after the last launch in it has
+     * left: no driver call uses a function of an unloaded module. A launch made after the close is
+     * refused ({@link #enterLaunch}).
+     */
+    private final LifetimeGuard launches = new LifetimeGuard();
 
     CudaModule(CudaDevice device, String ptx) {
         this.device = device;
@@ -75,18 +86,52 @@ public final class CudaModule implements AutoCloseable {
         return new CudaKernel(this, f, name, params);
     }
 
+    /**
+     * Admits a launch of one of this module's kernels, until its {@link #exitLaunch()} after its
+     * driver call returned or it was discarded.
+     *
+     * @throws IllegalStateException if the module was unloaded (closed)
+     */
+    void enterLaunch(String kernel) {
+        if (!launches.enter()) {
+            throw new IllegalStateException("kernel " + kernel + ": its module was unloaded");
+        }
+    }
+
+    /** Ends a launch admitted by {@link #enterLaunch}. */
+    void exitLaunch() {
+        launches.exit();
+    }
+
+    /**
+     * Unloads the module: at once if no launch of its kernels is queued or inside its driver call,
+     * else once the last one has left (on the device's releaser thread, never on the thread of the
+     * drainer that made that launch, which may be the reactor's scanner). Idempotent.
+     */
     @Override
     public void close() {
         if (!unloaded) {
             unloaded = true;
-            if (device.enterToFree()) { // else the context's release (or reset) unloads it
-                try {
-                    JCudaDriver.cuCtxSetCurrent(device.contextHandle());
-                    JCudaDriver.cuModuleUnload(module);
-                } finally {
-                    device.exitContext();
+            Thread closer = Thread.currentThread();
+            launches.close(() -> {
+                if (Thread.currentThread() == closer) {
+                    unload();
+                } else {
+                    CudaDevice.API.releaseOffCaller(device, this::unload);
                 }
+            });
+        }
+    }
+
+    private void unload() {
+        if (device.enterToFree()) { // else the context's release (or reset) unloads it
+            try {
+                JCudaDriver.cuCtxSetCurrent(device.contextHandle());
+                JCudaDriver.cuModuleUnload(module);
+            } finally {
+                device.exitContext();
             }
         }
     }
+
 }

@@ -115,13 +115,19 @@ public final class CudaStream extends GpuStream {
         int entered = enterBuffers(args);
         try {
             Pointer params = KernelArgs.pack(kernel.name(), args);
-            boolean admitted = admitWork();
+            kernel.module().enterLaunch(kernel.name()); // the module stays loaded until the call returned
+            boolean admitted;
             int r;
             try {
-                r = cuLaunchKernel(kernel.function(), gridX, gridY, gridZ, blockX, blockY, blockZ, sharedBytes,
-                        stream.raw(), params, null);
+                admitted = admitWork();
+                try {
+                    r = cuLaunchKernel(kernel.function(), gridX, gridY, gridZ, blockX, blockY, blockZ, sharedBytes,
+                            stream.raw(), params, null);
+                } finally {
+                    stream.exit();
+                }
             } finally {
-                stream.exit();
+                kernel.module().exitLaunch();
             }
             if (r != CUresult.CUDA_SUCCESS) {
                 CudaDevice.API.submissionFailed(this, admitted);
@@ -484,9 +490,12 @@ public final class CudaStream extends GpuStream {
             int blockZ, int sharedBytes, Object[] args) {
         int entered = enterBuffers(args);
         boolean appended = false;
+        boolean inModule = false;
         try {
             checkUsable();
             Pointer params = KernelArgs.pack(kernel.name(), args);
+            kernel.module().enterLaunch(kernel.name()); // exited by the entry once drained or discarded (finish)
+            inModule = true;
             boolean taken = CudaDevice.API.append(this, new LaunchOp(kernel, gridX, gridY, gridZ, blockX, blockY, blockZ,
                     sharedBytes, params, args, entered));
             appended = true; // the entry exits the lifetimes now, taken or not
@@ -496,6 +505,9 @@ public final class CudaStream extends GpuStream {
         } finally {
             if (!appended) {
                 exitBuffers(args, entered);
+                if (inModule) {
+                    kernel.module().exitLaunch();
+                }
             }
         }
     }
@@ -624,6 +636,7 @@ public final class CudaStream extends GpuStream {
                 }
             }
             exitBuffers(args, entered);
+            kernel.module().exitLaunch(); // after the driver call returned: the module may be unloaded now
         }
     }
 

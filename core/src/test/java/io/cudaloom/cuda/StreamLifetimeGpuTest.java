@@ -123,6 +123,34 @@ class StreamLifetimeGpuTest {
         assertEquals(0, device.callsAdmittedAfterRelease());
     }
 
+    /**
+     * A module closed while launches of its kernels still wait in their stream's queue (behind a
+     * 100 ms kernel, more launches than the stream's room in the driver): they all run, and the
+     * module is unloaded after the last one was submitted, not under it (before this guard the
+     * drainer's {@code cuLaunchKernel} on a function of the unloaded module crashed the process in
+     * libcuda); a launch after the close is refused by name.
+     */
+    @Test
+    void aModuleClosedUnderQueuedLaunchesIsUnloadedAfterThem(CudaDevice device) throws Exception {
+        int launches = 2_000; // well above the admission limit (256): most wait in the queue, in Java
+        Kernels k = Kernels.load(device);
+        try (CudaStream s = device.newStream()) {
+            k.launchSpin(s, 100_000_000L);
+            for (int i = 0; i < launches; i++) {
+                k.launchEmpty(s);
+            }
+            long queued = s.workInFlight();
+            k.close(); // the module's unload waits for the launches queued in it
+            IllegalStateException refused = assertThrows(IllegalStateException.class, () -> k.launchEmpty(s));
+            assertTrue(refused.getMessage().contains("its module was unloaded"), refused.getMessage());
+            s.await();
+            System.out.printf("StreamLifetimeGpuTest: module closed with %,d entries in flight on its stream; all ran%n",
+                    queued);
+            assertTrue(queued > 256, "premise: launches were still queued at the close: " + queued);
+            assertNull(device.fault());
+        }
+    }
+
     private static long freeDeviceMemory(CudaDevice device) {
         long[] free = new long[1];
         long[] total = new long[1];
