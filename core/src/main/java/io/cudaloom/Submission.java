@@ -20,14 +20,21 @@ public enum Submission {
      */
     COMBINING;
 
-    /** The system property that picks the default ({@code DIRECT} or {@code COMBINING}; unset: {@code COMBINING}). */
+    /** The system property that picks the default ({@code DIRECT} or {@code COMBINING}; unset: {@code DIRECT}). */
     public static final String PROPERTY = "cudaloom.submission";
 
-    /** The default: the system property {@value #PROPERTY} if set, else {@link #COMBINING}. */
+    /**
+     * The default: the system property {@value #PROPERTY} if set, else {@link #DIRECT}. Combining is
+     * not the default yet: on the H100 (s12-run10/12, docs/issue37/s12-run10-15-h100) it cut the
+     * CPU per completion (the demo's 64.1 us to 35.9 us, the 10 us sweep's 26.4 us to 15.1 us) but
+     * halved the completions/s (169,736 to 78,673; 367,055 to 167,319): the drainer stops when the
+     * stream's room is used up and room comes back only when a proof lands, which then covers
+     * everything drained, so the driver's queue empties between refills.
+     */
     static Submission defaultMode() {
         String v = System.getProperty(PROPERTY);
         if (v == null || v.isBlank()) {
-            return COMBINING;
+            return DIRECT;
         }
         try {
             return valueOf(v.trim().toUpperCase(java.util.Locale.ROOT));
