@@ -363,10 +363,9 @@ public final class GpuEvent {
     // ---- open stream or closed: the reactor, or the stream's drain ---------------------------------
 
     /**
-     * The blocking wait: the reactor's while the stream is open, else the drain's. A wait the
-     * reactor refuses because the stream closed meanwhile (the closed-stream check, or both the
-     * flag write and the host callback refused by a stream that has stopped taking them) goes to
-     * the drain, which re-checks the rest. Returns false only when timed and the time ran out.
+     * The blocking wait: the one wait of the reactor ({@code BlockingWait.acquire}), which serves a
+     * closed stream's events from its drain, routed by the stream's state. Returns false only when
+     * timed and the time ran out.
      */
     private boolean awaitWork(boolean interruptible, boolean timed, long nanos) throws InterruptedException {
         ResourceLedger ledger = stream.device().ledger;
@@ -379,29 +378,7 @@ public final class GpuEvent {
     }
 
     private boolean awaitCounted(boolean interruptible, boolean timed, long nanos) throws InterruptedException {
-        StreamDrain drain = stream.drainAfterClose();
-        long start = timed ? System.nanoTime() : 0L;
-        if (drain == null) {
-            try {
-                return reactor.await(stream, required, interruptible, timed, nanos);
-            } catch (IllegalStateException refused) {
-                if (refused instanceof ReactorClosedException || (drain = stream.drainAfterClose()) == null) {
-                    throw refused;
-                }
-                if (timed) {
-                    nanos = Math.max(0L, nanos - (System.nanoTime() - start));
-                }
-            }
-        }
-        if (reactor.isClosed()) {
-            throw reactor.state().closedFailure();
-        }
-        if (knownComplete()) {
-            return true;
-        }
-        reactor.checks().checkMayBlock(stream.port());
-        checkCovered(drain);
-        return drain.await(interruptible, timed, nanos);
+        return reactor.awaitEvent(stream, required, interruptible, timed, nanos); // routed by the stream's state there
     }
 
     /**
