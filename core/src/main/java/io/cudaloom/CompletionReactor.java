@@ -251,9 +251,35 @@ public final class CompletionReactor {
         return blockingWait.await(stream.port(), required, interruptible, timed, nanos);
     }
 
-    /** Non-blocking registration of {@link GpuEvent#subscribe}, {@link GpuEvent#toCompletableFuture} and {@link GpuEvent#onComplete}. */
+    /** Non-blocking registration on an open stream ({@link GpuStream}'s own, which route a closed stream themselves). */
     Registration register(GpuStream stream, Consumer<@Nullable RuntimeException> onDone) {
         return register(stream.port(), onDone);
+    }
+
+    /**
+     * Non-blocking registration of {@link GpuEvent#subscribe}, {@link GpuEvent#toCompletableFuture}
+     * and {@link GpuEvent#onComplete}, routed by the stream's state: null when the stream is closed
+     * (read before registering, or found closed by a registration its backend refused), and the
+     * caller then subscribes to its drain, published before that state.
+     *
+     * @throws ReactorClosedException if this reactor is closed
+     */
+    @Nullable Registration registerEvent(GpuStream stream, Consumer<@Nullable RuntimeException> onDone) {
+        if (stream.isClosed()) {
+            return null;
+        }
+        try {
+            return register(stream.port(), onDone);
+        } catch (ReactorClosedException closed) {
+            throw closed;
+        } catch (IllegalStateException refused) {
+            // Registrar reports a refused flag write and host callback by this exception: a stream
+            // that closed while registering is routed by its state, as above.
+            if (stream.isClosed()) {
+                return null;
+            }
+            throw refused;
+        }
     }
 
     /** The same, for a part that holds the stream's port (StreamDrain's registration). */

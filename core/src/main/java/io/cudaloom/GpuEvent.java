@@ -383,7 +383,7 @@ public final class GpuEvent {
 
     /**
      * The non-blocking registration: the reactor's while the stream is open, else a subscription
-     * to the drain (falling back to it as {@link #awaitWork} does).
+     * to the drain, routed by the stream's state (CompletionReactor.registerEvent).
      *
      * @throws ReactorClosedException if the reactor is closed ({@code deliver} will never run)
      * @throws IllegalStateException if the reactor refuses, or the drain does not cover this event
@@ -414,15 +414,14 @@ public final class GpuEvent {
     }
 
     private Registration registerCounted(Consumer<@Nullable RuntimeException> deliver) {
-        StreamDrain drain = stream.drainAfterClose();
+        StreamDrain drain = stream.drainAfterClose(); // the stream's state, read once
         if (drain == null) {
-            try {
-                return reactor.register(stream, deliver);
-            } catch (IllegalStateException refused) {
-                if (refused instanceof ReactorClosedException || (drain = stream.drainAfterClose()) == null) {
-                    throw refused;
-                }
+            Registration registered = reactor.registerEvent(stream, deliver);
+            if (registered != null) {
+                return registered;
             }
+            // Closed since that read (the facade read its state): the drain was published before.
+            drain = Objects.requireNonNull(stream.drainAfterClose(), "a closed stream's drain");
         }
         if (reactor.isClosed()) {
             throw reactor.state().closedFailure();
