@@ -15,11 +15,12 @@ import java.util.concurrent.locks.LockSupport;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The blocking wait behind every {@link GpuEvent} await: one entry with mode flags ({@link #await},
- * as AQS's {@code acquire}), the checks before registering done once
- * ({@link RegistrationChecks#precheck}), then register, optionally spin on the waiter's own flag,
- * and park until the waiter's own ticket is delivered or the registration is withdrawn (timeout,
- * interrupt).
+ * The blocking wait behind every {@link GpuEvent} await: one method with mode flags
+ * ({@link #acquire}, as AQS's {@code acquire}: timed, interruptible, the waiter's own slot or
+ * coalesced, a closed stream's drain), the checks before registering done once
+ * ({@link RegistrationChecks#examine}), then register, optionally spin on the flag, and park until
+ * the waiter's own ticket is delivered or the registration is withdrawn (timeout, interrupt). Its
+ * algorithm is written as pseudo-code at the head of {@link #acquire}.
  *
  * <p>Whether and how it spins is its {@link SpinPolicy}'s decision ({@link SpinPolicy.Predictive}
  * by default: the spin budget and its reasons are there), from what the waiter knows: the stream's
