@@ -87,6 +87,31 @@ final class BackendHooks implements BackendAccess.Hooks {
     }
 
     @Override
+    public long required(GpuStream stream) {
+        return stream.required();
+    }
+
+    @Override
+    public boolean combining(GpuStream stream) {
+        return stream.combining();
+    }
+
+    @Override
+    public boolean append(GpuStream stream, io.cudaloom.spi.StreamOp op) {
+        return stream.append(op);
+    }
+
+    @Override
+    public void flush(GpuStream stream) {
+        stream.flush();
+    }
+
+    @Override
+    public long @org.jspecify.annotations.Nullable [] submissionProbe(GpuStream stream) {
+        return stream.submissionProbe();
+    }
+
+    @Override
     public FaultSink faultSink(GpuStream stream) {
         return stream.faultSink();
     }

@@ -215,7 +215,7 @@ public final class CompletionReactor {
         for (ReactorStream s : streams) {
             checks.proveIfIdle(s);
             StreamRecord r = s.record();
-            sum += Math.max(0, r.submissions.get() - r.completedThrough());
+            sum += Math.max(0, s.submissionCount() - r.completedThrough()); // combining: positions appended
         }
         return sum;
     }
@@ -368,6 +368,20 @@ public final class CompletionReactor {
     }
 
 
+
+    /**
+     * Submission by combining ({@link io.cudaloom.reactor.CombinedSubmission#stalled}): the stream's drainer, which holds
+     * the stream exclusively, arms a tracker whose flag write (or host callback) it submits directly
+     * (the stream's flag-write path sees the drainer's thread and bypasses the queue); the proof is the
+     * drainer's, passed in through {@code tracker}. Throws what the registration throws.
+     */
+    void trackDirect(ReactorStream stream, Completion tracker) {
+        long ticket = registrar.tryArm(stream, tracker, false);
+        if (!Registrar.armed(ticket)) {
+            registrar.registerFallback(stream, tracker, FallbackReason.of(ticket), false); // no one's outcome
+        }
+        counters.increment(Counter.TRACKERS);
+    }
 
     /**
      * What to undo if the device is dropped unclosed ({@link UnclosedDeviceReport}): the MXBean and

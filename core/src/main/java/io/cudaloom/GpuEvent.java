@@ -64,7 +64,7 @@ public final class GpuEvent {
     GpuEvent(CompletionReactor reactor, GpuStream stream) {
         this.reactor = reactor;
         this.stream = stream;
-        this.required = stream.submissionCount();
+        this.required = stream.required();
     }
 
     public GpuStream stream() {

@@ -1,5 +1,7 @@
 package io.cudaloom;
 
+import io.cudaloom.reactor.CombinedSubmission;
+import io.cudaloom.reactor.Completion;
 import io.cudaloom.reactor.DeviceFaults;
 import io.cudaloom.reactor.FallbackRegistration;
 import io.cudaloom.reactor.ReactorStream;
@@ -50,6 +52,8 @@ public abstract class GpuStream implements AutoCloseable {
      * before the close, published together (StreamDrain's ordering 1). Read with volatile loads.
      */
     private volatile @Nullable StreamDrain drain;
+    /** Submission by combining ({@link Submission#COMBINING}): the stream's queue; null for {@link Submission#DIRECT}. */
+    private final @Nullable CombinedSubmission combiner;
     /**
      * For cuda-loom's backends only ({@code io.cudaloom.sim}, {@code io.cudaloom.cuda}): the device
      * gives the stream its backend side.
@@ -64,6 +68,12 @@ public abstract class GpuStream implements AutoCloseable {
         this.record = new StreamRecord(reactor.config());
         this.faults = device.faults.sink(port, record);
         this.backend = device.streamBackendOf(this);
+        CombinedSubmission c = reactor.config().submission() == Submission.COMBINING
+                ? new CombinedSubmission(new CombiningHost(), record, reactor.config()) : null;
+        this.combiner = c;
+        if (c != null) {
+            record.onGateOpen(c::gateOpened);
+        }
         reactor.streamOpened(port);
         this.lease = device.ledger.open(LiveResources.Kind.STREAM);
     }
@@ -104,7 +114,7 @@ public abstract class GpuStream implements AutoCloseable {
         ResourceLedger ledger = device.ledger;
         ledger.awaitBegun();
         try {
-            device.reactor().await(this, submissionCount(), true, false, 0L);
+            device.reactor().await(this, required(), true, false, 0L);
         } finally {
             ledger.awaitEnded();
         }
@@ -116,9 +126,27 @@ public abstract class GpuStream implements AutoCloseable {
      * ({@link ReactorConfig.Builder#coalesce}), work enqueued on the raw stream handle behind the
      * library's back must be counted with {@link #noteExternalSubmission()} right after it is
      * enqueued, or a waiter may share a completion that does not cover it.
+     *
+     * <p>With {@link Submission#COMBINING} this is the stream's queue position: every entry takes
+     * one, so the count includes the library's own flag writes and host callbacks (an await's, a
+     * tracker's, a close's), not only work; it counts entries appended, some of which may still wait
+     * in the queue for room in the driver.
      */
     public final long submissionCount() {
-        return record.submissions.get();
+        CombinedSubmission c = combiner;
+        // The drainer arming its direct tracker reads the proof its write carries: what it submitted.
+        return c == null ? record.submissions.get() : c.isDirect() ? c.submitted() : c.appended();
+    }
+
+    /**
+     * What an await, event or memory close made now requires: every work entry appended so far.
+     * Direct: the submission count. Combining: the position after the last work entry appended
+     * ({@link CombinedSubmission#workThrough()}), which the library's own flag writes behind it do
+     * not raise, so an await with no new work since the last one is known complete at once.
+     */
+    final long required() {
+        CombinedSubmission c = combiner;
+        return c == null ? record.submissions.get() : c.workThrough();
     }
 
     /**
@@ -126,8 +154,17 @@ public abstract class GpuStream implements AutoCloseable {
      * {@link #submissionCount()}). It also takes the submission's room in the stream's admission
      * bound ({@link ReactorConfig.Builder#admissionLimit}), so it may park while the stream is full,
      * as a launch does: call it right after each raw enqueue.
+     *
+     * <p>With {@link Submission#COMBINING} it appends one queue position (no driver call) and never
+     * parks; enqueue raw work only on a handle taken from {@code CudaStream.handle()}, which first
+     * drains everything appended before it.
      */
     public final void noteExternalSubmission() {
+        CombinedSubmission c = combiner;
+        if (c != null) {
+            c.append(CombinedSubmission.EXTERNAL); // one position, behind the raw work enqueued before the call
+            return;
+        }
         admit();
         noteSubmission();
     }
@@ -135,6 +172,9 @@ public abstract class GpuStream implements AutoCloseable {
     // ---- what the backends do, through BackendAccess.Hooks (which documents each) --------------
 
     final boolean admit() {
+        if (combiner != null) {
+            return false; // combining: no admission (a backend that calls the driver itself counts its entry in noteSubmission)
+        }
         long waited = record.admit(port);
         if (waited > 0) {
             device.reactor().countAdmissionWait(waited);
@@ -149,12 +189,44 @@ public abstract class GpuStream implements AutoCloseable {
     }
 
     final void noteSubmission() {
+        CombinedSubmission c = combiner;
+        if (c != null) {
+            // Combining, for a backend that made its own driver call: one position, behind the entry
+            // already in the driver (as noteExternalSubmission).
+            c.append(CombinedSubmission.EXTERNAL);
+            return;
+        }
         record.submissions.incrementAndGet();
         record.afterSubmission(port);
     }
 
     final void noteCompletedThrough(long count) {
-        record.completedThrough(count);
+        completedThrough(count);
+    }
+
+    /** Whether this stream submits by combining ({@link Submission#COMBINING}). */
+    final boolean combining() {
+        return combiner != null;
+    }
+
+    /** Appends a backend's work entry (checked, lifetimes entered) to the queue; combining only. */
+    final boolean append(io.cudaloom.spi.StreamOp op) {
+        CombinedSubmission c = Objects.requireNonNull(combiner, "not combining");
+        return c.append(op);
+    }
+
+    /** Waits until everything appended before the call is submitted (combining; no-op otherwise). */
+    final void flush() {
+        CombinedSubmission c = combiner;
+        if (c != null) {
+            c.flush();
+        }
+    }
+
+    /** The combiner's probe: positions submitted, queued, trackers made; null when direct. */
+    final long @Nullable [] submissionProbe() {
+        CombinedSubmission c = combiner;
+        return c == null ? null : new long[] {c.appended(), c.submitted(), c.queued(), c.trackers()};
     }
 
     final FaultSink faultSink() {
@@ -298,8 +370,16 @@ public abstract class GpuStream implements AutoCloseable {
             return;
         }
         lease.run();
-        record.openGate(); // closed: let submitters parked for room through, to find out
-        StreamDrain.shutDown(port, backend::shutdown); // what it throws is logged: close() never throws
+        CombinedSubmission c = combiner;
+        if (c != null) {
+            // Behind every entry appended before the close (the drain's flag write among them); a
+            // call racing the close finds itself behind it and is refused (CombinedSubmission.appendShutdown).
+            c.appendShutdown(() -> StreamDrain.shutDown(port, backend::shutdown));
+            record.openGate();
+        } else {
+            record.openGate(); // closed: let submitters parked for room through, to find out
+            StreamDrain.shutDown(port, backend::shutdown); // what it throws is logged: close() never throws
+        }
         device.reactor().streamClosed(port);
         d.published(); // once the drain has succeeded too, the backend may release the stream (drained())
     }
@@ -309,6 +389,8 @@ public abstract class GpuStream implements AutoCloseable {
      * not yet proven complete by the reactor: an upper bound of the work in flight, since a proof
      * comes only from a flag write, callback or query that landed (an await, a tracker, an idle
      * check). Never more than {@link ReactorConfig#admissionLimit()} plus the entries taken on credit.
+     * With {@link Submission#COMBINING} it counts queue positions (see {@link #submissionCount()}):
+     * the library's own flag writes and host callbacks too, and entries still queued for room.
      *
      * <p>Falls to 0 once the work is done, awaited or not: when the counts show unproven work, the
      * stream is asked once whether it is idle ({@code cuStreamQuery} on CUDA, a microsecond or
@@ -317,7 +399,7 @@ public abstract class GpuStream implements AutoCloseable {
      */
     public long workInFlight() {
         device.reactor().checks().proveIfIdle(port);
-        return Math.max(0, record.submissions.get() - record.completedThrough());
+        return Math.max(0, submissionCount() - record.completedThrough());
     }
 
     // ---- the reactor's bookkeeping ----------------------------------------------------------------
@@ -333,7 +415,7 @@ public abstract class GpuStream implements AutoCloseable {
      * idle stream is correct too: its flag write lands at once).
      */
     boolean hasWorkNotKnownComplete() {
-        return record.submissions.get() > record.completedThrough();
+        return submissionCount() > record.completedThrough(); // combining: positions, so a gauge's idle query proves the trailing flag write too
     }
 
     /** Whether the first {@code required} counted submissions are proven complete (no driver call). */
@@ -343,7 +425,12 @@ public abstract class GpuStream implements AutoCloseable {
 
     /** Records a proof that the first {@code count} counted submissions are complete (see StreamRecord). */
     void completedThrough(long count) {
-        record.completedThrough(count);
+        CombinedSubmission c = combiner;
+        if (c != null) {
+            c.completedThrough(count); // the raise, then the drain (SubmissionRoom's hand-over)
+        } else {
+            record.completedThrough(count);
+        }
     }
 
     StreamRecord record() {
@@ -363,9 +450,18 @@ public abstract class GpuStream implements AutoCloseable {
         if (faults.hasFaulted()) {
             return StreamState.FAULTED;
         }
+        CombinedSubmission c = combiner;
+        // Combining: an idle answer proves only what was submitted before the query; callers read
+        // the count before calling this, so IDLE is answered only if every position appended before
+        // these reads was submitted (CombinedSubmission, one coordinate).
+        long appended = c == null ? 0 : c.appended();
+        long submitted = c == null ? 0 : c.submitted();
         StreamState state = backend.queryState();
         if (state == StreamState.FAULTED) {
             faults.answeredFaulted();
+        }
+        if (state == StreamState.IDLE && submitted < appended) {
+            return StreamState.BUSY;
         }
         return state;
     }
@@ -375,12 +471,28 @@ public abstract class GpuStream implements AutoCloseable {
     }
 
     final boolean enqueueFlagWrite(FlagMemory memory, int slot) {
-        return backend.enqueueFlagWrite(memory, slot);
+        CombinedSubmission c = combiner;
+        if (c == null || c.isDirect()) {
+            return backend.enqueueFlagWrite(memory, slot);
+        }
+        if (isClosed() || faults.hasFaulted()) {
+            return false; // refused at the append only
+        }
+        return c.append(c.flagWrite(memory, slot)); // false: it raced the close and came after it
     }
 
     final boolean enqueueHostCallback(Runnable callback) {
-        return backend.enqueueHostCallback(callback);
+        CombinedSubmission c = combiner;
+        if (c == null || c.isDirect()) {
+            return backend.enqueueHostCallback(callback);
+        }
+        if (isClosed() || faults.hasFaulted()) {
+            return false;
+        }
+        return c.append(c.hostCallback(callback));
     }
+
+
 
     final boolean flagWritesSettled() {
         return backend.flagWritesSettled();
@@ -397,6 +509,39 @@ public abstract class GpuStream implements AutoCloseable {
     /** This stream as the reactor's parts see it. */
     final ReactorStream port() {
         return port;
+    }
+
+    /** What this stream's combiner needs of it (submission by combining). */
+    private final class CombiningHost implements CombinedSubmission.Host {
+        @Override
+        public ReactorStream port() {
+            return port;
+        }
+
+        @Override
+        public boolean backendFlagWrite(FlagMemory memory, int slot) {
+            return backend.enqueueFlagWrite(memory, slot);
+        }
+
+        @Override
+        public boolean backendHostCallback(Runnable callback) {
+            return backend.enqueueHostCallback(callback);
+        }
+
+        @Override
+        public boolean reactorClosed() {
+            return device.reactor().isClosed();
+        }
+
+        @Override
+        public java.util.concurrent.Executor executor() {
+            return device.reactor().callbackExecutor();
+        }
+
+        @Override
+        public void trackDirect(Completion tracker) {
+            device.reactor().trackDirect(port, tracker);
+        }
     }
 
     /** The reactor's view of this stream: forwards to the stream's package-private methods above. */

@@ -48,6 +48,7 @@ public final class ReactorConfig {
     private final boolean scannerDefersToSpinningWaiters;
     private final boolean jmx;
     private final double slowAwaitFactor;
+    private final Submission submission;
 
     private ReactorConfig(Builder b) {
         this.capacity = b.capacity;
@@ -67,6 +68,7 @@ public final class ReactorConfig {
         this.scannerDefersToSpinningWaiters = b.scannerDefersToSpinningWaiters;
         this.jmx = b.jmx;
         this.slowAwaitFactor = b.slowAwaitFactor;
+        this.submission = b.submission;
     }
 
     public static ReactorConfig defaults() {
@@ -93,7 +95,8 @@ public final class ReactorConfig {
                 .waiterPreWake(waiterPreWake)
                 .scannerDefersToSpinningWaiters(scannerDefersToSpinningWaiters)
                 .jmx(jmx)
-                .slowAwaitFactor(slowAwaitFactor);
+                .slowAwaitFactor(slowAwaitFactor)
+                .submission(submission);
     }
 
     public int capacity() { return capacity; }
@@ -106,6 +109,8 @@ public final class ReactorConfig {
     public long faultProbeIntervalNanos() { return faultProbeIntervalNanos; }
     public CompletionStrategy strategy() { return strategy; }
     public boolean coalesce() { return coalesce; }
+    /** How work reaches the driver ({@link Builder#submission}). */
+    public Submission submission() { return submission; }
     /** Work entries a stream may have in flight before a submitter parks ({@link Builder#admissionLimit}). */
     public int admissionLimit() { return admissionLimit; }
     /** Shared flag writes a stream may have pending before waiters gather for the next ({@link Builder#flagWritesInFlight}). */
@@ -127,7 +132,7 @@ public final class ReactorConfig {
                 + ", waiterSpin=" + waiterSpinNanos + "ns (while waiters <= " + waiterSpinMaxWaiters + ")"
                 + ", scannerSpin=" + scannerSpinNanos + "ns, scannerLinger=" + scannerLingerNanos + "ns, scannerPark=" + scannerMinParkNanos
                 + ".." + scannerMaxParkNanos + "ns, faultProbeInterval=" + faultProbeIntervalNanos + "ns"
-                + ", admissionLimit=" + admissionLimit + (coalesce ? ", coalesce (flagWritesInFlight="
+                + ", admissionLimit=" + admissionLimit + (submission == Submission.DIRECT ? ", direct submission" : "") + (coalesce ? ", coalesce (flagWritesInFlight="
                 + flagWritesInFlight + (relayWakeups ? ", relayed wake-ups" : "") + ")" : ", no coalesce") + (waiterPreWake ? "" : ", no pre-wake") + (scannerDefersToSpinningWaiters ? "" : ", no deferral to spinning waiters") + (jmx ? "" : ", no jmx") + "]";
     }
 
@@ -150,8 +155,21 @@ public final class ReactorConfig {
         private boolean scannerDefersToSpinningWaiters = true;
         private boolean jmx = true;
         private double slowAwaitFactor = DEFAULT_SLOW_AWAIT_FACTOR;
+        private Submission submission = Submission.defaultMode();
 
         private Builder() {}
+
+        /**
+         * How a stream's work, flag writes and host callbacks reach the driver: {@link Submission#DIRECT}
+         * (each caller calls the driver, parking for admission while the stream is full) or
+         * {@link Submission#COMBINING} (callers append to the stream's submission queue and return;
+         * one thread per stream drains it). Default: the system property
+         * {@value Submission#PROPERTY}, else {@code COMBINING}.
+         */
+        public Builder submission(Submission submission) {
+            this.submission = Objects.requireNonNull(submission, "submission");
+            return this;
+        }
 
         /**
          * The relative threshold of the JFR event {@code io.cudaloom.SlowAwait}: an await is recorded

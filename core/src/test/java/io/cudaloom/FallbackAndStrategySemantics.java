@@ -74,9 +74,17 @@ abstract class FallbackAndStrategySemantics extends SemanticsSuite {
         });
         awaitParked(device, 1, List.of(waiter));
         ReactorStats s = device.reactor().stats();
-        assertEquals(0, s.registrations(), "the refused write armed nothing: " + s);
-        assertEquals(1, s.fallbacks(), s.toString());
-        assertEquals(0, s.armedNow(), "the claimed slot went back: " + s);
+        if (device.reactor().config().submission() == Submission.COMBINING
+                && device.reactor().config().strategy() == CompletionStrategy.REACTOR) {
+            // Combining takes the write at its append (armed); the drainer, refused by the backend,
+            // makes the same write from the host by a host callback in its place in the stream.
+            assertEquals(1, s.registrations(), "the write was taken at its append: " + s);
+            assertEquals(0, s.fallbacks(), s.toString());
+        } else {
+            assertEquals(0, s.registrations(), "the refused write armed nothing: " + s);
+            assertEquals(1, s.fallbacks(), s.toString());
+            assertEquals(0, s.armedNow(), "the claimed slot went back: " + s);
+        }
         gate.open();
         assertEquals("returned", waiter.result());
         assertEquals(1, device.reactor().stats().completions());

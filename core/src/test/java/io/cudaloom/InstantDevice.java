@@ -46,7 +46,9 @@ final class InstantDevice extends GpuDevice {
         InstantDevice d = new InstantDevice(true, false);
         d.acceptHostCallbacks = false;
         // Not coalescing: a stream with no counted work would then be known complete, never registering.
-        d.startReactor(ReactorConfig.builder().coalesce(false).build(), d::allocateFlags,
+        // Direct submission: combining takes every registration at its append, and a refusal by the
+        // backend at the drain faults the stream (CombinedSubmission), so nothing is refused at the call.
+        d.startReactor(ReactorConfig.builder().coalesce(false).submission(Submission.DIRECT).build(), d::allocateFlags,
                 s -> new InstantStream.Backend((InstantStream) s));
         return d;
     }

@@ -21,7 +21,9 @@ import org.junit.jupiter.api.Test;
  * {@link SimulatedDevice#DEFAULT_QUEUE_ENTRIES} commands and spin a submitter on a full queue as
  * the CUDA driver does ({@link SimulatedDevice#queueFullWaits()}): admission keeps every thread out
  * of a full queue, shared flag writes stay far below one per await under load and are exactly one
- * for a lone waiter, and a stream nobody awaits still returns its permits (trackers).
+ * for a lone waiter, and a stream nobody awaits still returns its permits (trackers). The admission
+ * tests pin {@link Submission#DIRECT} (the path that parks for admission); the combining path's
+ * counterparts are {@link CombinedSubmissionTest}'s.
  */
 class LoadPathTest {
     private static final Duration LONG = Duration.ofSeconds(120);
@@ -69,7 +71,8 @@ class LoadPathTest {
 
     @Test
     void tenThousandVirtualThreadsOnEightStreamsNeverWaitInAFullQueueAndShareFlagWrites() throws Exception {
-        SimulatedDevice device = device(ReactorConfig.builder().capacity(16_384).build(), SimulatedDevice.DEFAULT_QUEUE_ENTRIES);
+        SimulatedDevice device = device(ReactorConfig.builder().capacity(16_384).submission(Submission.DIRECT).build(),
+                SimulatedDevice.DEFAULT_QUEUE_ENTRIES); // admission: the direct path (CombinedSubmissionTest: combining)
         int threads = 10_000;
         load(device, threads, 2, 8);
         ReactorStats s = device.reactor().stats();
@@ -86,7 +89,8 @@ class LoadPathTest {
     void withoutAdmissionTheSameLoadSpinsSubmittersInTheFullQueue() throws Exception {
         // The check above can fail: a queue smaller than the admission bound fills, and the
         // simulated driver spins the submitting threads, as CUDA's does.
-        SimulatedDevice device = device(ReactorConfig.builder().capacity(16_384).admissionLimit(896).build(), 64);
+        SimulatedDevice device = device(ReactorConfig.builder().capacity(16_384).admissionLimit(896)
+                .submission(Submission.DIRECT).build(), 64);
         load(device, 2_000, 1, 2);
         assertTrue(TestAccess.probes(device).queueFullWaits() > 0, "the small queue filled: " + TestAccess.probes(device).queueFullWaits());
     }
@@ -132,7 +136,7 @@ class LoadPathTest {
     @Test
     void aStreamNobodyAwaitsStaysWithinItsBoundAndReturnsItsPermits() throws Exception {
         int limit = 16;
-        SimulatedDevice device = device(ReactorConfig.builder().admissionLimit(limit).build(),
+        SimulatedDevice device = device(ReactorConfig.builder().admissionLimit(limit).submission(Submission.DIRECT).build(),
                 SimulatedDevice.DEFAULT_QUEUE_ENTRIES);
         SimulatedStream stream = device.newStream();
         AtomicLong executed = new AtomicLong();
@@ -155,7 +159,7 @@ class LoadPathTest {
 
     @Test
     void aSubmitterParkedForRoomIsLetThroughByCloseAndKeepsItsInterruptStatus() throws Exception {
-        SimulatedDevice device = device(ReactorConfig.builder().admissionLimit(1).build(),
+        SimulatedDevice device = device(ReactorConfig.builder().admissionLimit(1).submission(Submission.DIRECT).build(),
                 SimulatedDevice.DEFAULT_QUEUE_ENTRIES);
         SimulatedStream stream = device.newStream();
         CountDownLatch running = new CountDownLatch(1);
@@ -188,7 +192,8 @@ class LoadPathTest {
 
     @Test
     void aSubmitterParkedForRoomIsLetThroughByTheDevicesClose() throws Exception {
-        SimulatedDevice device = SimulatedDevice.create(ReactorConfig.builder().admissionLimit(1).build());
+        SimulatedDevice device = SimulatedDevice.create(ReactorConfig.builder().admissionLimit(1)
+                .submission(Submission.DIRECT).build());
         SimulatedStream stream = device.newStream();
         CountDownLatch release = new CountDownLatch(1);
         stream.launch(() -> ReactorTestSupport.awaitUninterruptibly(release));

@@ -359,7 +359,9 @@ class ObservabilityTest {
 
     @Test
     void aRefusedFlagWriteRecordsAFallback() throws Exception {
-        try (InstantDevice device = InstantDevice.create(ReactorConfig.builder().coalesce(false).build())) {
+        // Direct submission: with combining a flag write the backend refuses at the drain faults the stream.
+        try (InstantDevice device = InstantDevice.create(ReactorConfig.builder().coalesce(false)
+                .submission(Submission.DIRECT).build())) {
             InstantStream stream = device.newStream();
             stream.refuseFlagWritesNow = true; // host callbacks are still taken (and run at once)
             List<RecordedEvent> events = record(slowAwaitsOverZeroMs(), stream::await);

@@ -60,8 +60,16 @@ public final class CudaStream extends GpuStream {
      * The raw JCuda handle, for callers mixing raw JCuda in (see CudaDevice on context currency).
      * Valid until {@link #close()}: the library destroys the stream once the work submitted before
      * the close is done, so enqueue nothing on it after the close.
+     *
+     * <p>With {@link io.cudaloom.Submission#COMBINING} launches, copies and memsets are appended to
+     * the stream's submission queue and made later by whichever thread drains it: this method first
+     * waits until everything appended before the call is in the driver's queue, so raw work enqueued
+     * on the handle afterwards is behind it. Work appended by other threads after this call may
+     * still go to the driver before or after yours: take the handle again before each raw batch,
+     * and count raw work with {@link #noteExternalSubmission()}.
      */
     public CUstream handle() {
+        CudaDevice.API.flush(this);
         return stream.raw();
     }
 
@@ -99,6 +107,10 @@ public final class CudaStream extends GpuStream {
         if (kernel.module().device() != device) {
             throw new IllegalArgumentException("kernel " + kernel.name() + " was loaded on "
                     + kernel.module().device().name() + ", not on " + device.name());
+        }
+        if (CudaDevice.API.combining(this)) {
+            appendLaunch(kernel, gridX, gridY, gridZ, blockX, blockY, blockZ, sharedBytes, args);
+            return;
         }
         int entered = enterBuffers(args);
         try {
@@ -177,6 +189,10 @@ public final class CudaStream extends GpuStream {
         WorkChecks.copy(device, src, srcOffset, dst, dstOffset, bytes);
         PinnedBuffer host = (PinnedBuffer) src; // the checks above: allocated by this CUDA device
         DeviceBuffer memory = (DeviceBuffer) dst;
+        if (CudaDevice.API.combining(this)) {
+            appendCopy(host, memory, true, srcOffset, dstOffset, bytes);
+            return;
+        }
         enterBoth(host, memory);
         try {
             CUdeviceptr to = memory.rawPointer().withByteOffset(dstOffset);
@@ -217,6 +233,10 @@ public final class CudaStream extends GpuStream {
         WorkChecks.copy(device, dst, dstOffset, src, srcOffset, bytes);
         DeviceBuffer memory = (DeviceBuffer) src;
         PinnedBuffer host = (PinnedBuffer) dst;
+        if (CudaDevice.API.combining(this)) {
+            appendCopy(host, memory, false, dstOffset, srcOffset, bytes);
+            return;
+        }
         enterBoth(host, memory);
         try {
             Pointer to = host.rawPointer().withByteOffset(dstOffset);
@@ -244,6 +264,22 @@ public final class CudaStream extends GpuStream {
         DeviceBuffer memory = (DeviceBuffer) dst;
         if (!memory.lifetime.enter()) {
             throw memory.closedError();
+        }
+        if (CudaDevice.API.combining(this)) {
+            boolean appended = false;
+            try {
+                checkUsable();
+                boolean taken = CudaDevice.API.append(this, new MemsetOp(memory, value, count));
+                appended = true; // the entry exits the lifetime now, taken or not
+                if (!taken) {
+                    throw refusal(); // raced the close and came after it
+                }
+            } finally {
+                if (!appended) {
+                    memory.lifetime.exit();
+                }
+            }
+            return;
         }
         try {
             CUdeviceptr to = memory.rawPointer();
@@ -340,7 +376,8 @@ public final class CudaStream extends GpuStream {
         }
         int r;
         try {
-            if (isClosed() || CudaDevice.API.faultSink(this).hasFaulted()) {
+            // Combining: the closed check was made at the append (entries appended before a close are submitted after it).
+            if ((isClosed() && !CudaDevice.API.combining(this)) || CudaDevice.API.faultSink(this).hasFaulted()) {
                 return false;
             }
             cuCtxSetCurrent(device.contextHandle());
@@ -365,7 +402,7 @@ public final class CudaStream extends GpuStream {
         }
         int r;
         try {
-            if (isClosed() || CudaDevice.API.faultSink(this).hasFaulted()) {
+            if ((isClosed() && !CudaDevice.API.combining(this)) || CudaDevice.API.faultSink(this).hasFaulted()) {
                 return false;
             }
             cuCtxSetCurrent(device.contextHandle());
@@ -392,6 +429,10 @@ public final class CudaStream extends GpuStream {
      * returns at once, and the destroy follows when the synchronize returns (when the work is done,
      * which is when the destroy would come anyway), run by the synchronizing thread.
      *
+     * <p>With {@link io.cudaloom.Submission#COMBINING} it first waits until everything appended to
+     * the stream's submission queue before the call has been submitted (which may wait for room,
+     * that is for earlier work to complete), then synchronizes.
+     *
      * @throws GpuFaultException if the stream's context has faulted
      * @throws IllegalStateException if the stream is closed
      * @throws io.cudaloom.ReactorClosedException if the device is closed
@@ -399,6 +440,7 @@ public final class CudaStream extends GpuStream {
     @org.jetbrains.annotations.Blocking
     public void synchronize() {
         long counted = submissionCount(); // before the call: all of it is done once it returns
+        CudaDevice.API.flush(this); // combining: everything counted above is in the driver's queue first
         enter();
         int r;
         try {
@@ -433,6 +475,226 @@ public final class CudaStream extends GpuStream {
         }
         noteDriverResult(r);
         return false;
+    }
+
+    // ---- submission by combining ----------------------------------------------------------------
+
+    /** Combining: the launch's checks done; enters the buffers' lifetimes, packs the arguments, appends. */
+    private void appendLaunch(CudaKernel kernel, int gridX, int gridY, int gridZ, int blockX, int blockY,
+            int blockZ, int sharedBytes, Object[] args) {
+        int entered = enterBuffers(args);
+        boolean appended = false;
+        try {
+            checkUsable();
+            Pointer params = KernelArgs.pack(kernel.name(), args);
+            boolean taken = CudaDevice.API.append(this, new LaunchOp(kernel, gridX, gridY, gridZ, blockX, blockY, blockZ,
+                    sharedBytes, params, args, entered));
+            appended = true; // the entry exits the lifetimes now, taken or not
+            if (!taken) {
+                throw refusal(); // raced the close and came after it
+            }
+        } finally {
+            if (!appended) {
+                exitBuffers(args, entered);
+            }
+        }
+    }
+
+    /** Combining: a copy's checks done; enters both lifetimes, appends. */
+    private void appendCopy(PinnedBuffer host, DeviceBuffer memory, boolean toDevice, long hostOffset, long deviceOffset,
+            long bytes) {
+        enterBoth(host, memory);
+        boolean appended = false;
+        try {
+            checkUsable();
+            boolean taken = CudaDevice.API.append(this, new CopyOp(host, memory, toDevice, hostOffset, deviceOffset, bytes));
+            appended = true; // the entry exits the lifetimes now, taken or not
+            if (!taken) {
+                throw refusal(); // raced the close and came after it
+            }
+        } finally {
+            if (!appended) {
+                memory.lifetime.exit();
+                host.lifetime.exit();
+            }
+        }
+    }
+
+    /** A work call is refused at the call (nothing appended) once the device or stream is closed or the stream faulted. */
+    private void checkUsable() {
+        if (device.isClosed() || isClosed() || CudaDevice.API.faultSink(this).hasFaulted()) {
+            throw refusal();
+        }
+    }
+
+    /**
+     * A work entry of the submission queue: made by the drainer inside the handle's guard with the
+     * context current; a driver error is the stream's fault, naming the call and the error
+     * ({@code cuLaunchKernel(scale_f32) failed: CUDA_ERROR_...}). A handle the guard refuses was
+     * released (after the close's drain, or by the device's release): the entry is dropped, as work
+     * that raced the close. The lifetimes entered at the call are exited in {@code finish}, after the
+     * driver call (stream-ordered frees: queued work keeps its memory).
+     */
+    private abstract class CudaOp extends io.cudaloom.spi.StreamOp {
+        private boolean made;
+
+        CudaOp() {
+            super(true);
+        }
+
+        /** The driver call itself (the context is current, the guard held). */
+        abstract int call();
+
+        /** The call's name for a fault's message. */
+        abstract String name();
+
+        @Override
+        public @org.jspecify.annotations.Nullable String submit(long position) {
+            if (!stream.enter()) {
+                return null; // released: dropped (see above)
+            }
+            int r;
+            try {
+                r = cuCtxSetCurrent(device.contextHandle());
+                if (r == CUresult.CUDA_SUCCESS) {
+                    r = call();
+                }
+            } finally {
+                stream.exit();
+            }
+            if (r != CUresult.CUDA_SUCCESS) {
+                return name() + " failed: " + Cuda.errorName(r);
+            }
+            made = true;
+            return null;
+        }
+
+        /** Whether the driver took the entry (so its memory was used on the stream). */
+        final boolean made(boolean submitted) {
+            return submitted && made;
+        }
+    }
+
+    private final class LaunchOp extends CudaOp {
+        private final CudaKernel kernel;
+        private final int gridX;
+        private final int gridY;
+        private final int gridZ;
+        private final int blockX;
+        private final int blockY;
+        private final int blockZ;
+        private final int sharedBytes;
+        private final Pointer params;
+        private final Object[] args;
+        private final int entered;
+
+        LaunchOp(CudaKernel kernel, int gridX, int gridY, int gridZ, int blockX, int blockY, int blockZ,
+                int sharedBytes, Pointer params, Object[] args, int entered) {
+            this.kernel = kernel;
+            this.gridX = gridX;
+            this.gridY = gridY;
+            this.gridZ = gridZ;
+            this.blockX = blockX;
+            this.blockY = blockY;
+            this.blockZ = blockZ;
+            this.sharedBytes = sharedBytes;
+            this.params = params;
+            this.args = args;
+            this.entered = entered;
+        }
+
+        @Override
+        int call() {
+            return cuLaunchKernel(kernel.function(), gridX, gridY, gridZ, blockX, blockY, blockZ, sharedBytes,
+                    stream.raw(), params, null);
+        }
+
+        @Override
+        String name() {
+            return "cuLaunchKernel(" + kernel.name() + ")";
+        }
+
+        @Override
+        public void finish(boolean submitted) {
+            if (made(submitted) && entered > 0) {
+                for (Object a : args) {
+                    if (a instanceof DeviceBuffer b) {
+                        b.lifetime.usedOn(CudaStream.this);
+                    }
+                }
+            }
+            exitBuffers(args, entered);
+        }
+    }
+
+    private final class CopyOp extends CudaOp {
+        private final PinnedBuffer host;
+        private final DeviceBuffer memory;
+        private final boolean toDevice;
+        private final long hostOffset;
+        private final long deviceOffset;
+        private final long bytes;
+
+        CopyOp(PinnedBuffer host, DeviceBuffer memory, boolean toDevice, long hostOffset, long deviceOffset, long bytes) {
+            this.host = host;
+            this.memory = memory;
+            this.toDevice = toDevice;
+            this.hostOffset = hostOffset;
+            this.deviceOffset = deviceOffset;
+            this.bytes = bytes;
+        }
+
+        @Override
+        int call() {
+            CUdeviceptr d = memory.rawPointer().withByteOffset(deviceOffset);
+            Pointer h = host.rawPointer().withByteOffset(hostOffset);
+            return toDevice ? cuMemcpyHtoDAsync(d, h, bytes, stream.raw()) : cuMemcpyDtoHAsync(h, d, bytes, stream.raw());
+        }
+
+        @Override
+        String name() {
+            return toDevice ? "cuMemcpyHtoDAsync" : "cuMemcpyDtoHAsync";
+        }
+
+        @Override
+        public void finish(boolean submitted) {
+            if (made(submitted)) {
+                host.lifetime.usedOn(CudaStream.this);
+                memory.lifetime.usedOn(CudaStream.this);
+            }
+            memory.lifetime.exit();
+            host.lifetime.exit();
+        }
+    }
+
+    private final class MemsetOp extends CudaOp {
+        private final DeviceBuffer memory;
+        private final int value;
+        private final long count;
+
+        MemsetOp(DeviceBuffer memory, int value, long count) {
+            this.memory = memory;
+            this.value = value;
+            this.count = count;
+        }
+
+        @Override
+        int call() {
+            return cuMemsetD32Async(memory.rawPointer(), value, count, stream.raw());
+        }
+
+        @Override
+        String name() {
+            return "cuMemsetD32Async";
+        }
+
+        @Override
+        public void finish(boolean submitted) {
+            if (made(submitted)) {
+                memory.lifetime.usedOn(CudaStream.this);
+            }
+            memory.lifetime.exit();
+        }
     }
 
     // ---- helpers ------------------------------------------------------------------------------

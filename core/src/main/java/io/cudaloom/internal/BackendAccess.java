@@ -162,6 +162,33 @@ public final class BackendAccess {
         void noteCompletedThrough(GpuStream stream, long count);
 
         /**
+         * Whether {@code stream} submits by combining ({@code Submission.COMBINING}): then a work call,
+         * after its checks and with its memory lifetimes entered, makes a {@link io.cudaloom.spi.StreamOp} and
+         * {@link #append}s it instead of calling the driver ({@link #admit} and
+         * {@link #noteSubmission} are not used), and the backend's flag write and host callback skip
+         * their closed check (the stream checked it at the append; the drainer submits the entries
+         * appended before a close after it).
+         */
+        boolean combining(GpuStream stream);
+
+        /** What a wait for the work appended to {@code stream} so far requires (its count, or the position after its last work entry when combining). */
+        long required(GpuStream stream);
+
+        /**
+         * Appends {@code op} to the stream's submission queue and returns (combining only); never parks
+         * for room. False: the call raced the stream's close and came after it; the entry is discarded
+         * by the drainer (its {@code finish(false)} exits its lifetimes: the caller must not), and the
+         * caller throws the closed stream's exception.
+         */
+        boolean append(GpuStream stream, io.cudaloom.spi.StreamOp op);
+
+        /** Waits until everything appended to the stream before the call is submitted (combining; no-op otherwise). */
+        void flush(GpuStream stream);
+
+        /** For tests: {appended, submitted, queued, trackers} of a combining stream, null for a direct one. */
+        long @org.jspecify.annotations.Nullable [] submissionProbe(GpuStream stream);
+
+        /**
          * Where to report that {@code stream} faulted, and ask whether it has: the device's fault
          * owner keeps the fault (the first report wins), so the backend keeps no copy. Report a
          * fault before {@link StreamBackend#queryState()} answers {@code FAULTED}; throw

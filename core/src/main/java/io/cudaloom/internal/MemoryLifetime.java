@@ -158,7 +158,7 @@ public final class MemoryLifetime {
         long[] required = new long[used.length];
         int pending = 0;
         for (int i = 0; i < used.length; i++) {
-            required[i] = used[i].submissionCount(); // >= every use on it: each was counted before its exit
+            required[i] = hooks.required(used[i]); // >= every use on it: each was counted before its exit
             if (!hooks.isKnownComplete(used[i], required[i])) {
                 pending++;
             }

@@ -177,6 +177,22 @@ public final class SubmissionQueue<T> {
         }
     }
 
+    /**
+     * Appends {@code op} and returns its position, without draining: for a thread that must not
+     * make driver calls (a host callback, the stream's own worker), which then has {@link #drain}
+     * called by a thread that may. Ordering 1 as for {@link #append}: the store happens-before
+     * whatever that thread's {@code drain()} increments, so the operation is not stranded.
+     */
+    public long enqueue(T op) {
+        Objects.requireNonNull(op, "op");
+        long p = tail.getAndIncrement();
+        if (p - head >= ring.length()) {
+            awaitSlot(p);
+        }
+        ring.setRelease((int) p & mask, op);
+        return p;
+    }
+
     /** The number of operations appended or being appended: a requirement that covers every one appended before this read. */
     public long appended() {
         return tail.get();

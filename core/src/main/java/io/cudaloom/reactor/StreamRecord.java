@@ -213,7 +213,24 @@ public final class StreamRecord {
         if (!gateOpen) {
             gateOpen = true; // volatile: a submitter that acquires after this release sees it
             room.release(MAX_RELEASE);
+            Runnable listener = gateListener;
+            if (listener != null) {
+                listener.run();
+            }
         }
+    }
+
+    /** Run once by {@link #openGate}, after the gate opened (submission by combining drains then). */
+    private volatile @Nullable Runnable gateListener;
+
+    /** Has {@code listener} run when the gate opens (once; set before the stream is handed out). */
+    public void onGateOpen(Runnable listener) {
+        this.gateListener = listener;
+    }
+
+    /** Whether the gate is open: the stream closed or faulted, or its device closed. */
+    public boolean gateOpen() {
+        return gateOpen;
     }
 
     /** A fair semaphore that can also lend a permit it does not have. */

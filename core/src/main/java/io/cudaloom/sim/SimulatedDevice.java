@@ -59,8 +59,14 @@ public final class SimulatedDevice extends GpuDevice {
     private final java.util.concurrent.atomic.LongAdder queueFullWaits = new java.util.concurrent.atomic.LongAdder();
     private final java.util.concurrent.atomic.LongAdder queueFullNanos = new java.util.concurrent.atomic.LongAdder();
 
-    private SimulatedDevice(int queueEntries) {
+    /** The modelled cost of one submission, spent holding {@link #driverLock} (0: no lock taken). */
+    private final long submissionCostNanos;
+    /** The driver's per-context lock, modelled: every submission of the device holds it for its cost. */
+    private final java.util.concurrent.locks.ReentrantLock driverLock = new java.util.concurrent.locks.ReentrantLock();
+
+    private SimulatedDevice(int queueEntries, long submissionCostNanos) {
         this.queueEntries = queueEntries;
+        this.submissionCostNanos = submissionCostNanos;
     }
 
     public static SimulatedDevice create() {
@@ -78,11 +84,28 @@ public final class SimulatedDevice extends GpuDevice {
      * @throws IllegalArgumentException if {@code queueEntries} is below 1
      */
     public static SimulatedDevice create(ReactorConfig config, int queueEntries) {
+        return create(config, queueEntries, java.time.Duration.ZERO);
+    }
+
+    /**
+     * A simulated device whose streams each queue at most {@code queueEntries} commands, and whose
+     * every submission (a kernel, copy, memset, flag write or host callback handed to a stream's
+     * queue) holds a device-wide lock for {@code submissionCost}, spent busy (no park): a model of
+     * the CUDA driver's per-context lock, which serializes the submissions of every thread of the
+     * context. Zero (the default): no lock is taken.
+     *
+     * @throws IllegalArgumentException if {@code queueEntries} is below 1 or the cost is negative or over 10 ms
+     */
+    public static SimulatedDevice create(ReactorConfig config, int queueEntries, java.time.Duration submissionCost) {
         Objects.requireNonNull(config, "config");
+        Objects.requireNonNull(submissionCost, "submissionCost");
+        if (submissionCost.isNegative() || submissionCost.compareTo(java.time.Duration.ofMillis(10)) > 0) {
+            throw new IllegalArgumentException("submissionCost must be between 0 and 10 ms, was " + submissionCost);
+        }
         if (queueEntries < 1) {
             throw new IllegalArgumentException("queueEntries must be >= 1, was " + queueEntries);
         }
-        SimulatedDevice device = new SimulatedDevice(queueEntries);
+        SimulatedDevice device = new SimulatedDevice(queueEntries, submissionCost.toNanos());
         Set<Runnable> stopWorkers = device.stopWorkers; // the clean-up holds this set, not the device
         API.startReactor(device, config, new DeviceBackend() {
             @Override
@@ -124,6 +147,25 @@ public final class SimulatedDevice extends GpuDevice {
     /** Total time submitting threads spun on full queues, in nanoseconds. */
     long queueFullSpinNanos() {
         return queueFullNanos.sum();
+    }
+
+    /** Takes the modelled driver lock and spends the submission's cost holding it (none at cost 0). */
+    boolean enterDriver() {
+        if (submissionCostNanos <= 0) {
+            return false;
+        }
+        driverLock.lock();
+        long end = System.nanoTime() + submissionCostNanos;
+        while (System.nanoTime() - end < 0) {
+            Thread.onSpinWait();
+        }
+        return true;
+    }
+
+    void exitDriver(boolean locked) {
+        if (locked) {
+            driverLock.unlock();
+        }
     }
 
     void queueFullWait(long nanos) {

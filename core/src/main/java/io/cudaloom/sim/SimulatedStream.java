@@ -142,6 +142,10 @@ public final class SimulatedStream extends GpuStream {
      * @throws IllegalStateException if a memory is closed (nothing is enqueued)
      */
     private void submitUsing(String what, SimulatedMemory[] uses, java.util.function.Supplier<Command> make) {
+        if (SimulatedDevice.API.combining(this)) {
+            appendUsing(what, uses, make);
+            return;
+        }
         int entered = 0;
         try {
             for (SimulatedMemory m : uses) {
@@ -166,6 +170,115 @@ public final class SimulatedStream extends GpuStream {
                 uses[i].lifetime.exit();
             }
         }
+    }
+
+    /**
+     * Submission by combining: the same lifetimes, entered here at the call; the entry holds them
+     * until the drainer has handed its command to the stream's queue (or discarded it), then exits
+     * them ({@link SimOp#finish}).
+     */
+    private void appendUsing(String what, SimulatedMemory[] uses, java.util.function.Supplier<Command> make) {
+        int entered = 0;
+        boolean appended = false;
+        try {
+            for (SimulatedMemory m : uses) {
+                if (!m.lifetime.enter()) {
+                    throw m.closedError();
+                }
+                entered++;
+            }
+            checkUsable();
+            Command c = make.get();
+            String stream = name;
+            SimOp op = new SimOp(this, () -> {
+                for (SimulatedMemory m : uses) {
+                    m.checkNotFreed(what, stream);
+                }
+                c.run();
+            }, uses);
+            boolean taken = SimulatedDevice.API.append(this, op);
+            appended = true; // the entry exits the lifetimes now, taken or not
+            if (!taken) {
+                throw closed(); // raced the close and came after it
+            }
+        } finally {
+            if (!appended) {
+                for (int i = 0; i < entered; i++) {
+                    uses[i].lifetime.exit();
+                }
+            }
+        }
+    }
+
+    private static final SimulatedMemory[] NO_MEMORY = new SimulatedMemory[0];
+
+    /** A work entry of the stream's submission queue (combining): the command, handed to the stream's queue by the drainer. */
+    private static final class SimOp extends io.cudaloom.spi.StreamOp {
+        private final SimulatedStream stream;
+        private final Command command;
+        private final SimulatedMemory[] uses;
+        private boolean queued;
+
+        SimOp(SimulatedStream stream, Command command, SimulatedMemory[] uses) {
+            super(true);
+            this.stream = stream;
+            this.command = command;
+            this.uses = uses;
+        }
+
+        @Override
+        public @org.jspecify.annotations.Nullable String submit(long position) {
+            // Refused only after the close's shutdown (work that raced the close): dropped, no fault.
+            queued = stream.enqueue(stream.inOrder(position, command));
+            return null;
+        }
+
+        @Override
+        public void finish(boolean submitted) {
+            for (SimulatedMemory m : uses) {
+                if (submitted && queued) {
+                    m.lifetime.usedOn(stream);
+                }
+                m.lifetime.exit();
+            }
+        }
+    }
+
+    /** The highest queue position run so far (the stream's thread only), and the entries run out of order or twice. */
+    private long lastPosition = -1;
+    private final AtomicLong outOfOrder = new AtomicLong();
+    private final AtomicLong positionsRun = new AtomicLong();
+    /** Threads inside a submission of this stream now, and the most seen at once. */
+    private final java.util.concurrent.atomic.AtomicInteger inSubmission = new java.util.concurrent.atomic.AtomicInteger();
+    private final java.util.concurrent.atomic.AtomicInteger maxInSubmission = new java.util.concurrent.atomic.AtomicInteger();
+
+    private Command inOrder(long position, Command c) {
+        return () -> {
+            positionsRun.incrementAndGet();
+            if (position <= lastPosition) {
+                outOfOrder.incrementAndGet();
+            }
+            lastPosition = position;
+            c.run();
+        };
+    }
+
+    /**
+     * The most threads seen at once inside a submission to this stream (handing a command to its
+     * queue, holding the device's modelled driver lock): 1 when one thread at a time submits.
+     */
+    public int maxThreadsInSubmission() {
+        return maxInSubmission.get();
+    }
+
+    /** Work entries of the submission queue (combining) that ran on this stream: each once, in position order. */
+    public long queuedWorkRun() {
+        return positionsRun.get();
+    }
+
+    /** Work entries of the submission queue that ran out of position order or twice (0 when the queue is sound). */
+    public long queuedWorkOutOfOrder() {
+        return outOfOrder.get();
     }
 
     private static void move(ByteBuffer from, long fromOffset, ByteBuffer to, long toOffset, long bytes) {
@@ -234,14 +347,15 @@ public final class SimulatedStream extends GpuStream {
     }
 
     private boolean enqueueFlagWrite(FlagMemory memory, int slot) {
-        if (SimulatedDevice.API.faultSink(this).hasFaulted() || isClosed()) {
+        // Combining: the closed check was made at the append; the drainer submits entries appended before the close after it.
+        if (SimulatedDevice.API.faultSink(this).hasFaulted() || (isClosed() && !SimulatedDevice.API.combining(this))) {
             return false;
         }
         return enqueue(() -> device.writeFlag(memory, slot));
     }
 
     private boolean enqueueHostCallback(Runnable callback) {
-        if (SimulatedDevice.API.faultSink(this).hasFaulted() || isClosed()) {
+        if (SimulatedDevice.API.faultSink(this).hasFaulted() || (isClosed() && !SimulatedDevice.API.combining(this))) {
             return false;
         }
         return enqueue(callback::run);
@@ -255,6 +369,12 @@ public final class SimulatedStream extends GpuStream {
 
     private void submit(Command c) {
         checkUsable();
+        if (SimulatedDevice.API.combining(this)) {
+            if (!SimulatedDevice.API.append(this, new SimOp(this, c, NO_MEMORY))) {
+                throw closed(); // raced the close and came after it
+            }
+            return;
+        }
         boolean admitted = SimulatedDevice.API.admit(this); // may park while the stream is full (GpuStream#admit)
         try {
             checkUsable(); // a close or fault lets parked submitters through
@@ -296,16 +416,27 @@ public final class SimulatedStream extends GpuStream {
      * racing submitters may overfill it by a few, as they may the driver's.
      */
     private boolean enqueue(Command c) {
-        if (submitted.get() - finished.get() >= device.queueEntries()) {
-            waitForRoom();
-        }
-        synchronized (queue) {
-            if (shutDown) {
-                return false;
+        int inside = inSubmission.incrementAndGet(); // threads inside a submission of this stream
+        maxInSubmission.accumulateAndGet(inside, Math::max);
+        try {
+            if (submitted.get() - finished.get() >= device.queueEntries()) {
+                waitForRoom();
             }
-            submitted.incrementAndGet(); // before the queue: queryState never reports IDLE with c pending
-            queue.add(c);
-            return true;
+            boolean locked = device.enterDriver(); // the modelled per-context lock, held for the submission's cost
+            try {
+                synchronized (queue) {
+                    if (shutDown) {
+                        return false;
+                    }
+                    submitted.incrementAndGet(); // before the queue: queryState never reports IDLE with c pending
+                    queue.add(c);
+                    return true;
+                }
+            } finally {
+                device.exitDriver(locked);
+            }
+        } finally {
+            inSubmission.decrementAndGet();
         }
     }
 

@@ -334,8 +334,10 @@ class AwaitSuspendingTest {
     @Test
     fun tenThousandSuspendedAwaitsOnTwoThreadsParkNoThread() {
         val n = 10_000
-        val device = track(SimulatedDevice.create(ReactorConfig.builder().capacity(16_384).build()))
-        val streams = List(40) { device.newStream() } // 250 launches and 250 flag writes each: within admission and the queue
+        // 250 launches and 250 flag writes per stream: within admission and the queue (combining counts
+        // both against the room, hence the limit: no tracker, no armed slot beyond the awaits')
+        val device = track(SimulatedDevice.create(ReactorConfig.builder().capacity(16_384).admissionLimit(896).build()))
+        val streams = List(40) { device.newStream() }
         val gates = streams.map { it.gate() }
         val pool = Executors.newFixedThreadPool(2) { r -> Thread(r, "two-thread-pool").apply { isDaemon = true } }
         val dispatcher = RecordingDispatcher(pool.asCoroutineDispatcher())

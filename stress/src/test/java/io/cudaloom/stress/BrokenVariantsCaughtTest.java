@@ -44,6 +44,7 @@ class BrokenVariantsCaughtTest {
             "io.cudaloom.stress.jcstress.BrokenWakeBoardPlanTest",
             "io.cudaloom.stress.jcstress.BrokenOrderedReleaseTest",
             "io.cudaloom.stress.jcstress.BrokenSubmissionQueueTest",
+            "io.cudaloom.stress.jcstress.BrokenSubmissionRoomTest",
             "io.cudaloom.stress.jcstress.BrokenBatchLeaveTest");
 
     @Test

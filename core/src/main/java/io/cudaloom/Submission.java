@@ -1,0 +1,38 @@
+package io.cudaloom;
+
+/**
+ * How a stream's work, flag writes and host callbacks reach the driver
+ * ({@link ReactorConfig.Builder#submission}).
+ */
+public enum Submission {
+    /**
+     * Each caller makes its own driver call, on its own thread, after taking room in the stream's
+     * admission bound (a fair semaphore that parks it while {@link ReactorConfig#admissionLimit()}
+     * entries are in flight). Flag writes and host callbacks go straight to the driver.
+     */
+    DIRECT,
+    /**
+     * Submission by combining (issue #37): a caller checks its arguments, appends one operation to
+     * the stream's submission queue and returns; the thread that finds the queue not being drained
+     * submits everything queued, in order, within the stream's room. No caller parks for room; at
+     * most one thread per stream is in the driver. Flag writes and host callbacks take the same
+     * queue, so a registration never blocks or spins. See {@code io.cudaloom.reactor.CombinedSubmission}.
+     */
+    COMBINING;
+
+    /** The system property that picks the default ({@code DIRECT} or {@code COMBINING}; unset: {@code COMBINING}). */
+    public static final String PROPERTY = "cudaloom.submission";
+
+    /** The default: the system property {@value #PROPERTY} if set, else {@link #COMBINING}. */
+    static Submission defaultMode() {
+        String v = System.getProperty(PROPERTY);
+        if (v == null || v.isBlank()) {
+            return COMBINING;
+        }
+        try {
+            return valueOf(v.trim().toUpperCase(java.util.Locale.ROOT));
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(PROPERTY + " must be DIRECT or COMBINING, was " + v, e);
+        }
+    }
+}

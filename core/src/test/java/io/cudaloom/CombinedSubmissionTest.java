@@ -1,0 +1,288 @@
+package io.cudaloom;
+
+import static io.cudaloom.ReactorTestSupport.assertNothingLeaked;
+import static io.cudaloom.ReactorTestSupport.gate;
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.cudaloom.internal.BackendAccess;
+import io.cudaloom.spi.StreamOp;
+import io.cudaloom.sim.SimulatedDevice;
+import io.cudaloom.sim.SimulatedStream;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import org.jspecify.annotations.Nullable;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Submission by combining ({@link Submission#COMBINING}, issue #37 items 2 and 4) on the simulated
+ * device, whose every submission holds a modelled per-context driver lock: with many virtual threads
+ * per stream at most one is ever inside a submission of a stream, nobody parks for admission or spins
+ * on a full queue, every entry runs once and in position order, a lone waiter still makes one flag
+ * write per await, and registrations behind a held stream never block.
+ */
+class CombinedSubmissionTest {
+    private static final Duration LONG = Duration.ofSeconds(120);
+    /** The modelled cost of one submission, spent holding the device-wide driver lock. */
+    private static final Duration SUBMISSION_COST = Duration.ofNanos(2_000);
+    private final List<SimulatedDevice> devices = new ArrayList<>();
+
+    @AfterEach
+    void close() {
+        devices.forEach(SimulatedDevice::close);
+    }
+
+    private SimulatedDevice device(ReactorConfig.Builder config) {
+        SimulatedDevice d = SimulatedDevice.create(config.submission(Submission.COMBINING).build(),
+                SimulatedDevice.DEFAULT_QUEUE_ENTRIES, SUBMISSION_COST);
+        devices.add(d);
+        return d;
+    }
+
+    @Test
+    void tenThousandVirtualThreadsOnEightStreamsNeverParkToSubmitAndOneThreadPerStreamIsInTheDriver() throws Exception {
+        SimulatedDevice device = device(ReactorConfig.builder().capacity(16_384));
+        int threads = 10_000;
+        int iterations = 2;
+        List<SimulatedStream> streams = new ArrayList<>();
+        for (int i = 0; i < 8; i++) {
+            streams.add(device.newStream());
+        }
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        List<Thread> all = new ArrayList<>();
+        for (int t = 0; t < threads; t++) {
+            SimulatedStream stream = streams.get(t % streams.size());
+            all.add(Thread.ofVirtual().start(() -> {
+                try {
+                    for (int i = 0; i < iterations; i++) {
+                        stream.launchKernel(Duration.ofNanos(20_000));
+                        stream.await();
+                    }
+                } catch (Throwable e) {
+                    failure.compareAndSet(null, e);
+                }
+            }));
+        }
+        for (Thread t : all) {
+            assertTrue(t.join(LONG), "a waiter did not finish");
+        }
+        if (failure.get() != null) {
+            throw new AssertionError("a waiter failed", failure.get());
+        }
+        ReactorStats s = device.reactor().stats();
+        System.out.println("combining, 10,000 virtual threads x 2 on 8 streams: " + s);
+        assertEquals(0, s.admissionWaits(), "no submitter parked for admission: " + s);
+        assertEquals(0, TestAccess.probes(device).queueFullWaits(), "no thread spun in a full queue");
+        assertEquals((long) threads * iterations, s.completions(), "every await completed: " + s);
+        long launches = (long) threads * iterations / streams.size();
+        for (SimulatedStream stream : streams) {
+            assertEquals(1, stream.maxThreadsInSubmission(), "one thread at a time in the driver for " + stream);
+            assertEquals(launches, stream.queuedWorkRun(), "every launch ran once on " + stream);
+            assertEquals(0, stream.queuedWorkOutOfOrder(), "in position order on " + stream);
+            long[] probe = probe(stream);
+            assertEquals(probe[0], probe[1], "every appended entry was submitted on " + stream);
+        }
+        assertTrue(s.flagWrites() * 10 < (long) threads * iterations, "shared flag writes under load: " + s);
+        assertNothingLeaked(device);
+    }
+
+    @Test
+    void aLoneWaiterMakesOneFlagWritePerAwait() throws Exception {
+        SimulatedDevice device = device(ReactorConfig.builder());
+        SimulatedStream stream = device.newStream();
+        int n = 50;
+        for (int i = 0; i < n; i++) {
+            stream.launchKernel(Duration.ofNanos(200_000)); // longer than the waiter's spin: it registers
+            stream.await();
+        }
+        ReactorStats s = device.reactor().stats();
+        assertEquals(n, s.completions(), s.toString());
+        assertEquals(0, s.immediate(), "premise: every await registered: " + s);
+        assertEquals(n, s.flagWrites(), "one flag write per await, none shared, no tracker: " + s);
+        assertEquals(0, s.trackers(), s.toString());
+        assertEquals(0, s.admissionWaits(), s.toString());
+        assertEquals(2L * n, stream.submissionCount(), "positions: a launch and a flag write per await");
+    }
+
+    @Test
+    void tenThousandRegistrationsBehindAHeldStreamAllReturnAtOnce() throws Exception {
+        SimulatedDevice device = device(ReactorConfig.builder());
+        SimulatedStream stream = device.newStream();
+        CountDownLatch held = gate(stream);
+        List<CompletableFuture<?>> futures = new ArrayList<>();
+        for (int i = 0; i < 10_000; i++) {
+            stream.launchKernel(Duration.ZERO);
+            futures.add(stream.event().toCompletableFuture()); // returns at once: appended, never spun
+        }
+        assertTrue(futures.stream().noneMatch(CompletableFuture::isDone), "the stream is held");
+        assertEquals(0, TestAccess.probes(device).queueFullWaits(), "nobody spun in the full queue");
+        assertEquals(0, device.reactor().stats().admissionWaits());
+        assertTrue(probe(stream)[2] > 0, "premise: entries wait in the queue for room: " + stream.submissionCount());
+        held.countDown();
+        CompletableFuture.allOf(futures.toArray(new CompletableFuture<?>[0])).get(LONG.toSeconds(), TimeUnit.SECONDS);
+        assertEquals(0, TestAccess.probes(device).queueFullWaits());
+        assertEquals(1, stream.maxThreadsInSubmission());
+        assertEquals(0, stream.queuedWorkOutOfOrder());
+        assertNothingLeaked(device);
+    }
+
+    @Test
+    void fiveThousandWaitersOnSixteenSlotsWithoutCoalescingAllComplete() throws Exception {
+        SimulatedDevice device = device(ReactorConfig.builder().capacity(16).coalesce(false));
+        SimulatedStream stream = device.newStream();
+        AtomicInteger done = new AtomicInteger();
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        List<Thread> all = new ArrayList<>();
+        for (int t = 0; t < 5_000; t++) {
+            all.add(Thread.ofVirtual().start(() -> {
+                try {
+                    stream.launchKernel(Duration.ofNanos(5_000));
+                    stream.await();
+                    done.incrementAndGet();
+                } catch (Throwable e) {
+                    failure.compareAndSet(null, e);
+                }
+            }));
+        }
+        for (Thread t : all) {
+            assertTrue(t.join(LONG), "a waiter did not finish: " + device.reactor().stats());
+        }
+        if (failure.get() != null) {
+            throw new AssertionError("a waiter failed", failure.get());
+        }
+        assertEquals(5_000, done.get());
+        assertEquals(0, TestAccess.probes(device).queueFullWaits());
+        assertEquals(0, device.reactor().stats().admissionWaits());
+        assertEquals(1, stream.maxThreadsInSubmission());
+        assertNothingLeaked(device);
+    }
+
+    @Test
+    void aStreamNobodyAwaitsNeverParksItsLauncherAndItsQueuedWorkIsDrainedByCompletions() throws Exception {
+        SimulatedDevice device = device(ReactorConfig.builder().admissionLimit(4));
+        SimulatedStream stream = device.newStream();
+        CountDownLatch held = gate(stream);
+        for (int i = 0; i < 1_000; i++) {
+            stream.launchKernel(Duration.ZERO); // returns: the entries beyond the room wait in the queue
+        }
+        long[] probe = probe(stream);
+        assertTrue(probe[2] >= 1_000 - 8, "premise: the work waits in the queue, not its caller: " + probe[2]);
+        assertTrue(probe[3] >= 1, "the drainer that stopped for room made a tracker");
+        held.countDown();
+        // Only completions (trackers' landings) drain the rest: nobody awaits.
+        await().atMost(LONG).until(() -> probe(stream)[2] == 0 && stream.workInFlight() == 0);
+        assertEquals(1_000, stream.queuedWorkRun() - 1); // and the gate
+        assertEquals(0, stream.queuedWorkOutOfOrder());
+        assertEquals(0, device.reactor().stats().admissionWaits());
+        assertNothingLeaked(device);
+    }
+
+    @Test
+    void aDriverErrorFaultsTheStreamNamingTheCallAndTheEntriesAfterItAreDiscarded() throws Exception {
+        SimulatedDevice device = device(ReactorConfig.builder());
+        SimulatedStream stream = device.newStream();
+        CountDownLatch held = gate(stream);
+        AtomicInteger discarded = new AtomicInteger();
+        AtomicInteger made = new AtomicInteger();
+        StreamOp failing = new StreamOp(true) {
+            @Override
+            public @Nullable String submit(long position) {
+                return "cuLaunchKernel(scale_f32) failed: CUDA_ERROR_LAUNCH_FAILED";
+            }
+        };
+        StreamOp after = new StreamOp(true) {
+            @Override
+            public @Nullable String submit(long position) {
+                made.incrementAndGet();
+                return null;
+            }
+
+            @Override
+            public void finish(boolean submitted) {
+                if (!submitted) {
+                    discarded.incrementAndGet();
+                }
+            }
+        };
+        BackendAccess.hooks().append(stream, failing);
+        BackendAccess.hooks().append(stream, after);
+        GpuFaultException e = assertThrows(GpuFaultException.class, stream::await);
+        assertTrue(String.valueOf(e.getMessage()).contains("cuLaunchKernel(scale_f32) failed: CUDA_ERROR_LAUNCH_FAILED"),
+                e.getMessage());
+        assertEquals(0, made.get(), "nothing after the failed call reaches the driver");
+        assertEquals(1, discarded.get(), "and its lifetimes are exited");
+        assertThrows(GpuFaultException.class, () -> stream.launchKernel(Duration.ZERO), "refused at the call");
+        held.countDown();
+    }
+
+    @Test
+    void aRegistrationOnAHostCallbackThreadIsDrainedElsewhere() throws Exception {
+        SimulatedDevice device = device(ReactorConfig.builder());
+        SimulatedStream stream = device.newStream();
+        AtomicReference<@Nullable CompletableFuture<?>> inner = new AtomicReference<>();
+        CountDownLatch registered = new CountDownLatch(1);
+        stream.launch(() -> { // on the stream's own thread: no driver call may be made here
+            inner.set(stream.event().toCompletableFuture());
+            registered.countDown();
+        });
+        assertTrue(registered.await(LONG.toSeconds(), TimeUnit.SECONDS));
+        CompletableFuture<?> f = inner.get();
+        assertNotNull(f);
+        f.get(LONG.toSeconds(), TimeUnit.SECONDS);
+        assertEquals(1, stream.maxThreadsInSubmission());
+    }
+
+    @Test
+    void theCloseSubmitsWhatWasQueuedBeforeIt() throws Exception {
+        SimulatedDevice device = device(ReactorConfig.builder().admissionLimit(2));
+        SimulatedStream stream = device.newStream();
+        CountDownLatch held = gate(stream);
+        AtomicInteger ran = new AtomicInteger();
+        for (int i = 0; i < 100; i++) {
+            stream.launch(ran::incrementAndGet);
+        }
+        GpuEvent last = stream.event();
+        stream.close();
+        assertFalse(last.isDone());
+        held.countDown();
+        assertTrue(last.await(LONG), "the event taken before the close completes");
+        assertEquals(100, ran.get(), "every entry appended before the close ran");
+        await().atMost(LONG).until(() -> TestAccess.probes(device).liveStreams() == 0);
+        assertNothingLeaked(device);
+    }
+
+    @Test
+    void theDevicesCloseDiscardsQueuedWorkAndFailsItsWaiters() throws Exception {
+        SimulatedDevice device = device(ReactorConfig.builder().admissionLimit(2));
+        SimulatedStream stream = device.newStream();
+        CountDownLatch held = gate(stream);
+        for (int i = 0; i < 100; i++) {
+            stream.launchKernel(Duration.ZERO);
+        }
+        CompletableFuture<?> f = stream.event().toCompletableFuture();
+        device.close();
+        ExecutionException e = assertThrows(ExecutionException.class, () -> f.get(LONG.toSeconds(), TimeUnit.SECONDS));
+        assertInstanceOf(ReactorClosedException.class, e.getCause());
+        assertEquals(0, probe(stream)[2], "nothing left queued");
+        held.countDown();
+    }
+
+    private static long[] probe(SimulatedStream stream) {
+        long[] p = BackendAccess.hooks().submissionProbe(stream);
+        assertNotNull(p, "a combining stream");
+        return p;
+    }
+}
