@@ -2,6 +2,7 @@ package io.cudaloom;
 
 import io.cudaloom.protocol.SlotTable;
 import io.cudaloom.reactor.BlockingWait;
+import io.cudaloom.reactor.StreamDrain;
 import io.cudaloom.reactor.CallbackRegistrations;
 import io.cudaloom.reactor.Completion;
 import io.cudaloom.reactor.Counter;
@@ -219,15 +220,66 @@ public final class CompletionReactor {
         return sum;
     }
 
-    /** Blocking wait of {@link GpuEvent}; returns false only when timed and the time ran out. */
+    /**
+     * Blocking wait of {@link GpuEvent}, open stream or closed: the one wait
+     * ({@link BlockingWait#acquire}), routed by the stream's state, read once: its drain, published
+     * before the stream reads as closed (StreamDrain's ordering 1), or none while it is open. A
+     * stream that the wait finds closed after that read ({@link BlockingWait#STREAM_CLOSED}) has its
+     * drain published by then: the wait runs again on it, with what is left of the time. Returns
+     * false only when timed and the time ran out.
+     */
+    boolean awaitEvent(GpuStream stream, long required, boolean interruptible, boolean timed, long nanos)
+            throws InterruptedException {
+        long start = timed ? System.nanoTime() : 0L;
+        int answer = blockingWait.acquire(stream.port(), stream.drainAfterClose(), required, interruptible, timed, nanos);
+        if (answer == BlockingWait.STREAM_CLOSED) {
+            long left = timed ? Math.max(0L, nanos - (System.nanoTime() - start)) : 0L;
+            StreamDrain drain = Objects.requireNonNull(stream.drainAfterClose(), "a closed stream's drain");
+            answer = blockingWait.acquire(stream.port(), drain, required, interruptible, timed, left);
+        }
+        return answer == BlockingWait.COMPLETED;
+    }
+
+    /**
+     * Blocking wait of {@link GpuStream#await()}, for all of an open stream's work: the same wait
+     * with no drain (a closed stream's drain serves only the events taken before its close).
+     *
+     * @throws IllegalStateException if the stream is closed
+     */
     boolean await(GpuStream stream, long required, boolean interruptible, boolean timed, long nanos)
             throws InterruptedException {
         return blockingWait.await(stream.port(), required, interruptible, timed, nanos);
     }
 
-    /** Non-blocking registration of {@link GpuEvent#subscribe}, {@link GpuEvent#toCompletableFuture} and {@link GpuEvent#onComplete}. */
+    /** Non-blocking registration on an open stream ({@link GpuStream}'s own, which route a closed stream themselves). */
     Registration register(GpuStream stream, Consumer<@Nullable RuntimeException> onDone) {
         return register(stream.port(), onDone);
+    }
+
+    /**
+     * Non-blocking registration of {@link GpuEvent#subscribe}, {@link GpuEvent#toCompletableFuture}
+     * and {@link GpuEvent#onComplete}, routed by the stream's state: null when the stream is closed
+     * (read before registering, or found closed by a registration its backend refused), and the
+     * caller then subscribes to its drain, published before that state.
+     *
+     * @throws ReactorClosedException if this reactor is closed
+     */
+    @Nullable Registration registerEvent(GpuStream stream, Consumer<@Nullable RuntimeException> onDone) {
+        if (stream.isClosed()) {
+            return null;
+        }
+        try {
+            return register(stream.port(), onDone);
+        } catch (ReactorClosedException closed) {
+            throw closed;
+        } catch (IllegalStateException refused) {
+            // Registrar reports a refused flag write and host callback by this exception: a stream
+            // that closed while registering is routed by its state, as above.
+            if (stream.isClosed()) {
+                return null;
+            }
+            throw refused;
+        }
     }
 
     /** The same, for a part that holds the stream's port (StreamDrain's registration). */

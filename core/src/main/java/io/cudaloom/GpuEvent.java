@@ -363,10 +363,9 @@ public final class GpuEvent {
     // ---- open stream or closed: the reactor, or the stream's drain ---------------------------------
 
     /**
-     * The blocking wait: the reactor's while the stream is open, else the drain's. A wait the
-     * reactor refuses because the stream closed meanwhile (the closed-stream check, or both the
-     * flag write and the host callback refused by a stream that has stopped taking them) goes to
-     * the drain, which re-checks the rest. Returns false only when timed and the time ran out.
+     * The blocking wait: the one wait of the reactor ({@code BlockingWait.acquire}), which serves a
+     * closed stream's events from its drain, routed by the stream's state. Returns false only when
+     * timed and the time ran out.
      */
     private boolean awaitWork(boolean interruptible, boolean timed, long nanos) throws InterruptedException {
         ResourceLedger ledger = stream.device().ledger;
@@ -379,34 +378,12 @@ public final class GpuEvent {
     }
 
     private boolean awaitCounted(boolean interruptible, boolean timed, long nanos) throws InterruptedException {
-        StreamDrain drain = stream.drainAfterClose();
-        long start = timed ? System.nanoTime() : 0L;
-        if (drain == null) {
-            try {
-                return reactor.await(stream, required, interruptible, timed, nanos);
-            } catch (IllegalStateException refused) {
-                if (refused instanceof ReactorClosedException || (drain = stream.drainAfterClose()) == null) {
-                    throw refused;
-                }
-                if (timed) {
-                    nanos = Math.max(0L, nanos - (System.nanoTime() - start));
-                }
-            }
-        }
-        if (reactor.isClosed()) {
-            throw reactor.state().closedFailure();
-        }
-        if (knownComplete()) {
-            return true;
-        }
-        reactor.checks().checkMayBlock(stream.port());
-        checkCovered(drain);
-        return drain.await(interruptible, timed, nanos);
+        return reactor.awaitEvent(stream, required, interruptible, timed, nanos); // routed by the stream's state there
     }
 
     /**
      * The non-blocking registration: the reactor's while the stream is open, else a subscription
-     * to the drain (falling back to it as {@link #awaitWork} does).
+     * to the drain, routed by the stream's state (CompletionReactor.registerEvent).
      *
      * @throws ReactorClosedException if the reactor is closed ({@code deliver} will never run)
      * @throws IllegalStateException if the reactor refuses, or the drain does not cover this event
@@ -437,15 +414,14 @@ public final class GpuEvent {
     }
 
     private Registration registerCounted(Consumer<@Nullable RuntimeException> deliver) {
-        StreamDrain drain = stream.drainAfterClose();
+        StreamDrain drain = stream.drainAfterClose(); // the stream's state, read once
         if (drain == null) {
-            try {
-                return reactor.register(stream, deliver);
-            } catch (IllegalStateException refused) {
-                if (refused instanceof ReactorClosedException || (drain = stream.drainAfterClose()) == null) {
-                    throw refused;
-                }
+            Registration registered = reactor.registerEvent(stream, deliver);
+            if (registered != null) {
+                return registered;
             }
+            // Closed since that read (the facade read its state): the drain was published before.
+            drain = Objects.requireNonNull(stream.drainAfterClose(), "a closed stream's drain");
         }
         if (reactor.isClosed()) {
             throw reactor.state().closedFailure();

@@ -28,7 +28,7 @@ import org.junit.jupiter.api.Test;
  *
  * <p>{@link #theReactorsPartsAreInNoCycle}: no reactor part (a class of {@code io.cudaloom.reactor},
  * a package the module does not export) is in any cycle. The parts name each other one way only; they reach what sits above them through interfaces they
- * declare ({@code Scanner.Owner}, {@code FallbackRegistration.Owner}, {@code CoalescedWait.Parking},
+ * declare ({@code Scanner.Owner}, {@code FallbackRegistration.Owner},
  * {@code ReactorCounters.ScannerCounts}, {@code StreamRecord.Stream}, {@code DeviceFaults.Stream},
  * {@code ReactorObservability.Observed}) and a stream through its port ({@code ReactorStream}),
  * never through the public stream, device, event or the facade.

@@ -91,7 +91,7 @@ abstract class NonBlockingSemantics extends SemanticsSuite {
         assertRegisteredThrough(b, s, 1 + 2L * n);
 
         String dump = threadDump();
-        assertEquals(1, count(dump, "io.cudaloom.reactor.BlockingWait.parkUntilDelivered("),
+        assertEquals(1, count(dump, "io.cudaloom.reactor.BlockingWait.acquire("),
                 "only the control is parked in an await, none for the " + 2 * n + " registrations:\n" + dump);
         assertEquals(0, count(dump, '"' + callbackThreadPrefix), "no callback thread exists before completion");
         Set<String> newPlatform = newPlatformThreads(platformBefore);

@@ -15,11 +15,12 @@ import java.util.concurrent.locks.LockSupport;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The blocking wait behind every {@link GpuEvent} await: one entry with mode flags ({@link #await},
- * as AQS's {@code acquire}), the checks before registering done once
- * ({@link RegistrationChecks#precheck}), then register, optionally spin on the waiter's own flag,
- * and park until the waiter's own ticket is delivered or the registration is withdrawn (timeout,
- * interrupt).
+ * The blocking wait behind every {@link GpuEvent} await: one method with mode flags
+ * ({@link #acquire}, as AQS's {@code acquire}: timed, interruptible, the waiter's own slot or
+ * coalesced, a closed stream's drain), the checks before registering done once
+ * ({@link RegistrationChecks#examine}), then register, optionally spin on the flag, and park until
+ * the waiter's own ticket is delivered or the registration is withdrawn (timeout, interrupt). Its
+ * algorithm is written as pseudo-code at the head of {@link #acquire}.
  *
  * <p>Whether and how it spins is its {@link SpinPolicy}'s decision ({@link SpinPolicy.Predictive}
  * by default: the spin budget and its reasons are there), from what the waiter knows: the stream's
@@ -36,7 +37,7 @@ import org.jspecify.annotations.Nullable;
  * (every submission counted, raw-stream work included), an event whose work an earlier wait or
  * query proved complete ({@link GpuStream#isKnownComplete}) returns with no driver call at all.
  */
-public final class BlockingWait implements CoalescedWait.Parking {
+public final class BlockingWait {
     /**
      * The parts a blocking wait uses, each built once by the facade ({@code CompletionReactor}).
      *
@@ -61,7 +62,10 @@ public final class BlockingWait implements CoalescedWait.Parking {
     /** Where a sleep through a predicted wait asks the scanner to end it (see {@link #sleepThroughPrediction}). */
     private final PreWake preWake;
     private final ReactorCounters counters;
+    /** The group commit's arming and delivery; null unless coalescing (and slots are used). */
     private final @Nullable CoalescedWait coalesced;
+    /** Whether waiters are coalesced ({@link ReactorConfig#coalesce()}): only then are the counts complete. */
+    private final boolean coalesce;
     /** Whether and how a waiter spins before it parks. */
     private final SpinPolicy spinPolicy;
     /** Threads inside {@link #await} now: an input of the spin policy (and the operator gauge). */
@@ -84,144 +88,393 @@ public final class BlockingWait implements CoalescedWait.Parking {
         this.counters = parts.counters();
         this.spinPolicy = spinPolicy;
         ReactorConfig config = parts.config();
+        this.coalesce = config.coalesce();
         this.coalesced = config.coalesce() && registrar.usesSlots()
-                ? new CoalescedWait(checks, parts.callbackExecutor(), registrar, counters, this, config.relayWakeups())
+                ? new CoalescedWait(parts.callbackExecutor(), registrar, config.relayWakeups())
                 : null;
     }
 
     public int waitersNow() { return waiters.get(); } // read-only: the operator gauge of ReactorStats.waitersNow
 
-    /** Returns false only when timed and the time ran out. */
+    /** {@link #acquire}'s answer: timed, and the time ran out. */
+    public static final int TIMED_OUT = 0;
+    /** {@link #acquire}'s answer: the work is done. */
+    public static final int COMPLETED = 1;
+    /**
+     * {@link #acquire}'s answer: the stream's state says closed and no drain was passed in; the
+     * caller reads the stream's drain (published before the closed state) and acquires again with it.
+     */
+    public static final int STREAM_CLOSED = -1;
+
+    /**
+     * An await on an open stream (the stress tests and stand-alone parts): {@link #acquire} without a
+     * drain. Returns false only when timed and the time ran out.
+     *
+     * @throws IllegalStateException if the stream is closed
+     */
     public boolean await(ReactorStream stream, long required, boolean interruptible, boolean timed, long nanos)
             throws InterruptedException {
+        int answer = acquire(stream, null, required, interruptible, timed, nanos);
+        if (answer == STREAM_CLOSED) {
+            throw new IllegalStateException("stream " + stream + " is closed");
+        }
+        return answer == COMPLETED;
+    }
+
+    /**
+     * The one blocking wait, as AQS's {@code acquire(node, arg, shared, interruptible, timed, time)}:
+     * every await of an event, on an open stream or a closed one, runs this method, and its modes are
+     * flags: {@code interruptible}, {@code timed} (with {@code nanos}; {@code nanos <= 0} polls),
+     * coalesced or the waiter's own slot (the reactor's config, {@link #coalesced}), and the closed
+     * stream's drain ({@code drain} non-null). Long on purpose, as Exchanger keeps its
+     * spin, yield and block in one method: the registration, the spin and the park share their locals
+     * (the ticket, what to withdraw, the flag to watch, the deadline, the interrupt), and each
+     * ordering below is enforced where it is written.
+     *
+     * <pre>
+     * check:     interrupted? throw. May this thread block? (else throw)
+     *            drain mode:  reactor closed? throw. Known complete? return. Covered by the drain? (else throw)
+     *                         drain settled, or a poll? return its outcome
+     *            slot modes:  known complete (coalescing)? return. Reactor closed? throw.
+     *                         stream closed (its state)? return STREAM_CLOSED: the caller passes the drain
+     *                         ask the stream (or assume busy): idle? return; faulted? throw; a poll? return false
+     * register:  waiter.reset(); spin = SpinPolicy.decide(...)              (drain mode: no spin)
+     *            drain:     subscribe the waiter to the drain (a registration to withdraw)
+     *            own slot:  Registrar.tryArm; refused: a host callback (FallbackRegistration)
+     *            coalesced: join the newest armed group that covers us, or the open group; else arm a
+     *                       group of our own if there is room (spin on its flag); else gather an open
+     *                       group; each join a WaitGroup.Member to withdraw
+     * spin:      sleep through the predicted wait (PreWake), then watch the flag until the spin ends;
+     *            flag set and withdrawn by us: done here (inline); taken by the scanner: wait for the
+     *            delivery it is making
+     * park:      while (!waiter.isDelivered(ticket)):
+     *                deadline passed?  withdraw: won, return false; lost, the delivery is imminent: untimed
+     *                park (timed or not); interrupted and interruptible? withdraw: won, throw; lost, finish
+     * deliver:   relay the group's wake-ups; re-assert an interrupt; throw the delivered failure anew
+     * account:   slot modes: waiters gauge, the stream's wait average, histogram, TIMEOUTS, listener;
+     *            every mode: the SlowAwait JFR event, committed here, once
+     * </pre>
+     *
+     * <p>Orderings enforced here: the waiter's record is reset before its registration is published
+     * (Waiter#reset: the publish's read-modify-write orders it); {@code required} is read before an
+     * open group is seen open ({@link CoalescedWait} ordering 1); a group that installs an open group
+     * looks for room after the install (ordering 2, {@link CoalescedWait#armOpenIfRoom}); the ticket
+     * is read with a volatile load before the delivered failure (SlotTable ordering 9, {@link Waiter});
+     * a withdrawal that fails waits for the delivery in flight, so no wait returns while a delivery to
+     * its record is being made (guarded by the jcstress {@code BlockingWaitTimeoutTest} and its twin).
+     *
+     * @param drain the closed stream's drain, read once by the caller from the stream's state; null
+     *     while the stream is open
+     * @return {@link #COMPLETED}, {@link #TIMED_OUT} or {@link #STREAM_CLOSED}
+     */
+    public int acquire(ReactorStream stream, @Nullable StreamDrain drain, long required, boolean interruptible,
+            boolean timed, long nanos) throws InterruptedException {
+        // ---- check: once, before registering (RegistrationChecks, as AQS's tryAcquire) ----
         if (interruptible && Thread.interrupted()) {
             throw new InterruptedException();
         }
-        // Counts are complete only when coalescing (the user counts raw-stream work then): only
-        // then does an earlier proof answer for this event without asking the driver.
-        checks.checkMayBlock(stream); // first: a kernel may run before its own launch is counted
-        if (coalesced != null && stream.isKnownComplete(required) && !state.isClosed() && !stream.isClosed()) {
-            counters.increment(Counter.IMMEDIATE);
-            counters.increment(Counter.COMPLETIONS);
-            return true;
-        }
         boolean poll = timed && nanos <= 0; // "is it done?": ask the driver, whatever the hint says
-        if (checks.precheck(stream, !poll) == StreamState.IDLE) {
-            return true;
-        }
-        if (poll) {
-            return false;
+        boolean counted = drain == null; // the drain's waits arm nothing of their own: not counted in ReactorStats
+        if (drain != null) {
+            if (state.isClosed()) {
+                throw state.closedFailure();
+            }
+            // Only when coalescing are the counts complete (raw-stream work counted by the user).
+            if (coalesce && stream.isKnownComplete(required)) {
+                return COMPLETED;
+            }
+            checks.checkMayBlock(stream);
+            if (required > drain.covered) {
+                throw new IllegalStateException("stream " + stream + " is closed: this event was taken while it was"
+                        + " closing, after the work the close covers");
+            }
+            if (drain.isSettled() || poll) { // known at once, or a poll: not timed
+                if (!drain.isSettled()) {
+                    return TIMED_OUT;
+                }
+                RuntimeException failure = drain.failure();
+                if (failure != null) {
+                    throw Failures.anew(failure);
+                }
+                return COMPLETED;
+            }
+        } else {
+            // Counts are complete only when coalescing (the user counts raw-stream work then): only
+            // then does an earlier proof answer for this event without asking the driver.
+            checks.checkMayBlock(stream); // first: a kernel may run before its own launch is counted
+            if (coalesced != null && stream.isKnownComplete(required) && !state.isClosed() && !stream.isClosed()) {
+                counters.increment(Counter.IMMEDIATE);
+                counters.increment(Counter.COMPLETIONS);
+                return COMPLETED;
+            }
+            state.checkOpen();
+            if (stream.isClosed()) {
+                return STREAM_CLOSED; // routed by the stream's state: its drain serves the rest
+            }
+            if (checks.examine(stream, !poll) == StreamState.IDLE) {
+                return COMPLETED;
+            }
+            if (poll) {
+                return TIMED_OUT;
+            }
         }
         // Null unless a JFR recording has io.cudaloom.SlowAwait enabled: no allocation otherwise.
         // Begun before the clock starts, so that the event spans the whole wait (a timed one's
         // deadline included), however long beginning it took (the first one adds JFR hooks).
         SlowAwaitEvent slow = ReactorEvents.beginAwait();
         long start = System.nanoTime();
+        long deadline = timed ? start + nanos : 0L;
         AwaitListener.Outcome outcome = AwaitListener.Outcome.FAILED; // unless decided below
         Waiter waiter = Waiter.current(); // this thread's record, reused by every await
-        int inside = waiters.incrementAndGet();
+        int inside = counted ? waiters.incrementAndGet() : 0;
+        boolean interrupted = false; // an interrupt taken by a park, re-asserted on the way out
         try {
-            boolean completed = register(waiter, stream, required, interruptible, timed, timed ? start + nanos : 0L, inside);
-            if (completed) {
+            // ---- register ----
+            waiter.reset(); // before the registration is published (Waiter#reset)
+            long ticket; // what the waiter's record will be delivered with
+            @Nullable Registration registration = null; // what to withdraw; null: the own slot (from the table)
+            long spin = SpinPolicy.NO_SPIN; // NO_SPIN, SPIN (0) or a predicted wait (SpinPolicy)
+            long flagTicket = 0L; // the slot whose flag the spin watches
+            Completion payload = waiter; // what the spin withdraws from that slot when it sees the flag
+            if (drain != null) {
+                waiter.path = SlowAwaitEvent.DRAIN;
+                ticket = registrar.syntheticTicket();
+                registration = drain.enlist(waiter, ticket); // delivered at once if the drain settled meanwhile
+            } else {
+                long decided = spinPolicy.decide(stream.record().recentWaitNanos(), inside, table.armedCount());
+                CoalescedWait shared = coalesced;
+                if (shared == null) {
+                    ticket = registrar.tryArm(stream, waiter);
+                    if (!Registrar.armed(ticket)) {
+                        waiter.path = SlowAwaitEvent.FALLBACK;
+                        FallbackRegistration fallback = registrar.registerFallback(stream, waiter, FallbackReason.of(ticket));
+                        ticket = fallback.ticket;
+                        registration = fallback;
+                    } else {
+                        spin = decided;
+                        flagTicket = ticket;
+                    }
+                } else {
+                    // The path: coalesced exactly when this await shares a write it did not arm
+                    // itself (Counter#COALESCED); a group of its own waits as on its own slot.
+                    StreamRecord record = stream.record();
+                    WaitGroup.Member member = new WaitGroup.Member(waiter, registrar.syntheticTicket());
+                    for (;;) {
+                        WaitGroup last = record.lastGroup;
+                        if (last != null && last.covers(required)) {
+                            if (last.join(member)) {
+                                counters.increment(Counter.COALESCED);
+                                waiter.path = SlowAwaitEvent.COALESCED;
+                                break;
+                            }
+                            if (last.deliveredFailure() == null) { // delivered: the work it covers, ours too, is done
+                                waiter.path = SlowAwaitEvent.IMMEDIATE;
+                                counters.increment(Counter.IMMEDIATE);
+                                counters.increment(Counter.COMPLETIONS);
+                                outcome = AwaitListener.Outcome.COMPLETED;
+                                stream.completedThrough(required);
+                                return COMPLETED;
+                            }
+                            // A failed group (fault, close) says nothing about later ones: check afresh.
+                            if (checks.precheck(stream, false) == StreamState.IDLE) {
+                                waiter.path = SlowAwaitEvent.IMMEDIATE;
+                                outcome = AwaitListener.Outcome.COMPLETED;
+                                stream.completedThrough(required);
+                                return COMPLETED;
+                            }
+                        }
+                        WaitGroup open = record.commit.open();
+                        if (open != null && open.isOpen()) { // CoalescedWait ordering 1: required was read before this
+                            if (open.join(member)) {
+                                counters.increment(Counter.COALESCED);
+                                waiter.path = SlowAwaitEvent.COALESCED;
+                                shared.armOpenIfRoom(stream, record);
+                                break;
+                            }
+                            if (open.deliveredFailure() == null) { // armed and delivered since: it covered us
+                                waiter.path = SlowAwaitEvent.IMMEDIATE;
+                                counters.increment(Counter.IMMEDIATE);
+                                counters.increment(Counter.COMPLETIONS);
+                                outcome = AwaitListener.Outcome.COMPLETED;
+                                stream.completedThrough(required);
+                                return COMPLETED;
+                            }
+                            continue;
+                        }
+                        if (record.commit.tryReserve()) {
+                            // A group of its own, as a lone waiter's own slot: parked (the default), inline or fallback.
+                            CoalescedWait.Delivery own = shared.armFresh(stream, record, member);
+                            if (!Registrar.armed(own.ticket) && own.ticket != CoalescedWait.ARM_FAILED) {
+                                waiter.path = SlowAwaitEvent.FALLBACK;
+                            } else if (Registrar.armed(own.ticket)) {
+                                spin = decided; // a short kernel then completes with no wake-up
+                                flagTicket = own.ticket;
+                                payload = own;
+                            }
+                            break;
+                        }
+                        WaitGroup gathering = WaitGroup.open(shared.relay);
+                        gathering.join(member);
+                        if (record.commit.installOpen(open, gathering)) {
+                            counters.increment(Counter.COALESCED); // it shares the next write with whoever gathers with it
+                            waiter.path = SlowAwaitEvent.COALESCED;
+                            shared.armOpenIfRoom(stream, record); // CoalescedWait ordering 2: installed, now look for room
+                            break;
+                        }
+                        member = new WaitGroup.Member(waiter, registrar.syntheticTicket()); // lost the race: try theirs
+                    }
+                    ticket = member.ticket;
+                    registration = member;
+                }
+            }
+            // ---- spin (SpinPolicy's decision): sleep through a prediction, then watch the flag ----
+            if (spin != SpinPolicy.NO_SPIN && spinOnFlag(waiter, ticket, flagTicket, payload, spin, interruptible, timed,
+                    deadline)) {
+                waiter.path = SlowAwaitEvent.INLINE;
+                if (registration == null) { // its own slot, withdrawn by this thread: no delivery comes
+                    outcome = AwaitListener.Outcome.COMPLETED;
+                    stream.completedThrough(required); // a normal return proves the event's work done
+                    return COMPLETED;
+                } // a group delivered on this thread: its membership is delivered, the loop below returns at once
+            }
+            // ---- park until delivered, or withdrawn on timeout or interrupt ----
+            // The wake-up is the completer's unpark, made after its volatile store of the ticket
+            // (SlotTable ordering 9), so a park that consumed an earlier, stale permit re-checks,
+            // sees the ticket or parks again with that unpark still to come. Spurious returns are
+            // re-checked by the loop. The park's blocker is the reactor.
+            boolean timedPark = timed;
+            while (!waiter.isDelivered(ticket)) {
+                if (timedPark) {
+                    long remaining = deadline - System.nanoTime();
+                    if (remaining <= 0) {
+                        boolean withdrawn = registration != null ? registration.cancel() : table.cancel(ticket, waiter);
+                        if (counted ? counters.abandoned(withdrawn) : withdrawn) {
+                            outcome = AwaitListener.Outcome.TIMEOUT;
+                            return TIMED_OUT;
+                        }
+                        timedPark = false; // lost the race to a delivery: it is imminent, wait for it
+                        continue;
+                    }
+                    LockSupport.parkNanos(parkBlocker, remaining);
+                } else {
+                    LockSupport.park(parkBlocker);
+                }
+                if (Thread.interrupted()) {
+                    if (interruptible && !interrupted) {
+                        boolean withdrawn = registration != null ? registration.cancel() : table.cancel(ticket, waiter);
+                        if (counted ? counters.abandoned(withdrawn) : withdrawn) {
+                            throw new InterruptedException();
+                        }
+                    }
+                    interrupted = true; // delivery imminent (or uninterruptible): finish, then re-assert
+                }
+            }
+            // ---- delivered: the ticket was read (volatile) before the failure ----
+            if (registration != null) {
+                WaitGroup.relayOf(registration); // a group member wakes its part of the group first
+            }
+            RuntimeException failure = waiter.failure();
+            if (failure != null) {
+                if (counted && failure instanceof GpuFaultException) {
+                    counters.increment(Counter.FAULTS);
+                }
+                throw Failures.anew(failure); // thrown anew, so the stack trace is the waiter's
+            }
+            if (counted) {
+                counters.increment(Counter.COMPLETIONS);
                 stream.completedThrough(required); // a normal return proves the event's work done
             }
-            outcome = completed ? AwaitListener.Outcome.COMPLETED : AwaitListener.Outcome.TIMEOUT;
-            return completed;
+            outcome = AwaitListener.Outcome.COMPLETED;
+            return COMPLETED;
         } catch (InterruptedException | GpuFaultException | ReactorClosedException e) {
             outcome = ReactorEvents.awaitOutcome(e);
             throw e;
-        } finally {
-            waiters.decrementAndGet();
-            long now = System.nanoTime();
-            // The spin's guide is when the work was seen done (the delivery or the waiter's own
-            // look at its flag), not when this thread got to run again: a late wake-up must not
-            // teach the next wait to sleep longer.
-            long landed = waiter.landedAt();
-            stream.record().recordWait((landed != 0L && landed - start > 0 && landed - now <= 0 ? landed : now) - start);
-            latency.record(now - start);
-            if (outcome == AwaitListener.Outcome.TIMEOUT) {
-                counters.increment(Counter.TIMEOUTS);
+        } catch (IllegalStateException refused) {
+            // A registration refused because the stream closed while registering (Registrar reports
+            // a refused flag write and host callback by this exception): routed by the stream's
+            // state, as at the check above; the attempt ends as failed.
+            if (counted && stream.isClosed()) {
+                return STREAM_CLOSED;
             }
-            // The path says what happened to this await (Waiter#path); the relative threshold too.
+            throw refused;
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+            long now = System.nanoTime();
+            if (counted) {
+                waiters.decrementAndGet();
+                // The spin's guide is when the work was seen done (the delivery or the waiter's own
+                // look at its flag), not when this thread got to run again: a late wake-up must not
+                // teach the next wait to sleep longer.
+                long landed = waiter.landedAt();
+                stream.record().recordWait((landed != 0L && landed - start > 0 && landed - now <= 0 ? landed : now) - start);
+                latency.record(now - start);
+                if (outcome == AwaitListener.Outcome.TIMEOUT) {
+                    counters.increment(Counter.TIMEOUTS);
+                }
+            }
+            // The path says what happened to this await (Waiter#path); the relative threshold too
+            // (the drain's waits are not in the histogram: every one is slow enough to commit).
             if (slow != null && slow.endAwait(deviceName, stream, waiter.path, ReactorEvents.eventOutcome(outcome))
-                    && latency.isSlow(System.nanoTime() - start)) {
+                    && (!counted || latency.isSlow(System.nanoTime() - start))) {
                 slow.commit(); // here, not in endAwait: the event's stack trace starts at the await
             }
-            // Last: after every counter of this await (a listener reading stats() sees it counted),
-            // its histogram record, and the JFR event's end (which a slow listener must not lengthen).
-            latency.ended(now - start, outcome);
+            if (counted) {
+                // Last: after every counter of this await (a listener reading stats() sees it counted),
+                // its histogram record, and the JFR event's end (which a slow listener must not lengthen).
+                latency.ended(now - start, outcome);
+            }
         }
     }
 
     /**
-     * Registers and waits; the path taken is left in {@link Waiter#path} ({@link SlowAwaitEvent#PARKED}
-     * unless the wait says otherwise: here, or in {@link CoalescedWait#await}).
-     */
-    private boolean register(Waiter waiter, ReactorStream stream, long required, boolean interruptible, boolean timed,
-            long deadline, int inside) throws InterruptedException {
-        waiter.reset();
-        // NO_SPIN, SPIN (0) or a predicted wait to sleep through and spin at its end (SpinPolicy).
-        long spin = spinPolicy.decide(stream.record().recentWaitNanos(), inside, table.armedCount());
-        if (coalesced != null) { // the path: coalesced only if this await shared a write (CoalescedWait)
-            return coalesced.await(stream, required, waiter, spin, interruptible, timed, deadline);
-        }
-        long ticket = registrar.tryArm(stream, waiter);
-        FallbackRegistration fallback = null;
-        if (!Registrar.armed(ticket)) {
-            waiter.path = SlowAwaitEvent.FALLBACK;
-            fallback = registrar.registerFallback(stream, waiter, FallbackReason.of(ticket));
-            ticket = fallback.ticket;
-        } else if (spin != SpinPolicy.NO_SPIN && spinOnOwnFlag(waiter, ticket, spin, interruptible, timed, deadline)) {
-            waiter.path = SlowAwaitEvent.INLINE;
-            return true;
-        }
-        return parkUntilDelivered(waiter, ticket, fallback, interruptible, timed, deadline);
-    }
-
-    /**
-     * Bounded spin on the waiter's own flag; true if the work completed and the waiter withdrew its
-     * payload (so this thread is not unparked later; the scanner still retires and recycles the
-     * slot). The flag read may be stale (our slot already retired, recycled and re-armed by someone
-     * else): then the withdrawal fails, because the payload is no longer ours, and the delivery we
-     * were owed is waited for as usual. See SlotTable ordering 8.
+     * The spin of {@link #acquire}: sleeps through a predicted wait ({@link #sleepThroughPrediction}),
+     * then watches the flag of slot {@code flagTicket} until the spin ends. True if the work completed
+     * and this thread withdrew {@code payload} (so it is not unparked later; the scanner still
+     * retires and recycles the slot): the waiter's own slot ({@code payload} is the waiter: counted
+     * inline), or a group it armed itself (the group is then delivered on this thread, its own
+     * membership included). The flag read may be stale (the slot already retired, recycled and
+     * re-armed by someone else): then the withdrawal fails, because the payload is no longer ours,
+     * and the delivery we were owed is waited for as usual. See SlotTable ordering 8.
      *
-     * <p>A failed withdrawal means the scanner has taken our payload and is delivering it now; the
+     * <p>A failed withdrawal means the scanner has taken the payload and is delivering it now; the
      * waiter spins on that delivery for a while ({@link #awaitImminentDelivery}), then parks if it
      * has not come, and the scanner's unpark (made after its volatile store of the ticket,
      * SlotTable ordering 9) wakes it.
      */
-    private boolean spinOnOwnFlag(Waiter waiter, long ticket, long predicted, boolean interruptible, boolean timed,
-            long deadline) {
+    private boolean spinOnFlag(Waiter waiter, long ticket, long flagTicket, Completion payload, long predicted,
+            boolean interruptible, boolean timed, long deadline) {
         long end = sleepThroughPrediction(waiter, ticket, predicted, interruptible, timed, deadline);
         // Counted as watching only now, while it spins: asleep, it would see its flag only when it
         // wakes, and a scanner deferring to it would leave a kernel that landed early, or a sleep
         // that overran, to that late look (measured on the H200: docs/BENCHMARKS.md, sixth pass).
         preWake.watch(); // after the arm: this thread looks at its own armed flag (PreWake#watching)
         try {
-            return watchOwnFlag(waiter, ticket, end, interruptible);
+            while (!waiter.isDelivered(ticket)) {
+                if (table.flagSet(flagTicket)) {
+                    if (table.cancel(flagTicket, payload)) {
+                        counters.increment(Counter.INLINE_COMPLETIONS);
+                        if (payload == waiter) {
+                            waiter.landed();
+                            counters.increment(Counter.COMPLETIONS);
+                        } else {
+                            payload.complete(flagTicket, null); // the scanner retires the slot, and records its proof
+                        }
+                        return true;
+                    }
+                    awaitImminentDelivery(waiter, ticket, end, interruptible); // the scanner took the payload
+                    return false;
+                }
+                if (System.nanoTime() - end >= 0 || interrupted(interruptible)) {
+                    return false;
+                }
+                Thread.onSpinWait();
+            }
+            return false; // delivered meanwhile (an early landing ended the sleep): the park returns at once
         } finally {
             preWake.unwatch();
         }
-    }
-
-    private boolean watchOwnFlag(Waiter waiter, long ticket, long end, boolean interruptible) {
-        while (!waiter.isDelivered(ticket)) {
-            if (table.flagSet(ticket)) {
-                if (table.cancel(ticket, waiter)) {
-                    waiter.landed();
-                    counters.increment(Counter.INLINE_COMPLETIONS);
-                    counters.increment(Counter.COMPLETIONS);
-                    return true;
-                }
-                awaitImminentDelivery(waiter, ticket, end, interruptible); // the scanner took the payload
-                return false;
-            }
-            if (System.nanoTime() - end >= 0 || interrupted(interruptible)) {
-                return false;
-            }
-            Thread.onSpinWait();
-        }
-        return false; // delivered: parkUntilDelivered returns at once
     }
 
     /**
@@ -254,7 +507,7 @@ public final class BlockingWait implements CoalescedWait.Parking {
     }
 
     /**
-     * How a waiter spins ({@link #spinOnOwnFlag}, {@link #spinOnGroupFlag}): for the policy's
+     * How a waiter spins ({@link #spinOnFlag}): for the policy's
      * {@link SpinPolicy#spinNanos()}, or, when {@code predicted > 0} (the stream's recent waits
      * were longer than that), asleep until shortly before the predicted end, less a margin of 2% or
      * 5 us (whichever is larger) and the learned lateness of such sleeps, then spinning through the
@@ -282,7 +535,7 @@ public final class BlockingWait implements CoalescedWait.Parking {
             long remaining;
             // Uninterruptible, with the interrupt status set (a pool's shutdownNow()): every park
             // would return at once and this loop spin for the whole sleep, holding a carrier. So, as
-            // parkUntilDelivered does, the status is cleared before each park (one that comes
+            // acquire's park does, the status is cleared before each park (one that comes
             // during the sleep ends that park: cleared again, asleep again) and set again below
             // once the sleep ends. Interruptible: kept, and the loop ends on it.
             boolean interrupted = false;
@@ -335,100 +588,6 @@ public final class BlockingWait implements CoalescedWait.Parking {
 
     private static long wakeAt(long start, long sleep, boolean timed, long deadline) {
         return start + (timed ? Math.min(sleep, deadline - start) : sleep);
-    }
-
-    /**
-     * The spin of a waiter that armed a shared group's write itself ({@link CoalescedWait}): as
-     * {@link #spinOnOwnFlag}, but on seeing the flag it withdraws the group's payload and, if that
-     * succeeds (the scanner has not taken it), delivers the group on this thread, its own
-     * membership included; either way the membership is then delivered or about to be. True if
-     * this thread delivered the group (the await's path is then {@code inline}).
-     */
-    @Override
-    public boolean spinOnGroupFlag(Waiter waiter, long memberTicket, long slotTicket, Completion payload, long predicted,
-            boolean interruptible, boolean timed, long deadline) {
-        long end = sleepThroughPrediction(waiter, memberTicket, predicted, interruptible, timed, deadline);
-        preWake.watch(); // after the group's arm and the sleep: it looks at the group's flag now (see spinOnOwnFlag)
-        try {
-            return watchGroupFlag(waiter, memberTicket, slotTicket, payload, end, interruptible);
-        } finally {
-            preWake.unwatch();
-        }
-    }
-
-    private boolean watchGroupFlag(Waiter waiter, long memberTicket, long slotTicket, Completion payload, long end,
-            boolean interruptible) {
-        while (!waiter.isDelivered(memberTicket)) {
-            if (table.flagSet(slotTicket)) {
-                if (table.cancel(slotTicket, payload)) {
-                    counters.increment(Counter.INLINE_COMPLETIONS);
-                    payload.complete(slotTicket, null); // the scanner retires the slot, and records its proof
-                    return true;
-                }
-                awaitImminentDelivery(waiter, memberTicket, end, interruptible); // the scanner took it
-                return false;
-            }
-            if (System.nanoTime() - end >= 0 || interrupted(interruptible)) {
-                return false;
-            }
-            Thread.onSpinWait();
-        }
-        return false; // delivered meanwhile: by the scanner (an early landing ended the sleep)
-    }
-
-    /**
-     * Parks until the registration is delivered (or withdrawn on timeout/interrupt). The wake-up
-     * is the completer's unpark, made after its volatile store of the ticket (SlotTable ordering
-     * 9), so a park that consumed an earlier, stale permit re-checks, sees the ticket or parks
-     * again with that unpark still to come. Spurious returns are re-checked by the loop. The park's
-     * blocker is the reactor.
-     *
-     * @param registration what to withdraw on timeout or interrupt: a fallback or a group
-     *     membership; null for the waiter's own slot (withdrawn from the table, no handle)
-     */
-    @Override
-    public boolean parkUntilDelivered(Waiter waiter, long ticket, @Nullable Registration registration,
-            boolean interruptible, boolean timed, long deadline) throws InterruptedException {
-        boolean interrupted = false;
-        while (!waiter.isDelivered(ticket)) {
-            if (timed) {
-                long remaining = deadline - System.nanoTime();
-                if (remaining <= 0) {
-                    if (counters.abandoned(withdraw(waiter, ticket, registration))) {
-                        restoreInterrupt(interrupted);
-                        return false;
-                    }
-                    timed = false; // lost the race to a delivery: it is imminent, wait for it
-                    continue;
-                }
-                LockSupport.parkNanos(parkBlocker, remaining);
-            } else {
-                LockSupport.park(parkBlocker);
-            }
-            if (Thread.interrupted()) {
-                if (interruptible && !interrupted && counters.abandoned(withdraw(waiter, ticket, registration))) {
-                    throw new InterruptedException();
-                }
-                interrupted = true; // delivery imminent (or uninterruptible): finish, then re-assert
-            }
-        }
-        if (registration != null) {
-            WaitGroup.relayOf(registration); // a group member wakes its part of the group first
-        }
-        restoreInterrupt(interrupted);
-        RuntimeException failure = waiter.failure();
-        if (failure != null) {
-            if (failure instanceof GpuFaultException) {
-                counters.increment(Counter.FAULTS);
-            }
-            throw Failures.anew(failure); // thrown anew, so the stack trace is the waiter's
-        }
-        counters.increment(Counter.COMPLETIONS);
-        return true;
-    }
-
-    private boolean withdraw(Waiter waiter, long ticket, @Nullable Registration registration) {
-        return registration != null ? registration.cancel() : table.cancel(ticket, waiter);
     }
 
     private static void restoreInterrupt(boolean interrupted) {

@@ -1,14 +1,15 @@
 package io.cudaloom.reactor;
 
 import io.cudaloom.ReactorConfig;
-import io.cudaloom.spi.StreamState;
 import java.util.concurrent.Executor;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The coalescing wait, one flag write for many waiters (group commit; on by default,
- * {@link ReactorConfig#coalesce()}). A waiter that needs the first {@code required} counted
- * submissions of its stream, in this order:
+ * The coalescing wait's group commit, one flag write for many waiters (on by default,
+ * {@link ReactorConfig#coalesce()}): the arming and delivery of a stream's groups. The waiter's
+ * side, which group to join, is a mode of the one wait ({@link BlockingWait#acquire}, which parks
+ * on the membership). A waiter that needs the first {@code required} counted submissions of its
+ * stream, in this order:
  * <ol>
  *   <li>joins the stream's newest armed group ({@link StreamRecord#lastGroup}) if its flag write
  *       covers that work ({@code covered >= required}, see {@link WaitGroup});
@@ -20,7 +21,8 @@ import org.jspecify.annotations.Nullable;
  *   <li>else installs a new open group (compare-and-set, so racing waiters end up in one) and joins it.
  * </ol>
  * An open group is armed when a pending group of its stream is delivered ({@link #returnReservation}), or by
- * a waiter that finds room ({@link #armOpenIfRoom}): one flag write then serves every waiter that arrived
+ * a waiter that finds room ({@link #armOpenIfRoom}; where each ordering is enforced on the waiter's
+ * side, {@link BlockingWait#acquire} says): one flag write then serves every waiter that arrived
  * while the earlier ones were in flight.
  *
  * <h2>Orderings, and where each is enforced</h2>
@@ -44,127 +46,37 @@ import org.jspecify.annotations.Nullable;
  * open group before it decrements the pending count leaves members waiting forever).
  */
 final class CoalescedWait {
-    /** {@link #arm}'s answer when registering threw: neither a ticket nor a fallback's reason. */
-    private static final long ARM_FAILED = Long.MIN_VALUE;
+    /** {@link #armFresh}'s ticket when registering threw: neither a ticket nor a fallback's reason. */
+    static final long ARM_FAILED = Long.MIN_VALUE;
 
-    /**
-     * How a member waits once it holds its membership: the one-slot wait's park and spin
-     * ({@link BlockingWait} implements it), so that the shared write names nothing above it.
-     */
-    interface Parking {
-        /** Parks until {@code ticket} is delivered, or withdraws {@code registration} on timeout or interrupt. */
-        boolean parkUntilDelivered(Waiter waiter, long ticket, @Nullable Registration registration,
-                boolean interruptible, boolean timed, long deadline) throws InterruptedException;
-
-        /**
-         * Spins on the group's flag; delivers the group on this thread if it withdraws the payload
-         * first, and then returns true.
-         */
-        boolean spinOnGroupFlag(Waiter waiter, long memberTicket, long slotTicket, Completion payload, long predicted,
-                boolean interruptible, boolean timed, long deadline);
-    }
-
-    private final RegistrationChecks checks;
     /** Where a taken shared write is armed when this thread may not make driver calls (a host callback). */
     private final Executor callbackExecutor;
     private final Registrar registrar;
-    private final ReactorCounters counters;
-    private final Parking blocking;
     /** Whether woken members relay the wake-ups of their group ({@link WaitGroup}'s wake tree). */
-    private final boolean relay;
+    final boolean relay;
 
-    CoalescedWait(RegistrationChecks checks, Executor callbackExecutor, Registrar registrar, ReactorCounters counters, Parking blocking,
-            boolean relay) {
-        this.checks = checks;
+    CoalescedWait(Executor callbackExecutor, Registrar registrar, boolean relay) {
         this.callbackExecutor = callbackExecutor;
         this.relay = relay;
         this.registrar = registrar;
-        this.counters = counters;
-        this.blocking = blocking;
     }
 
     /**
-     * Leaves the path taken in {@link Waiter#path} (the {@link SlowAwaitEvent} path): {@code coalesced}
-     * exactly when this await shares a write it did not arm itself, the awaits that
-     * {@link Counter#COALESCED} counts (it joined an armed or open group, or installed an open group
-     * for the next write); a waiter that arms a group of its own waits as on its own slot
-     * ({@code inline} if its spin delivered the group, {@code parked}, or {@code fallback} if a host
-     * callback serves the group), whoever joins it later; {@code immediate} (no event) if a delivered
-     * group, or the driver, showed its work already done.
-     *
-     * @param spin how a waiter that arms a group itself spins on its flag: the {@link SpinPolicy}'s
-     *     decision ({@link SpinPolicy#NO_SPIN}, {@link SpinPolicy#SPIN}, or a predicted wait)
+     * A waiter that holds its stream's reservation arms a group of its own, with {@code member} in
+     * it: the count is read before the flag write is enqueued, so everything counted is ahead of it.
+     * Returns the group's payload, whose {@link Delivery#ticket} is the slot's ticket, or a negative
+     * value: the reason a host callback serves it ({@link Registrar#armed}), or {@link #ARM_FAILED}.
      */
-    boolean await(ReactorStream stream, long required, Waiter waiter, long spin, boolean interruptible, boolean timed,
-            long deadline) throws InterruptedException {
-        StreamRecord record = stream.record();
-        WaitGroup.Member member = new WaitGroup.Member(waiter, registrar.syntheticTicket());
-        for (;;) {
-            WaitGroup last = record.lastGroup;
-            if (last != null && last.covers(required)) {
-                if (last.join(member)) {
-                    counters.increment(Counter.COALESCED);
-                    waiter.path = SlowAwaitEvent.COALESCED;
-                    return blocking.parkUntilDelivered(waiter, member.ticket, member, interruptible, timed, deadline);
-                }
-                if (last.deliveredFailure() == null) { // delivered: the work it covers, ours too, is done
-                    waiter.path = SlowAwaitEvent.IMMEDIATE;
-                    counters.increment(Counter.IMMEDIATE);
-                    counters.increment(Counter.COMPLETIONS);
-                    return true;
-                }
-                // A failed group (fault, close) says nothing about later ones: check afresh.
-                if (checks.precheck(stream, false) == StreamState.IDLE) {
-                    waiter.path = SlowAwaitEvent.IMMEDIATE;
-                    return true;
-                }
-            }
-            WaitGroup open = record.commit.open();
-            if (open != null && open.isOpen()) { // ordering 1: required was read before this
-                if (open.join(member)) {
-                    counters.increment(Counter.COALESCED);
-                    waiter.path = SlowAwaitEvent.COALESCED;
-                    armOpenIfRoom(stream, record);
-                    return blocking.parkUntilDelivered(waiter, member.ticket, member, interruptible, timed, deadline);
-                }
-                if (open.deliveredFailure() == null) { // armed and delivered since: it covered us
-                    waiter.path = SlowAwaitEvent.IMMEDIATE;
-                    counters.increment(Counter.IMMEDIATE);
-                    counters.increment(Counter.COMPLETIONS);
-                    return true;
-                }
-                continue;
-            }
-            if (record.commit.tryReserve()) {
-                // The count is read before the flag write is enqueued: everything counted is ahead of it.
-                WaitGroup fresh = new WaitGroup(stream.submissionCount(), relay);
-                fresh.join(member);
-                Delivery delivery = new Delivery(this, stream, fresh);
-                long ticket = arm(stream, record, fresh, delivery, true);
-                // Its own write, as a lone waiter's own slot: parked (the default), inline or fallback.
-                if (!Registrar.armed(ticket) && ticket != ARM_FAILED) {
-                    waiter.path = SlowAwaitEvent.FALLBACK;
-                } else if (spin != SpinPolicy.NO_SPIN && Registrar.armed(ticket)
-                        // A short kernel then completes with no wake-up, as a lone waiter's own slot does.
-                        && blocking.spinOnGroupFlag(waiter, member.ticket, ticket, delivery, spin, interruptible, timed, deadline)) {
-                    waiter.path = SlowAwaitEvent.INLINE;
-                }
-                return blocking.parkUntilDelivered(waiter, member.ticket, member, interruptible, timed, deadline);
-            }
-            WaitGroup gathering = WaitGroup.open(relay);
-            gathering.join(member);
-            if (record.commit.installOpen(open, gathering)) {
-                counters.increment(Counter.COALESCED); // it shares the next write with whoever gathers with it
-                waiter.path = SlowAwaitEvent.COALESCED;
-                armOpenIfRoom(stream, record); // ordering 2: installed, now look for room
-                return blocking.parkUntilDelivered(waiter, member.ticket, member, interruptible, timed, deadline);
-            }
-            member = new WaitGroup.Member(waiter, registrar.syntheticTicket()); // lost the race: try theirs
-        }
+    Delivery armFresh(ReactorStream stream, StreamRecord record, WaitGroup.Member member) {
+        WaitGroup fresh = new WaitGroup(stream.submissionCount(), relay);
+        fresh.join(member);
+        Delivery delivery = new Delivery(this, stream, fresh);
+        delivery.ticket = arm(stream, record, fresh, delivery, true);
+        return delivery;
     }
 
     /** Arms the stream's open group if there is room for its write (ordering 2); any thread but a host callback. */
-    private void armOpenIfRoom(ReactorStream stream, StreamRecord record) {
+    void armOpenIfRoom(ReactorStream stream, StreamRecord record) {
         WaitGroup taken = record.commit.takeIfRoom(WaitGroup::startArming);
         if (taken != null) {
             armTaken(stream, record, taken);
@@ -229,7 +141,19 @@ final class CoalescedWait {
     }
 
     /** The payload of a group's slot or host callback: return the room, deliver the members, arm the next (see {@link #returnReservation}). */
-    private record Delivery(CoalescedWait owner, ReactorStream stream, WaitGroup group) implements Completion {
+    static final class Delivery implements Completion {
+        private final CoalescedWait owner;
+        private final ReactorStream stream;
+        private final WaitGroup group;
+        /** The slot's ticket, or why a host callback serves it ({@link #armFresh}); written and read by the arming thread. */
+        long ticket;
+
+        Delivery(CoalescedWait owner, ReactorStream stream, WaitGroup group) {
+            this.owner = owner;
+            this.stream = stream;
+            this.group = group;
+        }
+
         @Override
         public void complete(long ticket, @Nullable RuntimeException failure) {
             StreamRecord record = stream.record();

@@ -18,7 +18,7 @@ import io.cudaloom.Subscription;
  *       slot's payload, or a {@link FallbackRegistration}), which count a successful withdrawal in
  *       {@link ReactorStats#abandoned()};
  *   <li>a subscription to a closed stream's {@link StreamDrain} (not counted);
- *   <li>what a blocking waiter withdraws on timeout or interrupt ({@link BlockingWait#parkUntilDelivered}):
+ *   <li>what a blocking waiter withdraws on timeout or interrupt (the park loop of {@link BlockingWait#acquire}):
  *       a {@link FallbackRegistration} or a {@link WaitGroup.Member}; the waiter counts it. A waiter
  *       on its own slot has no handle: it withdraws with the slot table's compare-and-set, so that
  *       the common await allocates nothing.

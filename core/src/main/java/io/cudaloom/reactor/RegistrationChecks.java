@@ -39,6 +39,14 @@ public final class RegistrationChecks {
         if (stream.isClosed()) {
             throw new IllegalStateException("stream " + stream + " is closed");
         }
+        return examine(stream, assumeBusy);
+    }
+
+    /**
+     * {@link #precheck} after its open checks, for the blocking wait, which reads the reactor's and
+     * the stream's state itself and routes a closed stream to its drain ({@link BlockingWait#acquire}).
+     */
+    StreamState examine(ReactorStream stream, boolean assumeBusy) {
         if (assumeBusy && stream.hasWorkNotKnownComplete()) {
             return StreamState.BUSY;
         }

@@ -11,7 +11,7 @@ import jdk.jfr.Threshold;
  * JFR event {@value #NAME}: a blocking await that took longer than the event's threshold (20 ms
  * unless a recording sets another), from registering to returning. Awaits that found their work
  * already done register nothing and are not timed. Begun ({@link ReactorEvents#beginAwait}), ended
- * ({@link #endAwait}) and committed (by the await: {@link BlockingWait}, {@link StreamDrain}) only
+ * ({@link #endAwait}) and committed (by the one await, {@link BlockingWait#acquire}) only
  * while a recording has the event enabled, so a disabled event allocates nothing.
  */
 @Name(SlowAwaitEvent.NAME)
@@ -69,8 +69,8 @@ public final class SlowAwaitEvent extends Event {
     /**
      * Ends this begun event and fills it in; true if the caller should commit it: a recording
      * wants it (its threshold passed) and the await waited for something (an {@link #IMMEDIATE}
-     * path, work found done, is never recorded). The one place both blocking waits
-     * ({@link BlockingWait}, {@link StreamDrain}) end the event; each commits it itself, so that
+     * path, work found done, is never recorded). The one place the one blocking wait
+     * ({@link BlockingWait#acquire}, every mode) ends the event; it commits it itself, so that
      * the event's stack trace starts at the await, not here. An instance method: one exists only
      * while a recording has the event enabled, so nothing here loads JFR otherwise.
      *

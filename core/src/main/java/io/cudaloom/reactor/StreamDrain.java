@@ -7,12 +7,8 @@ import io.cudaloom.ReactorClosedException;
 import io.cudaloom.ReactorStats;
 import io.cudaloom.Subscription;
 import io.cudaloom.spi.StreamState;
-import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
@@ -55,24 +51,23 @@ import org.jspecify.annotations.Nullable;
  *     scanner, a host-callback thread, the closing thread of the device, or the stream's closing
  *     thread itself when the outcome was known at once): on success it first raises
  *     {@link GpuStream#completedThrough} to {@link #covered} (a volatile compare-and-set), then
- *     completes {@link #settled} and {@link #outcome} (each a compare-and-set of the future's
- *     result field). Readers see it through the futures' volatile reads of that field
- *     ({@code isDone}, {@code get}, {@code join}) or as their dependents, which the future runs
- *     after the result was written. That is enough: the delivering thread read the device's flag
- *     with acquire (SlotTable ordering 5) or runs after the stream's work (a host callback), so
- *     the device's results, the proof and the outcome are all visible to a reader that saw the
- *     result; and a parked waiter is unparked by the future after its result was written, as every
- *     {@code java.util.concurrent} completer does (SlotTable ordering 9), so no wake-up is lost.
+ *     completes {@link #outcome} (a compare-and-set of the future's result field). Readers see it
+ *     through the future's volatile reads of that field ({@code isDone}) or as its dependents,
+ *     which the future runs after the result was written. That is enough: the delivering thread
+ *     read the device's flag with acquire (SlotTable ordering 5) or runs after the stream's work (a
+ *     host callback), so the device's results, the proof and the outcome are all visible to a
+ *     reader that saw the result. A blocking waiter is enlisted as a dependent
+ *     ({@link #enlist}) and parked on its own {@link Waiter}: the dependent stores its ticket with a
+ *     volatile write and then unparks it (SlotTable ordering 9), so no wake-up is lost.
  * <li><b>A subscription</b> is one {@link AtomicReference} cell holding the delivery: the drain's
  *     completion takes it with a get-and-set, {@link Subscription#cancel()} with another,
  *     so exactly one of them gets it (as a slot's payload is taken by the scanner's get-and-set or
  *     withdrawn by a compare-and-set, SlotTable ordering 6).
  * </ol>
- * Two futures, because a thread waiting in {@link CompletableFuture#get()} helps run the
- * future's dependents: the blocking waits wait on {@link #settled}, which has none, and the
- * subscriptions depend on {@link #outcome}, which nothing waits on, so a subscriber's executor is
- * called by the delivering thread (or, once the outcome is known, by the subscribing thread),
- * never by an unrelated waiter.
+ * Nothing waits in {@link CompletableFuture#get()} (a thread there helps run the future's
+ * dependents): a subscriber's executor is called by the delivering thread (or, once the outcome is
+ * known, by the subscribing thread), never by an unrelated waiter, and a blocking wait is a
+ * registration in the one wait's loop ({@link BlockingWait#acquire}), not a second blocking wait.
  *
  * <p>Not counted in {@link ReactorStats} beyond the drain's own registration: the waits and
  * subscriptions it serves arm nothing, so their completions, timeouts and cancellations are not
@@ -101,9 +96,10 @@ public final class StreamDrain {
     /** The stream's submission count when the drain was registered: the events it serves need no more. */
     public final long covered;
     private final ReactorStream stream;
-    /** Completed with the outcome; only blocking waits wait on it, nothing depends on it. */
-    private final CompletableFuture<@Nullable Void> settled = new CompletableFuture<>();
-    /** Completed with the outcome; only subscriptions depend on it, nothing waits on it. */
+    /**
+     * Completed with the outcome; the subscriptions and the blocking waits' enlistments depend on it,
+     * nothing waits on it (a blocking wait parks on its own Waiter, {@link BlockingWait#acquire}).
+     */
     private final CompletableFuture<@Nullable Void> outcome = new CompletableFuture<>();
     /** {@link #PUBLISHED} and {@link #SUCCEEDED}, each added once: the second tells the backend. */
     private final AtomicInteger steps = new AtomicInteger();
@@ -174,71 +170,35 @@ public final class StreamDrain {
     private void complete(@Nullable RuntimeException failure) {
         if (failure == null) {
             stream.completedThrough(covered); // a proof, as any await that returned normally
-            settled.complete(null);
             outcome.complete(null);
             if (steps.getAndAdd(SUCCEEDED) == PUBLISHED) {
                 drained();
             }
         } else {
-            settled.completeExceptionally(failure);
             outcome.completeExceptionally(failure);
         }
     }
 
     /** Whether the outcome is known (no wait, no device query). */
     boolean isSettled() {
-        return settled.isDone();
+        return outcome.isDone();
+    }
+
+    /** The failure of a settled drain, null if it succeeded; read only once {@link #isSettled()}. */
+    @Nullable RuntimeException failure() {
+        return failureOf(outcome);
     }
 
     /**
-     * Waits for the outcome: true on success, false when timed and the time ran out (a zero or
-     * negative {@code nanos} does not wait). The failure is thrown anew, so that its stack trace is
-     * the waiter's. Interrupts follow {@code java.util.concurrent}: an interruptible wait throws
-     * {@link InterruptedException} with the status cleared; an uninterruptible one keeps the status.
+     * A blocking wait's registration on this drain ({@link BlockingWait#acquire}, drain mode): the
+     * waiter's record is delivered {@code ticket} and the outcome ({@link Waiter#complete}: the
+     * volatile ticket store, then the unpark, SlotTable ordering 9) by the thread that completes the
+     * drain, after the outcome's result was written; at once, on this thread, if it is known now.
+     * The waiter parks on its own record, as on a slot; the returned registration withdraws it on
+     * timeout or interrupt (one get-and-set against the delivery's, access mode 3).
      */
-    public boolean await(boolean interruptible, boolean timed, long nanos) throws InterruptedException {
-        if (settled.isDone() || (timed && nanos <= 0)) {
-            return awaitOutcome(interruptible, timed, nanos); // known at once, or a poll: not timed, as BlockingWait
-        }
-        // Null unless a JFR recording has io.cudaloom.SlowAwait enabled: no allocation otherwise.
-        SlowAwaitEvent slow = ReactorEvents.beginAwait();
-        String result = SlowAwaitEvent.FAILED;
-        try {
-            boolean completed = awaitOutcome(interruptible, timed, nanos);
-            result = completed ? SlowAwaitEvent.COMPLETED : SlowAwaitEvent.TIMED_OUT;
-            return completed;
-        } catch (InterruptedException | GpuFaultException | ReactorClosedException e) {
-            result = ReactorEvents.outcomeOf(e);
-            throw e;
-        } finally {
-            if (slow != null && slow.endAwait(stream.deviceName(), stream, SlowAwaitEvent.DRAIN, result)) {
-                slow.commit(); // here, not in endAwait: the event's stack trace starts at the await
-            }
-        }
-    }
-
-    private boolean awaitOutcome(boolean interruptible, boolean timed, long nanos) throws InterruptedException {
-        try {
-            if (!timed) {
-                if (interruptible) {
-                    settled.get();
-                } else {
-                    settled.join();
-                }
-            } else if (nanos <= 0) {
-                if (!settled.isDone()) {
-                    return false;
-                }
-                settled.join();
-            } else {
-                settled.get(nanos, TimeUnit.NANOSECONDS);
-            }
-            return true;
-        } catch (TimeoutException e) {
-            return false;
-        } catch (ExecutionException | CompletionException e) {
-            throw anew(e.getCause());
-        }
+    Registration enlist(Waiter waiter, long ticket) {
+        return subscribe(failure -> waiter.complete(ticket, failure));
     }
 
     /**
@@ -277,11 +237,6 @@ public final class StreamDrain {
     private static RuntimeException runtime(Throwable t) {
         Throwable cause = t instanceof CompletionException && t.getCause() != null ? t.getCause() : t;
         return cause instanceof RuntimeException r ? r : new IllegalStateException(cause);
-    }
-
-    /** The failure, thrown anew for a waiter, exactly as a registration's own (BlockingWait, {@link Failures}). */
-    private static RuntimeException anew(@Nullable Throwable thrown) {
-        return Failures.anew(runtime(Objects.requireNonNull(thrown, "failure")));
     }
 
     @Override

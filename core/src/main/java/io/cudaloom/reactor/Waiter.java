@@ -51,7 +51,7 @@ final class Waiter implements Completion, WakeBoard.Sleeper {
     /**
      * How this thread's current await was served: one of {@link SlowAwaitEvent}'s path constants
      * (compile-time constants: assigning one loads no JFR class), set by the wait code where it
-     * decides ({@link BlockingWait}, {@link CoalescedWait}) and read by {@link BlockingWait} when it
+     * decides ({@link BlockingWait#acquire}) and read by {@link BlockingWait} when it
      * commits the event. Written and read by this thread only (a record is never shared by two
      * threads' awaits), so plain.
      */

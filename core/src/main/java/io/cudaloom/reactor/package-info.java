@@ -46,8 +46,11 @@
  * come, counted (scannerMissedWakeups) and served then.
  *
  * <p>Where things are. RegistrationChecks: the checks before registering (open,
- * done, faulted, may this thread block); BlockingWait and CoalescedWait: the
- * blocking wait; CallbackRegistrations: the non-blocking registration of futures and
+ * done, faulted, may this thread block); BlockingWait: the one blocking wait, BlockingWait.acquire
+ * (as AQS's acquire: one method with mode flags, timed, interruptible, the waiter's own slot or
+ * coalesced, a closed stream's drain; its algorithm as pseudo-code at the loop head); CoalescedWait:
+ * the group commit's arming and delivery (which group a waiter joins is decided in acquire);
+ * CallbackRegistrations: the non-blocking registration of futures and
  * callbacks; SpinPolicy: whether and how a waiter spins; Registrar: arming and fallback; Scanner:
  * the work step (doWork: delivery, fault probe and quarantine), the park gate, the consumer's half
  * of shutdown, and its Runner, the loop that makes every park; DeviceFaults (the device's, not
@@ -60,20 +63,33 @@
  * ReactorMXBean and the periodic JFR hook, installed when the reactor opens and removed
  * when it closes; LatencyRecorder: the await-latency histogram and the await listeners; StreamRecord: each stream's
  * admission, group-commit sequence, completion proof and wait average; StreamDrain: the one
- * registration a stream's close leaves; Waiter and WaitGroup: the hand-offs; PreWake: the waiters'
+ * registration a stream's close leaves (a blocking wait on a closed stream enlists its Waiter there
+ * and parks in acquire, as on a slot); Waiter and WaitGroup: the hand-offs; PreWake: the waiters'
  * planned wake-ups, which the scanner serves (over the protocol's WakeBoard); TimerSlack: the
  * scanner's timer slack; UnclosedDeviceReport: the Cleaner of a device dropped unclosed. The facade
  * (io.cudaloom.CompletionReactor) wires them together and is what the API classes call.
  *
  * <p>The await path, in the order a blocking await runs it: GpuEvent.await() (the API: the ticket it
- * waits for) → CompletionReactor.await (the facade: the one call into the parts) →
- * BlockingWait.await (RegistrationChecks.checkMayBlock and precheck: open, done, faulted; the spin
- * decision, SpinPolicy.decide; with coalescing CoalescedWait.await, which joins or leads a WaitGroup) →
- * Registrar.tryArm (SlotTable.claim, the flag reset, the stream's flag write through its
- * ReactorStream port, SlotTable.publish; the first publish into an idle table wakes the scanner) →
- * BlockingWait.parkUntilDelivered (LockSupport.park until Waiter.isDelivered), woken by the scanner's
- * Runner.turn → Scanner.doWork (SlotTable.scanOnce: the flag read 1, the payload taken,
- * Waiter.deliver: the volatile ticket write, then LockSupport.unpark).
+ * waits for) → CompletionReactor.awaitEvent (the facade: the stream's state read once, its drain or
+ * none, and the one call into the parts) → BlockingWait.acquire, which runs the whole wait in one
+ * method (RegistrationChecks.checkMayBlock and examine: open, done, faulted; a closed stream routed
+ * to its drain by its state; SpinPolicy.decide; the registration: with coalescing a
+ * WaitGroup.Member joined to the stream's armed or open group, or a group of its own armed through
+ * CoalescedWait.armFresh; else Registrar.tryArm: SlotTable.claim, the flag reset, the stream's flag
+ * write through its ReactorStream port, SlotTable.publish, the first publish into an idle table
+ * waking the scanner; the spin, sleeping through a prediction with PreWake; then LockSupport.park
+ * until Waiter.isDelivered), woken by the scanner's Runner.turn → Scanner.doWork
+ * (SlotTable.scanOnce: the flag read 1, the payload taken, Waiter.deliver: the volatile ticket write,
+ * then LockSupport.unpark).
+ *
+ * <p>The types whose code the waiter's thread runs in a default await() (coalesced, parked), in that
+ * order: GpuEvent, ResourceLedger, CompletionReactor, GpuStream (its drain read and its Port),
+ * BlockingWait, RegistrationChecks, ReactorState, ReactorEvents, SpinPolicy.Predictive, StreamRecord,
+ * GroupCommit, Waiter, WaitGroup (and its Member), CoalescedWait (and its Delivery), Registrar,
+ * SlotTable, the backend's stream, ReactorCounters, PreWake, WakeBoard, LatencyRecorder. Issue #41
+ * item 1 took CoalescedWait.Parking (the interface the coalesced wait parked through) off this
+ * path, and CompletableFuture off a closed stream's; GpuStream.await() still calls the facade's
+ * open-stream await (CompletionReactor.await) directly.
  */
 @NullMarked
 package io.cudaloom.reactor;

@@ -29,7 +29,7 @@ import org.openjdk.jcstress.infra.results.IIII_Result;
  * delivers. No model of the await: the code under test is the code the reactor runs.
  *
  * <p>The waiter actor's first await has a deadline that has passed by the time it has registered,
- * so it withdraws at once ({@link BlockingWait#parkUntilDelivered}), racing the device actor,
+ * so it withdraws at once (the park loop of {@link BlockingWait#acquire}), racing the device actor,
  * which lands that registration's flag and runs the scanner's steps. Either the withdrawal wins
  * (counted abandoned; the late flag then retires an empty slot) or the scanner has taken the
  * payload, and then the await must wait for the delivery in flight and return it: an await that
