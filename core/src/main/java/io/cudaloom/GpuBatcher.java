@@ -262,6 +262,8 @@ public final class GpuBatcher<I, O> implements AutoCloseable {
     private final AtomicLong items = new AtomicLong();
     private final AtomicLong left = new AtomicLong();
     private final AtomicLong failedBatches = new AtomicLong();
+    /** The timer's drains so far (for tests: a timer that reschedules itself while due would count without pause). */
+    final AtomicLong timerRuns = new AtomicLong();
     /** The next timer drain, if one is scheduled (for maxDelay); replaced as deadlines come. */
     private final java.util.concurrent.atomic.AtomicReference<@Nullable ScheduledFuture<?>> timer =
             new java.util.concurrent.atomic.AtomicReference<>();
@@ -467,8 +469,17 @@ public final class GpuBatcher<I, O> implements AutoCloseable {
         if (current != null && !current.isDone()) {
             return; // a drain is due at an earlier or equal deadline (deadlines only grow)
         }
-        long delay = Math.max(0, deadline - System.nanoTime());
+        long delay = deadline - System.nanoTime();
+        if (delay <= 0) {
+            // Due already: the drain that ran just before this (on arrival, at a lane's release or
+            // in the timer) closed the batch if a lane was free; if none was, the next lane's
+            // release drains (laneFree). A timer due now would only find the lanes busy again and
+            // ask once more: under load, where the oldest caller is usually past maxDelay, that
+            // was a timer thread rescheduling itself without pause.
+            return;
+        }
         ScheduledFuture<?> next = TIMER.schedule(() -> {
+            timerRuns.incrementAndGet();
             formation.drain();
             if (formation.waiting() > 0 && inFlight.get() > 0) {
                 timer.set(null);

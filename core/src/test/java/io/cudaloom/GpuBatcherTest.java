@@ -232,6 +232,33 @@ class GpuBatcherTest {
         }
     }
 
+    /**
+     * Callers past {@code maxDelay} while every lane is busy wait for a lane, not for the timer: the
+     * timer does not fire again and again while the batch in flight runs (it did: a timer due at
+     * once rescheduled itself without pause, a core spent for nothing under load).
+     */
+    @Test
+    void aTimerDueWhileEveryLaneIsBusyDoesNotSpin() throws Exception {
+        try (SimulatedDevice d = SimulatedDevice.create()) {
+            Triple step = new Triple();
+            try (GpuBatcher<Float, Float> b = GpuBatcher.builder(d, step).inPlace(4).maxBatch(128).streams(1)
+                    .maxDelay(Duration.ofMillis(1)).build()) {
+                CompletableFuture<Float> slow = b.submit(2e9f); // the only lane busy for 300 ms
+                List<CompletableFuture<Float>> waiting = new ArrayList<>();
+                for (int i = 0; i < 100; i++) {
+                    waiting.add(b.submit((float) i)); // past their 1 ms long before the lane is free
+                }
+                assertEquals(6e9f, slow.get(LONG.toSeconds(), TimeUnit.SECONDS));
+                for (int i = 0; i < 100; i++) {
+                    assertEquals(3f * i, waiting.get(i).get(LONG.toSeconds(), TimeUnit.SECONDS));
+                }
+                assertEquals(1, step.launches.get() - 1, "the 100 waiting calls ran as one batch when the lane came free");
+                assertTrue(b.timerRuns.get() < 20, "the timer ran " + b.timerRuns.get() + " times in 300 ms");
+            }
+            assertNoMemoryLeft(d);
+        }
+    }
+
     /** As above, interrupted instead of timed out. */
     @Test
     void aCallerThatLedItsBatchAndIsInterruptedHandsTheDeliveryOn() throws Exception {
