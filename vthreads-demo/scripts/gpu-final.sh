@@ -4,15 +4,19 @@
 # its batched run, submission by combining against direct submission (-Dcudaloom.submission); the
 # driver's floor; the 10 us sweep both ways; the JDK's own floor for a batched blocking call
 # (VirtualThreadHandOff, default carriers and 4); the servlet benchmark with both pools; a JFR
-# profile of the batched demo. Each step's output is one file under "$OUT"; "$OUT/steps.txt" has
-# each step's exit code and duration. Budget about 480 s of wall time.
+# profile of the batched demo. Each step's output is one file of "$OUT/results.tgz" (packed again
+# after every step, so a call cut short still brings back what ran; a device call brings back only
+# a few files, so everything travels in that one), whose steps.txt has each step's exit code and
+# duration; "$OUT/summary.txt" is the summary. Budget about 480 s of wall time.
 # From the repository root, after ../shared/tools/gpu-bundle && bash vthreads-demo/scripts/gpu-trim.sh:
-#   bash vthreads-demo/scripts/gpu-final.sh > /dev/null; cat "$OUT/summary.txt"
+#   bash vthreads-demo/scripts/gpu-final.sh > /dev/null; cat "$OUT/summary.txt"   (then unpack $OUT/results.tgz)
 # Knobs: SKIP="suite lifetime ..." leaves steps out (names as in the step lines below).
 set -u
 cd "$(dirname "$0")/../.." || exit 2
-OUT=${OUT:-$(mktemp -d /tmp/gpu-final.XXXXXX)}
-mkdir -p "$OUT" || exit 2
+DEST=${OUT:-$(mktemp -d /tmp/gpu-final.XXXXXX)}
+mkdir -p "$DEST" || exit 2
+OUT=$(mktemp -d /tmp/gpu-final-steps.XXXXXX) # the steps write here (steps.sh); pack() carries it to DEST
+pack() { tar czf "$DEST/results.tgz" -C "$OUT" . 2>/dev/null; }
 . vthreads-demo/scripts/steps.sh
 {
   date -u; cat .gpu/INFO 2>/dev/null; nproc
@@ -20,6 +24,8 @@ mkdir -p "$OUT" || exit 2
 } > "$OUT/steps.txt"
 bash .gpu/java -version > /dev/null 2>&1 || { echo "the bundled java does not start" >> "$OUT/steps.txt"; exit 2; }
 want() { case " ${SKIP:-} " in *" $1 "*) return 1 ;; *) return 0 ;; esac; }
+eval "$(declare -f step | sed '1s/^step/run_one_step/')" # steps.sh's step, then pack
+step() { run_one_step "$@"; pack; }
 J="bash .gpu/java"
 
 want suite && step suite junit.txt 150 bash .gpu/junit
@@ -45,4 +51,6 @@ want jfr && step jfr demo-jfr.txt 60 $J -XX:StartFlightRecording=filename="$OUT/
   for f in sweep-combining sweep-direct; do echo "-- $f"; grep -E "^\| (\`await|batched|ceiling: 8)" "$OUT/$f.md" 2>/dev/null | cut -c1-200; done
   grep -h "^| " "$OUT/handoff.md" "$OUT/handoff-p4.md" 2>/dev/null
 } > "$OUT/summary.txt"
+pack
+cp "$OUT/summary.txt" "$DEST/summary.txt"
 exit $(( failed > 0 ))
