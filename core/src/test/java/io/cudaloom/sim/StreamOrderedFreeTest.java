@@ -162,7 +162,10 @@ class StreamOrderedFreeTest {
         Pipeline p = pipeline(20_000);
         assertEquals(virtualFreesBefore, io.cudaloom.internal.MemoryLifetime.freesOnVirtualThreads(),
                 "no free ran on a virtual thread: every free the requests caused went to the releaser");
-        assertTrue(p.timeouts() >= 1_000, "the premise: many requests timed out with work queued, " + p);
+        // Hundreds suffice for the premise; how many time out depends on the machine's load and the
+        // submission mode (with combining no caller parks for admission, so fewer time out: 745 of
+        // 20,000 in one CI run, against the 1,000 this asked before).
+        assertTrue(p.timeouts() >= 200, "the premise: many requests timed out with work queued, " + p);
         assertTrue(p.ok() >= 1_000, "the premise: many requests completed, " + p);
         assertEquals(0, p.faulted(), "no command ran on freed memory: " + p);
         assertEquals(20_000, p.ok() + p.timeouts());
