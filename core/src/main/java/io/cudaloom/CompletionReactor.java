@@ -5,24 +5,23 @@ import io.cudaloom.reactor.BlockingWait;
 import io.cudaloom.reactor.StreamDrain;
 import io.cudaloom.reactor.CallbackRegistrations;
 import io.cudaloom.reactor.Completion;
-import io.cudaloom.reactor.Counter;
-import io.cudaloom.reactor.CounterSnapshot;
+import io.cudaloom.reactor.metrics.Counter;
+import io.cudaloom.reactor.metrics.CounterSnapshot;
 import io.cudaloom.reactor.FallbackReason;
 import io.cudaloom.reactor.FallbackRegistration;
-import io.cudaloom.reactor.LatencyRecorder;
+import io.cudaloom.reactor.metrics.LatencyRecorder;
 import io.cudaloom.reactor.PreWake;
-import io.cudaloom.reactor.ReactorCounters;
-import io.cudaloom.reactor.ReactorLifecycle;
-import io.cudaloom.reactor.ReactorObservability;
-import io.cudaloom.reactor.ReactorState;
+import io.cudaloom.reactor.metrics.SharedCounters;
+import io.cudaloom.reactor.lifecycle.Shutdown;
+import io.cudaloom.reactor.metrics.Monitoring;
+import io.cudaloom.reactor.LifecycleState;
 import io.cudaloom.reactor.ReactorStream;
-import io.cudaloom.reactor.ReactorThreads;
+import io.cudaloom.reactor.lifecycle.DaemonThreads;
 import io.cudaloom.reactor.Registrar;
 import io.cudaloom.reactor.Registration;
 import io.cudaloom.reactor.RegistrationChecks;
 import io.cudaloom.reactor.Scanner;
 import io.cudaloom.reactor.StreamRecord;
-import io.cudaloom.reactor.UnclosedDeviceReport;
 import io.cudaloom.spi.DeviceBackend;
 import io.cudaloom.spi.FlagMemory;
 import java.util.Collections;
@@ -58,9 +57,9 @@ public final class CompletionReactor {
     private final GpuDevice device;
     private final ReactorConfig config;
     private final SlotTable<Completion> table;
-    private final ReactorCounters counters = new ReactorCounters();
-    private final ReactorState state;
-    private final ReactorLifecycle lifecycle;
+    private final SharedCounters counters = new SharedCounters();
+    private final LifecycleState state;
+    private final Shutdown lifecycle;
     private final RegistrationChecks checks;
     private final Registrar registrar;
     private final BlockingWait blockingWait;
@@ -68,12 +67,12 @@ public final class CompletionReactor {
     private final Scanner scanner;
     private final Thread scannerThread;
     private final Executor callbackExecutor;
-    private final ReactorObservability observability;
+    private final Monitoring observability;
     /**
      * What the MXBeans and the counters event read of this reactor. Held here: observability
      * holds it only weakly, so it lives exactly as long as this reactor is reachable.
      */
-    private final ReactorObservability.Observed observed = new Observed();
+    private final Monitoring.Observed observed = new Observed();
     /** The await-latency distribution (HdrHistogram) and the relative SlowAwait threshold. */
     private final LatencyRecorder latency;
     /**
@@ -95,21 +94,21 @@ public final class CompletionReactor {
         }
         this.table = new SlotTable<>(capacity, flagMemory.flags());
         this.latency = new LatencyRecorder(config.slowAwaitFactor(), AwaitLatency::new);
-        this.state = new ReactorState(device.name());
-        this.lifecycle = new ReactorLifecycle(state, flagMemory);
+        this.state = new LifecycleState(device.name());
+        this.lifecycle = new Shutdown(state, flagMemory);
         this.checks = new RegistrationChecks(state, counters, device.name(), this::scannerThread);
         this.registrar = new Registrar(state, this::wakeScanner, table, flagMemory, counters, config.strategy());
         int id = IDS.incrementAndGet();
-        this.callbackExecutor = ReactorThreads.callbackExecutor(id);
+        this.callbackExecutor = DaemonThreads.callbackExecutor(id);
         // The parts get what they use, never this facade; `this` is only the parks' blocker.
         PreWake preWake = new PreWake(config, this::wakeScanner);
         this.blockingWait = new BlockingWait(new BlockingWait.Parts(state, checks, table, registrar, preWake, config,
                 counters, latency, device.name(), this, callbackExecutor));
         this.callbacks = new CallbackRegistrations(checks, table, registrar, counters);
         this.scanner = new Scanner(lifecycle, registrar, table, config, device.faults, preWake, this);
-        this.scannerThread = ReactorThreads.system("cuda-loom-scanner-" + id + " (" + device.name() + ")", scanner.task());
-        this.observability = new ReactorObservability(observed, device.name(), id);
-        ReactorObservability o = observability;
+        this.scannerThread = DaemonThreads.system("cuda-loom-scanner-" + id + " (" + device.name() + ")", scanner.task());
+        this.observability = new Monitoring(observed, device.name(), id);
+        Monitoring o = observability;
         lifecycle.attach(scanner, scannerThread, o::closing, o::close);
         scannerThread.start();
         // Last: the MBean server and JFR's hook list publish this reactor to other threads.
@@ -384,12 +383,12 @@ public final class CompletionReactor {
     }
 
     /**
-     * What to undo if the device is dropped unclosed ({@link UnclosedDeviceReport}): the MXBean and
+     * What to undo if the device is dropped unclosed ({@link io.cudaloom.reactor.lifecycle.UnclosedDeviceReport}): the MXBean and
      * the JFR hook go, and the scanner, parked idle and holding the reactor only weakly, is woken
      * to find it gone and end. Holds no reference to this reactor.
      */
     Runnable cleanupIfUnclosed() {
-        ReactorObservability o = observability;
+        Monitoring o = observability;
         Thread scanner = scannerThread;
         return () -> {
             o.close();
@@ -399,7 +398,7 @@ public final class CompletionReactor {
 
     // ---- the parts, for each other and for tests (not API) ---------------------------------------
 
-    ReactorState state() {
+    LifecycleState state() {
         return state;
     }
 
@@ -411,7 +410,7 @@ public final class CompletionReactor {
         return scannerThread;
     }
 
-    ReactorObservability observability() {
+    Monitoring observability() {
         return observability;
     }
 
@@ -426,12 +425,12 @@ public final class CompletionReactor {
     }
 
     /** What the MXBeans and the counters event read (tests make a second observability part of it). */
-    ReactorObservability.Observed observed() {
+    Monitoring.Observed observed() {
         return observed;
     }
 
     /** This reactor as its observability part sees it (the public accessors, and the raw counters). */
-    private final class Observed implements ReactorObservability.Observed {
+    private final class Observed implements Monitoring.Observed {
         @Override
         public CounterSnapshot counters() {
             return counterSnapshot();

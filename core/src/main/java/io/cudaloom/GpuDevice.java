@@ -4,7 +4,7 @@ import io.cudaloom.internal.BackendAccess;
 import io.cudaloom.internal.GpuDeviceProvider;
 import io.cudaloom.reactor.DeviceFaults;
 import io.cudaloom.reactor.Registration;
-import io.cudaloom.reactor.UnclosedDeviceReport;
+import io.cudaloom.reactor.lifecycle.UnclosedDeviceReport;
 import io.cudaloom.spi.DeviceBackend;
 import io.cudaloom.spi.DeviceProbes;
 import io.cudaloom.spi.StreamBackend;

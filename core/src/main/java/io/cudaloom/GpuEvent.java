@@ -1,6 +1,5 @@
 package io.cudaloom;
 
-import io.cudaloom.reactor.BlockingWait;
 import io.cudaloom.reactor.Registration;
 import io.cudaloom.reactor.StreamDrain;
 import io.cudaloom.spi.StreamState;

@@ -1,7 +1,7 @@
 package io.cudaloom;
 
-import io.cudaloom.reactor.Counter;
-import io.cudaloom.reactor.CounterSnapshot;
+import io.cudaloom.reactor.metrics.Counter;
+import io.cudaloom.reactor.metrics.CounterSnapshot;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -27,7 +27,7 @@ import org.jspecify.annotations.Nullable;
  * JDK Flight Recorder event {@code io.cudaloom.ReactorCounters}.
  */
 // Implementation note: each counter is declared once, by a constant of the reactor's enum
-// io.cudaloom.reactor.Counter, which also says how it is counted and where it is published; a
+// io.cudaloom.reactor.metrics.Counter, which also says how it is counted and where it is published; a
 // snapshot is the reactor's CounterSnapshot, indexed by it, which the accessors here read.
 public final class ReactorStats {
     /** Every counter's value: {@link Counter} says what each one is. */

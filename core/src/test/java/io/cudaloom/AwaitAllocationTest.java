@@ -2,7 +2,7 @@ package io.cudaloom;
 
 import static org.junit.jupiter.api.Assertions.*;
 
-import io.cudaloom.reactor.SlowAwaitEvent;
+import io.cudaloom.reactor.metrics.SlowAwaitEvent;
 import java.lang.management.ManagementFactory;
 import java.time.Duration;
 import jdk.jfr.EventType;
@@ -76,8 +76,8 @@ class AwaitAllocationTest {
      * registers: each follows a counted submission (with coalescing a stream with nothing counted
      * is known complete and its await registers nothing, so is never timed), on the waiter's own
      * slot, spinning and parked. (The shared-write path is printed, not asserted: its await allocates
-     * the group member and delivery of {@link CoalescedWait}, about 88 bytes, with or without the
-     * histogram, whose recording is the same line of {@link BlockingWait} on every path.)
+     * the group member and delivery of {@link io.cudaloom.reactor.CoalescedWait}, about 88 bytes, with or without the
+     * histogram, whose recording is the same line of {@link io.cudaloom.reactor.BlockingWait} on every path.)
      */
     @Test
     void theLatencyHistogramRecordsEveryRegisteredAwaitWithoutAllocating() throws Exception {

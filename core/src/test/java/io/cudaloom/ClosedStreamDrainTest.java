@@ -25,7 +25,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 /**
- * The corners of a closed stream's drain ({@link StreamDrain}) that the backend-independent
+ * The corners of a closed stream's drain ({@link io.cudaloom.reactor.StreamDrain}) that the backend-independent
  * semantics suite ({@link StreamCloseSemantics}) does not reach: an event taken while the stream was
  * closing, a drain the stream refused, the threads that may not block on it, the proof it shares
  * with coalesced waits, and closes racing awaits and each other.

@@ -4,9 +4,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 
 import io.cudaloom.micrometer.CudaLoomMetrics;
-import io.cudaloom.reactor.Counter;
-import io.cudaloom.reactor.ReactorCountersEvent;
-import io.cudaloom.reactor.ReactorEvents;
+import io.cudaloom.reactor.metrics.Counter;
+import io.cudaloom.reactor.metrics.CountersEvent;
+import io.cudaloom.reactor.metrics.JfrEvents;
 import io.cudaloom.sim.SimulatedDevice;
 import io.cudaloom.sim.SimulatedStream;
 import io.micrometer.core.instrument.FunctionCounter;
@@ -236,14 +236,14 @@ class CounterSurfacesTest {
 
     @Test
     void everyCounterIsAFieldOfThePeriodicEventOfItsType() {
-        EventType event = EventType.getEventType(ReactorCountersEvent.class);
+        EventType event = EventType.getEventType(CountersEvent.class);
         List<String> missing = new ArrayList<>();
         for (Counter c : Counter.ALL) {
             ValueDescriptor field = event.getField(c.statName);
             if (field == null) {
-                missing.add(ReactorCountersEvent.NAME + "." + c.statName);
+                missing.add(CountersEvent.NAME + "." + c.statName);
             } else if (!field.getTypeName().equals(c.type.javaType.getName())) {
-                missing.add(ReactorCountersEvent.NAME + "." + c.statName + " is a " + field.getTypeName());
+                missing.add(CountersEvent.NAME + "." + c.statName + " is a " + field.getTypeName());
             }
         }
         assertEquals(List.of(), missing);
@@ -255,7 +255,7 @@ class CounterSurfacesTest {
         ReactorStats after;
         String device;
         try (Recording recording = new Recording()) {
-            recording.enable(ReactorCountersEvent.NAME).withPeriod(Duration.ofHours(1));
+            recording.enable(CountersEvent.NAME).withPeriod(Duration.ofHours(1));
             recording.start();
             SimulatedDevice d = SimulatedDevice.create(ReactorConfig.builder().jmx(false).build());
             device = d.name();
@@ -266,12 +266,12 @@ class CounterSurfacesTest {
             }
             d.close(); // the counters no longer move
             after = d.reactor().stats();
-            ReactorEvents.counters(d.name(), d.reactor().observed()::counters, d.reactor()::awaitLatency);
+            JfrEvents.counters(d.name(), d.reactor().observed()::counters, d.reactor()::awaitLatency);
             recording.stop();
             recording.dump(file);
         }
         List<RecordedEvent> events = RecordingFile.readAllEvents(file).stream()
-                .filter(e -> e.getEventType().getName().equals(ReactorCountersEvent.NAME)
+                .filter(e -> e.getEventType().getName().equals(CountersEvent.NAME)
                         && e.getString("device").equals(device)).toList();
         RecordedEvent last = events.get(events.size() - 1);
         for (Counter c : Counter.ALL) {

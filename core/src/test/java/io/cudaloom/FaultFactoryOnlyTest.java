@@ -16,7 +16,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Every {@link GpuFaultException} the library throws is made by its fault owner's one factory
- * ({@link DeviceFaults}), so that every one has the same message shape and carries the fault's
+ * ({@link io.cudaloom.reactor.DeviceFaults}), so that every one has the same message shape and carries the fault's
  * cause. The one exception is the CUDA backend's translation of a driver call that failed with a
  * sticky error on no stream ({@code io.cudaloom.cuda.Cuda.check}, documented there; it uses the
  * owner's message shape). Checked on the compiled main classes: a constructor call, a

@@ -3,7 +3,7 @@ package io.cudaloom;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.cudaloom.reactor.ReactorCountersEvent;
+import io.cudaloom.reactor.metrics.CountersEvent;
 import io.cudaloom.sim.SimulatedDevice;
 import io.cudaloom.sim.SimulatedStream;
 import java.io.File;
@@ -127,8 +127,8 @@ class JfrClassLoadingTest {
         private static void recordLater(SimulatedDevice device, SimulatedStream stream) throws Exception {
             CountDownLatch seen = new CountDownLatch(1);
             try (RecordingStream rs = new RecordingStream()) {
-                rs.enable(ReactorCountersEvent.NAME).withPeriod(Duration.ofMillis(10));
-                rs.onEvent(ReactorCountersEvent.NAME, e -> {
+                rs.enable(CountersEvent.NAME).withPeriod(Duration.ofMillis(10));
+                rs.onEvent(CountersEvent.NAME, e -> {
                     if (e.getString("device").equals(device.name())) {
                         seen.countDown();
                     }

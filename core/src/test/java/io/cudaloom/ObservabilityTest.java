@@ -14,11 +14,11 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.cudaloom.InstantDevice.InstantStream;
-import io.cudaloom.reactor.DeviceFaultEvent;
-import io.cudaloom.reactor.FallbackEvent;
-import io.cudaloom.reactor.ReactorCountersEvent;
-import io.cudaloom.reactor.ReactorObservability;
-import io.cudaloom.reactor.SlowAwaitEvent;
+import io.cudaloom.reactor.metrics.DeviceFaultEvent;
+import io.cudaloom.reactor.metrics.FallbackEvent;
+import io.cudaloom.reactor.metrics.CountersEvent;
+import io.cudaloom.reactor.metrics.Monitoring;
+import io.cudaloom.reactor.metrics.SlowAwaitEvent;
 import io.cudaloom.sim.SimulatedDevice;
 import io.cudaloom.sim.SimulatedStream;
 import java.io.File;
@@ -411,8 +411,8 @@ class ObservabilityTest {
         SimulatedDevice closing = SimulatedDevice.create(); // closed in the test, and again (a no-op) below
         try (RecordingStream rs = new RecordingStream(); SimulatedDevice staying = SimulatedDevice.create()) {
             rs.setReuse(false); // the events are kept
-            rs.enable(ReactorCountersEvent.NAME).withPeriod(Duration.ofMillis(10));
-            rs.onEvent(ReactorCountersEvent.NAME, seen::add);
+            rs.enable(CountersEvent.NAME).withPeriod(Duration.ofMillis(10));
+            rs.onEvent(CountersEvent.NAME, seen::add);
             rs.startAsync();
             SimulatedStream stream = closing.newStream();
             for (int i = 0; i < 3; i++) {
@@ -474,10 +474,10 @@ class ObservabilityTest {
         // jdk.jfr.Event and our event classes were never loaded, on any of those paths:
         // -Xlog:class+load lists every class loaded. (jdk.jfr.FlightRecorder itself is loaded:
         // asking it whether it is initialized is the emitters' first, cheap check.)
-        assertTrue(output.contains("io.cudaloom.reactor.ReactorObservability "), "the class-load log is there");
+        assertTrue(output.contains("io.cudaloom.reactor.metrics.Monitoring "), "the class-load log is there");
         for (String unloaded : List.of("jdk.jfr.internal.MetadataRepository ", "jdk.jfr.Event ",
-                "io.cudaloom.reactor.SlowAwaitEvent ", "io.cudaloom.reactor.FallbackEvent ", "io.cudaloom.reactor.DeviceFaultEvent ",
-                "io.cudaloom.reactor.ReactorCountersEvent ")) {
+                "io.cudaloom.reactor.metrics.SlowAwaitEvent ", "io.cudaloom.reactor.metrics.FallbackEvent ", "io.cudaloom.reactor.metrics.DeviceFaultEvent ",
+                "io.cudaloom.reactor.metrics.CountersEvent ")) {
             assertFalse(output.contains(unloaded), unloaded + "was loaded: " + output.lines()
                     .filter(l -> l.contains(unloaded)).toList());
         }
@@ -641,7 +641,7 @@ class ObservabilityTest {
         List<RecordedEvent> events;
         try {
             // A period no test lasts: the one event is the one close emits.
-            events = record(r -> r.enable(ReactorCountersEvent.NAME).withPeriod(Duration.ofHours(1)), () -> {
+            events = record(r -> r.enable(CountersEvent.NAME).withPeriod(Duration.ofHours(1)), () -> {
                 SimulatedStream stream = device.newStream();
                 stream.launchKernel(Duration.ofMillis(1));
                 stream.await();
@@ -654,7 +654,7 @@ class ObservabilityTest {
         } finally {
             device.close();
         }
-        List<RecordedEvent> counters = of(events, ReactorCountersEvent.NAME, device);
+        List<RecordedEvent> counters = of(events, CountersEvent.NAME, device);
         assertEquals(1, counters.size(), "the closing snapshot: " + counters);
         assertEquals(last.get().completions(), counters.get(0).getLong("completions"));
         assertEquals(last.get().registrations(), counters.get(0).getLong("registrations"));
@@ -713,7 +713,7 @@ class ObservabilityTest {
             assertThrows(javax.management.AttributeNotFoundException.class, () -> MBEANS.getAttribute(internals, "Faults"));
         }
         assertFalse(MBEANS.isRegistered(name), name + " unregistered on close");
-        assertFalse(MBEANS.isRegistered(ReactorObservability.internalsName(name)), "the internals MXBean too");
+        assertFalse(MBEANS.isRegistered(Monitoring.internalsName(name)), "the internals MXBean too");
     }
 
     @Test
@@ -739,7 +739,7 @@ class ObservabilityTest {
     void noMXBeanWhenConfiguredOff() throws Exception {
         try (SimulatedDevice device = SimulatedDevice.create(ReactorConfig.builder().jmx(false).build())) {
             assertNull(device.reactor().observability().mbeanName());
-            assertFalse(MBEANS.isRegistered(ReactorObservability.objectName(device.name())));
+            assertFalse(MBEANS.isRegistered(Monitoring.objectName(device.name())));
             assertFalse(device.reactor().config().jmx());
             assertFalse(device.reactor().config().toBuilder().build().jmx(), "toBuilder keeps it");
             assertTrue(device.reactor().config().toString().contains("no jmx"), device.reactor().config().toString());
@@ -765,7 +765,7 @@ class ObservabilityTest {
         java.util.logging.Logger log = java.util.logging.Logger.getLogger("io.cudaloom"); // System.Logger's backend
         log.addHandler(capture);
         try (SimulatedDevice device = SimulatedDevice.create()) {
-            ReactorObservability refused = new ReactorObservability(device.reactor().observed(), device.name(), -1, () -> refusing);
+            Monitoring refused = new Monitoring(device.reactor().observed(), device.name(), -1, () -> refusing);
             refused.open(); // does not throw
             assertNull(refused.mbeanName());
             refused.close();
@@ -785,7 +785,7 @@ class ObservabilityTest {
 
     @Test
     void aQuotedNameSurvivesCharactersObjectNamesReserve() throws Exception {
-        ObjectName name = ReactorObservability.objectName("GPU \"0\", type=*?\\");
+        ObjectName name = Monitoring.objectName("GPU \"0\", type=*?\\");
         assertEquals("GPU \"0\", type=*?\\", ObjectName.unquote(name.getKeyProperty("name")));
         assertEquals("GpuDevice", name.getKeyProperty("type"));
         assertFalse(name.isPattern());

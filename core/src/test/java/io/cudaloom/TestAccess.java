@@ -5,7 +5,7 @@ public final class TestAccess {
     private TestAccess() {}
 
     /** How the reactor makes its {@link AwaitLatency} snapshots (the facade's own factory). */
-    public static io.cudaloom.reactor.LatencyRecorder.Snapshots awaitLatencies() {
+    public static io.cudaloom.reactor.metrics.LatencyRecorder.Snapshots awaitLatencies() {
         return AwaitLatency::new;
     }
 

@@ -8,6 +8,11 @@ import io.cudaloom.ReactorClosedException;
 import io.cudaloom.ReactorConfig;
 import io.cudaloom.protocol.BackoffIdleStrategy;
 import io.cudaloom.protocol.SlotTable;
+import io.cudaloom.reactor.metrics.Counter;
+import io.cudaloom.reactor.metrics.JfrEvents;
+import io.cudaloom.reactor.metrics.LatencyRecorder;
+import io.cudaloom.reactor.metrics.SharedCounters;
+import io.cudaloom.reactor.metrics.SlowAwaitEvent;
 import io.cudaloom.spi.StreamState;
 import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -46,11 +51,11 @@ public final class BlockingWait {
      * @param parkBlocker the blocker of every waiter's park (the reactor: what a thread dump names)
      * @param callbackExecutor where a shared write taken on a host callback is armed ({@link CoalescedWait})
      */
-    public record Parts(ReactorState state, RegistrationChecks checks, SlotTable<Completion> table, Registrar registrar,
-            PreWake preWake, ReactorConfig config, ReactorCounters counters, LatencyRecorder latency, String deviceName,
+    public record Parts(LifecycleState state, RegistrationChecks checks, SlotTable<Completion> table, Registrar registrar,
+            PreWake preWake, ReactorConfig config, SharedCounters counters, LatencyRecorder latency, String deviceName,
             Object parkBlocker, Executor callbackExecutor) {}
 
-    private final ReactorState state;
+    private final LifecycleState state;
     private final RegistrationChecks checks;
     /** The await-latency histogram and the slow-await threshold. */
     private final LatencyRecorder latency;
@@ -61,7 +66,7 @@ public final class BlockingWait {
     private final Registrar registrar;
     /** Where a sleep through a predicted wait asks the scanner to end it (see {@link #sleepThroughPrediction}). */
     private final PreWake preWake;
-    private final ReactorCounters counters;
+    private final SharedCounters counters;
     /** The group commit's arming and delivery; null unless coalescing (and slots are used). */
     private final @Nullable CoalescedWait coalesced;
     /** Whether waiters are coalesced ({@link ReactorConfig#coalesce()}): only then are the counts complete. */
@@ -221,7 +226,7 @@ public final class BlockingWait {
         // Null unless a JFR recording has io.cudaloom.SlowAwait enabled: no allocation otherwise.
         // Begun before the clock starts, so that the event spans the whole wait (a timed one's
         // deadline included), however long beginning it took (the first one adds JFR hooks).
-        SlowAwaitEvent slow = ReactorEvents.beginAwait();
+        SlowAwaitEvent slow = JfrEvents.beginAwait();
         long start = System.nanoTime();
         long deadline = timed ? start + nanos : 0L;
         AwaitListener.Outcome outcome = AwaitListener.Outcome.FAILED; // unless decided below
@@ -387,7 +392,7 @@ public final class BlockingWait {
             outcome = AwaitListener.Outcome.COMPLETED;
             return COMPLETED;
         } catch (InterruptedException | GpuFaultException | ReactorClosedException e) {
-            outcome = ReactorEvents.awaitOutcome(e);
+            outcome = JfrEvents.awaitOutcome(e);
             throw e;
         } catch (IllegalStateException refused) {
             // A registration refused because the stream closed while registering (Registrar reports
@@ -416,7 +421,7 @@ public final class BlockingWait {
             }
             // The path says what happened to this await (Waiter#path); the relative threshold too
             // (the drain's waits are not in the histogram: every one is slow enough to commit).
-            if (slow != null && slow.endAwait(deviceName, stream, waiter.path, ReactorEvents.eventOutcome(outcome))
+            if (slow != null && slow.endAwait(deviceName, stream, waiter.path, JfrEvents.eventOutcome(outcome))
                     && (!counted || latency.isSlow(System.nanoTime() - start))) {
                 slow.commit(); // here, not in endAwait: the event's stack trace starts at the await
             }

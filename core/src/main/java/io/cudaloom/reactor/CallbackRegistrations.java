@@ -3,6 +3,8 @@ package io.cudaloom.reactor;
 import io.cudaloom.GpuEvent;
 import io.cudaloom.GpuFaultException;
 import io.cudaloom.protocol.SlotTable;
+import io.cudaloom.reactor.metrics.Counter;
+import io.cudaloom.reactor.metrics.SharedCounters;
 import io.cudaloom.spi.StreamState;
 import java.util.function.Consumer;
 import org.jspecify.annotations.Nullable;
@@ -18,10 +20,10 @@ public final class CallbackRegistrations {
     private final RegistrationChecks checks;
     private final SlotTable<Completion> table;
     private final Registrar registrar;
-    private final ReactorCounters counters;
+    private final SharedCounters counters;
 
     public CallbackRegistrations(RegistrationChecks checks, SlotTable<Completion> table, Registrar registrar,
-            ReactorCounters counters) {
+            SharedCounters counters) {
         this.checks = checks;
         this.table = table;
         this.registrar = registrar;

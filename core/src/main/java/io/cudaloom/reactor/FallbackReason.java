@@ -5,7 +5,7 @@ import java.util.List;
 
 /**
  * Why a registration is served by a host callback ({@link FallbackRegistration}) instead of a
- * completion slot: one constant per reason a {@link FallbackEvent} records, whose
+ * completion slot: one constant per reason a {@link io.cudaloom.reactor.metrics.FallbackEvent} records, whose
  * {@link #eventReason} is the event's {@code reason} field.
  *
  * <h2>The answer of {@link Registrar#tryArm}</h2>
@@ -30,7 +30,7 @@ public enum FallbackReason {
     /** {@link #values()}, made once (values() copies its array on every call). */
     private static final List<FallbackReason> ALL = List.of(values());
 
-    /** The {@link FallbackEvent#reason} this fallback records. */
+    /** The {@link io.cudaloom.reactor.metrics.FallbackEvent#reason} this fallback records. */
     final String eventReason;
     private final long answer;
 

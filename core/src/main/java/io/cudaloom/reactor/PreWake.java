@@ -16,7 +16,7 @@ import java.util.function.Consumer;
  * every timed park on the board first: {@link #planPark}). The protocol, its orderings and what a lost race costs are
  * {@link WakeBoard}'s; this class adds the reactor's side: the board's cells, the unpark of the
  * waiter's thread, the scanner's wake-up when a post finds it planning to sleep past it, and the
- * count of pre-wakes ({@link Counter#PRE_WAKES}).
+ * count of pre-wakes ({@link io.cudaloom.reactor.metrics.Counter#PRE_WAKES}).
  *
  * <p>Why the scanner: its parks have 1 us of timer slack ({@link TimerSlack}); a virtual thread's
  * timed park is ended by the JDK's timer thread, whose slack (Linux's default, 50 us) the library

@@ -3,6 +3,9 @@ package io.cudaloom.reactor;
 import io.cudaloom.CompletionReactor;
 import io.cudaloom.CompletionStrategy;
 import io.cudaloom.protocol.SlotTable;
+import io.cudaloom.reactor.metrics.Counter;
+import io.cudaloom.reactor.metrics.JfrEvents;
+import io.cudaloom.reactor.metrics.SharedCounters;
 import io.cudaloom.spi.FlagMemory;
 import io.cudaloom.spi.StreamState;
 import java.util.Set;
@@ -26,12 +29,12 @@ import org.jspecify.annotations.Nullable;
  * the reactor closed and withdraws itself.
  */
 public final class Registrar implements FallbackRegistration.Owner {
-    private final ReactorState state;
+    private final LifecycleState state;
     /** Unparks the scanner (and counts it): on the idle-to-active transitions below. */
     private final Runnable wakeScanner;
     private final SlotTable<Completion> table;
     private final FlagMemory flagMemory;
-    private final ReactorCounters counters;
+    private final SharedCounters counters;
     private final boolean useSlots;
     /**
      * The stream each slot was armed on. Written by the registrant before {@link SlotTable#publish}
@@ -46,8 +49,8 @@ public final class Registrar implements FallbackRegistration.Owner {
     private final AtomicLong fallbackOutstanding = new AtomicLong();
     private final AtomicLong syntheticTickets = new AtomicLong();
 
-    public Registrar(ReactorState state, Runnable wakeScanner, SlotTable<Completion> table, FlagMemory flagMemory,
-            ReactorCounters counters, CompletionStrategy strategy) {
+    public Registrar(LifecycleState state, Runnable wakeScanner, SlotTable<Completion> table, FlagMemory flagMemory,
+            SharedCounters counters, CompletionStrategy strategy) {
         this.state = state;
         this.wakeScanner = wakeScanner;
         this.table = table;
@@ -161,7 +164,9 @@ public final class Registrar implements FallbackRegistration.Owner {
         if (enqueued) {
             stream.record().enqueuedProof(fb.proof);
             counters.increment(Counter.FALLBACKS); // only now: a refused callback is no fallback (it is an error)
-            ReactorEvents.fallback(stream, reason);
+            if (JfrEvents.fallbackEnabled()) { // asked first: the event's values are gathered only for a recording
+                JfrEvents.fallback(stream.deviceName(), stream, reason.eventReason);
+            }
         } else if (fb.cancel()) {
             if (stream.queryState() == StreamState.FAULTED) {
                 if (countFault) {

@@ -1,5 +1,7 @@
 package io.cudaloom.reactor;
 
+import io.cudaloom.reactor.metrics.Counter;
+import io.cudaloom.reactor.metrics.SharedCounters;
 import io.cudaloom.spi.StreamState;
 import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
@@ -11,13 +13,13 @@ import org.jspecify.annotations.Nullable;
  * fault found here becomes an exception through {@link DeviceFaults}, its one factory.
  */
 public final class RegistrationChecks {
-    private final ReactorState state;
-    private final ReactorCounters counters;
+    private final LifecycleState state;
+    private final SharedCounters counters;
     private final String deviceName;
     /** The reactor's scanner thread (made after these checks, so asked for when needed). */
     private final Supplier<Thread> scannerThread;
 
-    public RegistrationChecks(ReactorState state, ReactorCounters counters, String deviceName, Supplier<Thread> scannerThread) {
+    public RegistrationChecks(LifecycleState state, SharedCounters counters, String deviceName, Supplier<Thread> scannerThread) {
         this.state = state;
         this.counters = counters;
         this.deviceName = deviceName;

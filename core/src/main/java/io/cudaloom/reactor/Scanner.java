@@ -8,6 +8,9 @@ import io.cudaloom.protocol.BackoffIdleStrategy;
 import io.cudaloom.protocol.IdleStrategy;
 import io.cudaloom.protocol.RetiredBatch;
 import io.cudaloom.protocol.SlotTable;
+import io.cudaloom.reactor.metrics.Counter;
+import io.cudaloom.reactor.metrics.JfrEvents;
+import io.cudaloom.reactor.metrics.SharedCounters;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.lang.management.ManagementFactory;
@@ -49,15 +52,15 @@ import org.jspecify.annotations.Nullable;
  *
  * <p>All state here is consumer-owned: read and written by the scanner thread only, or, after it
  * has stopped (joined, or on its own thread), by whoever finishes the shutdown. Counters are single
- * writer: written with opaque stores, read by {@link ReactorCounters#snapshot} with opaque loads.
+ * writer: written with opaque stores, read by {@link SharedCounters#snapshot} with opaque loads.
  */
-public final class Scanner implements ReactorCounters.ScannerCounts {
+public final class Scanner implements SharedCounters.ScannerCounts {
     /**
-     * The lifecycle the loop runs under ({@link ReactorLifecycle} implements it): the loop runs
+     * The lifecycle the loop runs under ({@link io.cudaloom.reactor.lifecycle.Shutdown} implements it): the loop runs
      * while it is open, closes it after an {@link Error}, and finishes a close that ran on the
      * scanner thread itself once it has left the loop.
      */
-    interface Owner {
+    public interface Owner {
         boolean isClosed();
 
         /** Closes with {@code error} as the cause; true if this call closed it (the scanner then finishes the close). */
@@ -215,7 +218,7 @@ public final class Scanner implements ReactorCounters.ScannerCounts {
      * </pre>
      * It holds the scanner only weakly while parked untimed (nothing armed, nothing quarantined):
      * then no thread keeps the device reachable, so a device its user dropped without closing can
-     * be collected and reported ({@link UnclosedDeviceReport}), whose cleaning unparks this thread
+     * be collected and reported ({@link io.cudaloom.reactor.lifecycle.UnclosedDeviceReport}), whose cleaning unparks this thread
      * to let it end. That park's blocker is the runner itself, which holds nothing else.
      */
     static final class Runner implements Runnable {
@@ -456,7 +459,7 @@ public final class Scanner implements ReactorCounters.ScannerCounts {
     }
 
     /** close() was called on this thread (by a completion run here): finish it after the loop. */
-    void finishCloseOnExit() {
+    public void finishCloseOnExit() {
         finishCloseOnExit = true;
     }
 
@@ -512,7 +515,9 @@ public final class Scanner implements ReactorCounters.ScannerCounts {
         setQuarantined();
         int failed = deliver(failBatch, failure);
         failed += registrar.failFallbacks(stream, failure);
-        ReactorEvents.deviceFault(stream, error, failed);
+        if (JfrEvents.deviceFaultEnabled()) {
+            JfrEvents.deviceFault(stream.deviceName(), stream, error, failed);
+        }
     }
 
     private void recycleSettledQuarantine() {
@@ -543,7 +548,7 @@ public final class Scanner implements ReactorCounters.ScannerCounts {
      * of our reach; it will publish (then see the reactor closed) or release it, and a later step
      * collects it.
      */
-    boolean reclaimStep(ReactorClosedException failure) {
+    public boolean reclaimStep(ReactorClosedException failure) {
         table.forEachArmed(false, slot -> {
             if (table.failArmed(slot, failBatch)) {
                 quarantine.add(slot);

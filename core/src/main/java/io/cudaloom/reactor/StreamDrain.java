@@ -71,7 +71,7 @@ import org.jspecify.annotations.Nullable;
  *
  * <p>Not counted in {@link ReactorStats} beyond the drain's own registration: the waits and
  * subscriptions it serves arm nothing, so their completions, timeouts and cancellations are not
- * counted. A blocking wait it serves is timed for JFR like any other ({@link SlowAwaitEvent}, path
+ * counted. A blocking wait it serves is timed for JFR like any other ({@link io.cudaloom.reactor.metrics.SlowAwaitEvent}, path
  * {@value SlowAwaitEvent#DRAIN}).
  *
  * <h2>The backend's release</h2>

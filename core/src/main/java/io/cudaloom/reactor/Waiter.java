@@ -2,6 +2,7 @@ package io.cudaloom.reactor;
 
 import io.cudaloom.CompletionReactor;
 import io.cudaloom.protocol.WakeBoard;
+import io.cudaloom.reactor.metrics.SlowAwaitEvent;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.concurrent.locks.LockSupport;

@@ -55,11 +55,11 @@
  * the work step (doWork: delivery, fault probe and quarantine), the park gate, the consumer's half
  * of shutdown, and its Runner, the loop that makes every park; DeviceFaults (the device's, not
  * the reactor's): everything about faults, the first fault, each stream's, the probe's verdict,
- * the quarantine rule and the one factory of GpuFaultException; ReactorLifecycle: the one
- * lifecycle state, close and reclaim; ReactorThreads: the threads it starts;
+ * the quarantine rule and the one factory of GpuFaultException; Shutdown: the one
+ * lifecycle state, close and reclaim; DaemonThreads: the threads it starts;
  * Counter: every counter, declared once (its names, who writes it, where it is shown);
- * ReactorCounters: the multi-writer counters and the stats snapshot; ReactorEvents: the JFR
- * events, each allocation-free while disabled; ReactorObservability: the
+ * SharedCounters: the multi-writer counters and the stats snapshot; JfrEvents: the JFR
+ * events, each allocation-free while disabled; Monitoring: the
  * ReactorMXBean and the periodic JFR hook, installed when the reactor opens and removed
  * when it closes; LatencyRecorder: the await-latency histogram and the await listeners; StreamRecord: each stream's
  * admission, group-commit sequence, completion proof and wait average; StreamDrain: the one
@@ -84,9 +84,9 @@
  *
  * <p>The types whose code the waiter's thread runs in a default await() (coalesced, parked), in that
  * order: GpuEvent, ResourceLedger, CompletionReactor, GpuStream (its drain read and its Port),
- * BlockingWait, RegistrationChecks, ReactorState, ReactorEvents, SpinPolicy.Predictive, StreamRecord,
+ * BlockingWait, RegistrationChecks, LifecycleState, JfrEvents, SpinPolicy.Predictive, StreamRecord,
  * GroupCommit, Waiter, WaitGroup (and its Member), CoalescedWait (and its Delivery), Registrar,
- * SlotTable, the backend's stream, ReactorCounters, PreWake, WakeBoard, LatencyRecorder. Issue #41
+ * SlotTable, the backend's stream, SharedCounters, PreWake, WakeBoard, LatencyRecorder. Issue #41
  * item 1 took CoalescedWait.Parking (the interface the coalesced wait parked through) off this
  * path, and CompletableFuture off a closed stream's; GpuStream.await() still calls the facade's
  * open-stream await (CompletionReactor.await) directly.

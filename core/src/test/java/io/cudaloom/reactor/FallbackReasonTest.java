@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.cudaloom.protocol.SlotTable;
+import io.cudaloom.reactor.metrics.FallbackEvent;
 import java.util.Arrays;
 import java.util.Set;
 import java.util.stream.Collectors;

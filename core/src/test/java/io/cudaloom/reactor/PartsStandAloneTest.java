@@ -9,6 +9,8 @@ import io.cudaloom.ReactorConfig;
 import io.cudaloom.TestAccess;
 import io.cudaloom.protocol.OffHeapFlagArray;
 import io.cudaloom.protocol.SlotTable;
+import io.cudaloom.reactor.metrics.LatencyRecorder;
+import io.cudaloom.reactor.metrics.SharedCounters;
 import io.cudaloom.spi.FlagMemory;
 import io.cudaloom.spi.StreamState;
 import java.time.Duration;
@@ -36,8 +38,8 @@ class PartsStandAloneTest {
     void aBlockingWaitOnAFakeStreamIsDeliveredByTheScannerStep() throws Exception {
         OffHeapFlagArray flags = OffHeapFlagArray.allocate(4);
         SlotTable<Completion> table = new SlotTable<>(4, flags);
-        ReactorState state = new ReactorState("parts");
-        ReactorCounters counters = new ReactorCounters();
+        LifecycleState state = new LifecycleState("parts");
+        SharedCounters counters = new SharedCounters();
         AtomicInteger wakeUps = new AtomicInteger();
         Registrar registrar = new Registrar(state, wakeUps::incrementAndGet, table,
                 new FlagMemory(flags, () -> { }), counters, CompletionStrategy.REACTOR);

@@ -10,6 +10,8 @@ import io.cudaloom.TestAccess;
 import io.cudaloom.ReactorConfig;
 import io.cudaloom.protocol.OffHeapFlagArray;
 import io.cudaloom.protocol.SlotTable;
+import io.cudaloom.reactor.metrics.LatencyRecorder;
+import io.cudaloom.reactor.metrics.SharedCounters;
 import io.cudaloom.spi.FlagMemory;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -50,9 +52,9 @@ class ScannerDefersToWatchersTest {
     private static List<Long> timedParks(ReactorConfig config, int armed, int watchers) {
         OffHeapFlagArray flags = OffHeapFlagArray.allocate(4);
         SlotTable<Completion> table = new SlotTable<>(4, flags);
-        ReactorState state = new ReactorState("defer");
+        LifecycleState state = new LifecycleState("defer");
         Registrar registrar = new Registrar(state, () -> { }, table, new FlagMemory(flags, () -> { }),
-                new ReactorCounters(), CompletionStrategy.REACTOR);
+                new SharedCounters(), CompletionStrategy.REACTOR);
         PreWake preWake = new PreWake(config, () -> { });
         Recorder parker = new Recorder();
         Scanner scanner = new Scanner(PartsStandAloneTest.OPEN, registrar, table, config, new DeviceFaults(), preWake, new Object());
@@ -112,8 +114,8 @@ class ScannerDefersToWatchersTest {
         SlotTable<Completion> table = new SlotTable<>(8, flags);
         ReactorConfig config = ReactorConfig.builder().capacity(8).coalesce(false)
                 .waiterSpin(Duration.ofNanos(50_000), 4).scannerDefersToSpinningWaiters(true).build();
-        ReactorState state = new ReactorState("defer");
-        ReactorCounters counters = new ReactorCounters();
+        LifecycleState state = new LifecycleState("defer");
+        SharedCounters counters = new SharedCounters();
         Registrar registrar = new Registrar(state, () -> { }, table, new FlagMemory(flags, () -> { }), counters,
                 CompletionStrategy.REACTOR);
         Thread self = Thread.currentThread(); // this thread is the scanner

@@ -8,6 +8,8 @@ import io.cudaloom.CompletionStrategy;
 import io.cudaloom.ReactorConfig;
 import io.cudaloom.protocol.OffHeapFlagArray;
 import io.cudaloom.protocol.SlotTable;
+import io.cudaloom.reactor.metrics.Counter;
+import io.cudaloom.reactor.metrics.SharedCounters;
 import io.cudaloom.spi.FlagMemory;
 import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
@@ -50,7 +52,7 @@ class ScannerRunnerTest {
     private static final class Rig implements AutoCloseable {
         final OffHeapFlagArray flags = OffHeapFlagArray.allocate(4);
         final SlotTable<Completion> table = new SlotTable<>(4, flags);
-        final ReactorCounters counters = new ReactorCounters();
+        final SharedCounters counters = new SharedCounters();
         final Lifecycle lifecycle = new Lifecycle();
         final AtomicReference<Thread> scannerThread = new AtomicReference<>();
         final Registrar registrar;
@@ -69,7 +71,7 @@ class ScannerRunnerTest {
         /** As above; {@code self} is set to this rig before its scanner thread starts (for a parker that uses it). */
         Rig(boolean wakeOnIdleToActive, long boxNanos, Scanner.Parker parker, AtomicReference<Rig> self) {
             Runnable wake = wakeOnIdleToActive ? () -> LockSupport.unpark(scannerThread.get()) : () -> { };
-            registrar = new Registrar(new ReactorState("runner"), wake, table, new FlagMemory(flags, () -> { }), counters,
+            registrar = new Registrar(new LifecycleState("runner"), wake, table, new FlagMemory(flags, () -> { }), counters,
                     CompletionStrategy.REACTOR);
             scanner = new Scanner(lifecycle, registrar, table, CONFIG, new DeviceFaults(), new PreWake(CONFIG, () -> { }),
                     new Object());

@@ -9,6 +9,8 @@ import io.cudaloom.AwaitLatency;
 import io.cudaloom.GpuDevice;
 import io.cudaloom.ReactorConfig;
 import io.cudaloom.TestAccess;
+import io.cudaloom.reactor.metrics.LatencyRecorder;
+import io.cudaloom.reactor.metrics.SlowAwaitEvent;
 import io.cudaloom.sim.SimulatedDevice;
 import io.cudaloom.sim.SimulatedStream;
 import java.nio.file.Path;

@@ -9,6 +9,9 @@ import io.cudaloom.ReactorConfig;
 import io.cudaloom.protocol.IdleStrategy;
 import io.cudaloom.protocol.OffHeapFlagArray;
 import io.cudaloom.protocol.SlotTable;
+import io.cudaloom.reactor.metrics.Counter;
+import io.cudaloom.reactor.metrics.LatencyRecorder;
+import io.cudaloom.reactor.metrics.SharedCounters;
 import io.cudaloom.spi.FlagMemory;
 import io.cudaloom.spi.StreamState;
 import java.time.Duration;
@@ -74,8 +77,8 @@ public class BlockingWaitTimeoutTest {
     static final Thread NOT_THE_WAITER = new Thread(() -> { });
     final OffHeapFlagArray flags = OffHeapFlagArray.allocate(1);
     final SlotTable<Completion> table = new SlotTable<>(1, flags);
-    final ReactorState state = new ReactorState("jcstress");
-    final ReactorCounters counters = new ReactorCounters();
+    final LifecycleState state = new LifecycleState("jcstress");
+    final SharedCounters counters = new SharedCounters();
     final Registrar registrar = new Registrar(state, () -> { }, table, new FlagMemory(flags, () -> { }), counters,
             CompletionStrategy.REACTOR);
     final BlockingWait wait = new BlockingWait(new BlockingWait.Parts(state, new RegistrationChecks(state, counters,

@@ -8,6 +8,7 @@ import io.cudaloom.CompletionStrategy;
 import io.cudaloom.ReactorConfig;
 import io.cudaloom.protocol.OffHeapFlagArray;
 import io.cudaloom.protocol.SlotTable;
+import io.cudaloom.reactor.metrics.SharedCounters;
 import io.cudaloom.spi.FlagMemory;
 import io.cudaloom.stress.jcstress.ParkModel;
 import java.time.Duration;
@@ -78,8 +79,8 @@ public class ScannerParkGateTest {
     final SlotTable<Completion> table = new SlotTable<>(2, flags);
     final ParkModel scannerThread = new ParkModel();
     final SeamRecorder seam = new SeamRecorder(scannerThread);
-    final Registrar registrar = new Registrar(new ReactorState("jcstress"), scannerThread::unpark, table,
-            new FlagMemory(flags, () -> { }), new ReactorCounters(), CompletionStrategy.REACTOR);
+    final Registrar registrar = new Registrar(new LifecycleState("jcstress"), scannerThread::unpark, table,
+            new FlagMemory(flags, () -> { }), new SharedCounters(), CompletionStrategy.REACTOR);
     final Scanner scanner = new Scanner(OPEN, registrar, table, CONFIG, new DeviceFaults(),
             new PreWake(CONFIG, () -> { }), BLOCKER);
     final Scanner.Runner runner = scanner.runner(seam, Scanner.UNTIMED_PARK_BOX_NANOS);

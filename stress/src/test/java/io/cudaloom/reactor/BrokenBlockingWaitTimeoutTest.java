@@ -7,6 +7,9 @@ import static org.openjdk.jcstress.annotations.Expect.FORBIDDEN;
 import io.cudaloom.CompletionStrategy;
 import io.cudaloom.protocol.OffHeapFlagArray;
 import io.cudaloom.protocol.SlotTable;
+import io.cudaloom.reactor.metrics.Counter;
+import io.cudaloom.reactor.metrics.LatencyRecorder;
+import io.cudaloom.reactor.metrics.SharedCounters;
 import io.cudaloom.spi.FlagMemory;
 import org.openjdk.jcstress.annotations.Actor;
 import org.openjdk.jcstress.annotations.Description;
@@ -39,8 +42,8 @@ import org.openjdk.jcstress.infra.results.IIII_Result;
 public class BrokenBlockingWaitTimeoutTest {
     final OffHeapFlagArray flags = OffHeapFlagArray.allocate(1);
     final SlotTable<Completion> table = new SlotTable<>(1, flags);
-    final ReactorState state = new ReactorState("jcstress");
-    final ReactorCounters counters = new ReactorCounters();
+    final LifecycleState state = new LifecycleState("jcstress");
+    final SharedCounters counters = new SharedCounters();
     final Registrar registrar = new Registrar(state, () -> { }, table, new FlagMemory(flags, () -> { }), counters,
             CompletionStrategy.REACTOR);
     final BrokenTimeoutBlockingWait wait = new BrokenTimeoutBlockingWait(new BrokenTimeoutBlockingWait.Parts(state,

@@ -7,6 +7,7 @@ import static org.openjdk.jcstress.annotations.Expect.FORBIDDEN;
 import io.cudaloom.CompletionStrategy;
 import io.cudaloom.protocol.OffHeapFlagArray;
 import io.cudaloom.protocol.SlotTable;
+import io.cudaloom.reactor.metrics.SharedCounters;
 import io.cudaloom.spi.FlagMemory;
 import io.cudaloom.stress.jcstress.ParkModel;
 import org.openjdk.jcstress.annotations.Actor;
@@ -46,8 +47,8 @@ public class BrokenParkGateScannerTest {
     final SlotTable<Completion> table = new SlotTable<>(2, flags);
     final ParkModel scannerThread = new ParkModel();
     final SeamRecorder seam = new SeamRecorder(scannerThread);
-    final Registrar registrar = new Registrar(new ReactorState("jcstress"), scannerThread::unpark, table,
-            new FlagMemory(flags, () -> { }), new ReactorCounters(), CompletionStrategy.REACTOR);
+    final Registrar registrar = new Registrar(new LifecycleState("jcstress"), scannerThread::unpark, table,
+            new FlagMemory(flags, () -> { }), new SharedCounters(), CompletionStrategy.REACTOR);
     final BrokenParkGateScanner scanner = new BrokenParkGateScanner(OPEN, registrar, table, ScannerParkGateTest.CONFIG,
             new DeviceFaults(), new PreWake(ScannerParkGateTest.CONFIG, () -> { }), ScannerParkGateTest.BLOCKER);
     final BrokenParkGateScanner.Runner runner = scanner.runner(seam, BrokenParkGateScanner.UNTIMED_PARK_BOX_NANOS);

@@ -1,4 +1,4 @@
-package io.cudaloom.reactor;
+package io.cudaloom.reactor.metrics;
 
 import io.cudaloom.CompletionReactor;
 import io.cudaloom.protocol.SlotTable;
@@ -10,9 +10,9 @@ import java.util.concurrent.atomic.LongAdder;
  * scanner's own, single-writer counters live in the scanner, read through {@link ScannerCounts};
  * {@link #snapshot} reads both, and samples the rest.
  */
-public final class ReactorCounters {
-    /** The scanner's single-writer counters and its CPU time ({@link Scanner} implements it). */
-    interface ScannerCounts {
+public final class SharedCounters {
+    /** The scanner's single-writer counters and its CPU time ({@link io.cudaloom.reactor.Scanner} implements it). */
+    public interface ScannerCounts {
         /** A {@link Counter.Source#SCANNER} counter's value now (an opaque load of a single writer's count; any thread). */
         long count(Counter c);
 
@@ -23,7 +23,7 @@ public final class ReactorCounters {
     /** By {@link Counter#ordinal()}; null for a counter that is not an adder. */
     private final LongAdder[] adders = new LongAdder[Counter.COUNT];
 
-    public ReactorCounters() {
+    public SharedCounters() {
         for (Counter c : Counter.ALL) {
             if (c.source == Counter.Source.ADDER) {
                 adders[c.ordinal()] = new LongAdder();
@@ -42,7 +42,7 @@ public final class ReactorCounters {
     }
 
     /** Counts a withdrawal that succeeded; returns {@code withdrawn}. */
-    boolean abandoned(boolean withdrawn) {
+    public boolean abandoned(boolean withdrawn) {
         if (withdrawn) {
             increment(Counter.ABANDONED);
         }

@@ -1,4 +1,4 @@
-package io.cudaloom.reactor;
+package io.cudaloom.reactor.metrics;
 
 import io.cudaloom.AwaitLatency;
 import io.cudaloom.AwaitListener;
@@ -13,7 +13,7 @@ import org.HdrHistogram.Recorder;
 /**
  * A device's await-latency distribution (HdrHistogram): every blocking await that registered
  * records how long it waited, from registering to returning, whatever its outcome (the duration
- * {@link BlockingWait} already measures for {@link StreamRecord#recordWait}, and the same span the
+ * {@link io.cudaloom.reactor.BlockingWait} already measures for {@link io.cudaloom.reactor.StreamRecord#recordWait}, and the same span the
  * JFR event {@code io.cudaloom.SlowAwait} times). Awaits that found their work done register
  * nothing and are not recorded.
  *
@@ -90,17 +90,17 @@ public final class LatencyRecorder {
     }
 
     /** Records one await's wait; allocation-free. */
-    void record(long nanos) {
+    public void record(long nanos) {
         recorder.recordValue(nanos < 0 ? 0 : Math.min(nanos, HIGHEST_NANOS));
     }
 
     /**
-     * One await ended ({@link BlockingWait}, last: after counting it in the stats and
+     * One await ended ({@link io.cudaloom.reactor.BlockingWait}, last: after counting it in the stats and
      * {@link #record recording} its wait): calls the listeners added (the array the volatile read
      * returns), in the order added. A listener's exception is logged and changes nothing of the
      * await's outcome.
      */
-    void ended(long nanos, AwaitListener.Outcome outcome) {
+    public void ended(long nanos, AwaitListener.Outcome outcome) {
         AwaitListener[] ls = listeners; // the one volatile read (see the class comment)
         for (AwaitListener l : ls) {
             try {
@@ -162,7 +162,7 @@ public final class LatencyRecorder {
      * awaits a running recording would commit, so the refresh (at most every 100 ms once known)
      * costs nothing on the ordinary path.
      */
-    boolean isSlow(long nanos) {
+    public boolean isSlow(long nanos) {
         if (slowFactor <= 0) {
             return true;
         }

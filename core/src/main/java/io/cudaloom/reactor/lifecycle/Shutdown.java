@@ -1,25 +1,27 @@
-package io.cudaloom.reactor;
+package io.cudaloom.reactor.lifecycle;
 
 import io.cudaloom.CompletionReactor;
+import io.cudaloom.reactor.LifecycleState;
+import io.cudaloom.reactor.Scanner;
 import io.cudaloom.spi.FlagMemory;
 import java.util.concurrent.locks.LockSupport;
 import org.jspecify.annotations.Nullable;
 
 /**
- * A reactor's shutdown, driven through its {@link ReactorState} (open, closed, released). The
+ * A reactor's shutdown, driven through its {@link LifecycleState} (open, closed, released). The
  * state leaves open by one compare-and-set, so exactly one closer sees the shutdown through:
  * it stops the scanner, then, as the consumer, fails what is armed and reclaims the slots, and
  * frees the flag memory once no device write into it can land (at once if nothing is in flight,
  * else from a short-lived reclaimer thread).
  *
- * <p>Registrants read the state after publishing (the Dekker pair of {@link Registrar}); the
+ * <p>Registrants read the state after publishing (the Dekker pair of {@link io.cudaloom.reactor.Registrar}); the
  * scanner's loop runs while it is OPEN.
  */
-public final class ReactorLifecycle implements Scanner.Owner {
+public final class Shutdown implements Scanner.Owner {
     /** The reclaimer's longest pause: a dead stream, or a backend that keeps failing, is looked at once a second. */
     private static final long MAX_RECLAIM_PAUSE_NANOS = 1_000_000_000L;
 
-    private final ReactorState state;
+    private final LifecycleState state;
     private final FlagMemory flagMemory;
     /**
      * The scanner this lifecycle stops, its thread and the observability hooks: set once by
@@ -32,7 +34,7 @@ public final class ReactorLifecycle implements Scanner.Owner {
     /** What {@link #attach} gives: the parts a close drives, none of which names this class. */
     private record Attached(Scanner scanner, Thread scannerThread, Runnable closing, Runnable closed) {}
 
-    public ReactorLifecycle(ReactorState state, FlagMemory flagMemory) {
+    public Shutdown(LifecycleState state, FlagMemory flagMemory) {
         this.state = state;
         this.flagMemory = flagMemory;
     }
@@ -97,7 +99,7 @@ public final class ReactorLifecycle implements Scanner.Owner {
     }
 
     /**
-     * OPEN to CLOSED, once ({@link ReactorState#beginClose}): true for the caller that did it. The
+     * OPEN to CLOSED, once ({@link LifecycleState#beginClose}): true for the caller that did it. The
      * unpark follows the state's volatile write (SlotTable ordering 9); on the scanner itself it
      * leaves a permit, so it does not park.
      */
@@ -128,7 +130,7 @@ public final class ReactorLifecycle implements Scanner.Owner {
         try {
             if (!reclaimStep()) {
                 String name = a.scannerThread().getName().replace("scanner", "reclaimer");
-                ReactorThreads.system(name, () -> {
+                DaemonThreads.system(name, () -> {
                     // Streams settle within milliseconds, unless dead or a backend keeps failing:
                     // then look again less and less often.
                     for (long pause = 1_000_000L; !reclaimStep(); pause = Math.min(pause << 1, MAX_RECLAIM_PAUSE_NANOS)) {

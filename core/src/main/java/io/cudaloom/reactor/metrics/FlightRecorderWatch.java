@@ -1,4 +1,4 @@
-package io.cudaloom.reactor;
+package io.cudaloom.reactor.metrics;
 
 import java.util.HashSet;
 import java.util.List;
@@ -11,7 +11,7 @@ import jdk.jfr.FlightRecorder;
  * classes), only {@link FlightRecorder#isInitialized()} (one class, one static field). A device
  * that opens while Flight Recorder is initialized adds its hook at once ({@link #opened}); the
  * others are hooked by the first await, on any device, that finds it initialized
- * ({@link #recorderUp}, from {@link ReactorEvents}).
+ * ({@link #recorderUp}, from {@link io.cudaloom.reactor.metrics.JfrEvents}).
  *
  * <p>No open device is left without its hook once Flight Recorder is initialized: the hooks of the
  * open devices ({@link #OPEN}) and whether they were added ({@link #hooksUp}) change under the one
@@ -22,7 +22,7 @@ import jdk.jfr.FlightRecorder;
  */
 final class FlightRecorderWatch {
     /**
-     * What adds each open device's hook (its {@code ReactorObservability}: strongly, which holds its
+     * What adds each open device's hook (its {@code Monitoring}: strongly, which holds its
      * reactor weakly); guarded by itself.
      */
     private static final Set<Runnable> OPEN = new HashSet<>();

@@ -1,4 +1,4 @@
-package io.cudaloom.reactor;
+package io.cudaloom.reactor.lifecycle;
 
 import java.util.concurrent.Executor;
 import java.util.concurrent.ThreadFactory;
@@ -9,8 +9,8 @@ import java.util.concurrent.ThreadFactory;
  * poller threads, they inherit no inheritable thread-locals and no context class loader from
  * whoever opened it.
  */
-public final class ReactorThreads {
-    private ReactorThreads() {
+public final class DaemonThreads {
+    private DaemonThreads() {
     }
 
     /** An unstarted platform daemon thread. */

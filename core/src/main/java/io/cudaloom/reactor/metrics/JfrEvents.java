@@ -1,4 +1,4 @@
-package io.cudaloom.reactor;
+package io.cudaloom.reactor.metrics;
 
 import io.cudaloom.AwaitLatency;
 import io.cudaloom.AwaitListener;
@@ -13,7 +13,7 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * Where the reactor emits its JDK Flight Recorder events ({@link SlowAwaitEvent},
- * {@link FallbackEvent}, {@link DeviceFaultEvent}, {@link ReactorCountersEvent}).
+ * {@link FallbackEvent}, {@link DeviceFaultEvent}, {@link CountersEvent}).
  *
  * <p>Cost when disabled: each emitter first asks whether the event is enabled in a running
  * recording, and allocates nothing if not, so the await path stays allocation-free without
@@ -29,7 +29,7 @@ import org.jspecify.annotations.Nullable;
  * holders, the event classes and JFR's own classes only once Flight Recorder is initialized (a
  * recording exists or starts). {@code JfrClassLoadingTest} checks it in a fresh JVM.
  */
-public final class ReactorEvents {
+public final class JfrEvents {
     /** The event types; loaded (holder idiom) on first use, after Flight Recorder is initialized. */
     private static final class Types {
         static final EventType SLOW_AWAIT = EventType.getEventType(SlowAwaitEvent.class);
@@ -37,19 +37,19 @@ public final class ReactorEvents {
         static final EventType DEVICE_FAULT = EventType.getEventType(DeviceFaultEvent.class);
     }
 
-    private ReactorEvents() {}
+    private JfrEvents() {}
 
     /**
      * The {@link SlowAwaitEvent} outcome of an await that threw {@code e}. Here, not in the event
      * class: calling a static method of an event class would load it, and Flight Recorder with it,
      * on the first await that fails, in a JVM that never records.
      */
-    static String outcomeOf(Exception e) {
+    public static String outcomeOf(Exception e) {
         return eventOutcome(awaitOutcome(e));
     }
 
     /** The {@link AwaitListener.Outcome} of an await that threw {@code e}: one mapping for every wait. */
-    static AwaitListener.Outcome awaitOutcome(Exception e) {
+    public static AwaitListener.Outcome awaitOutcome(Exception e) {
         if (e instanceof InterruptedException) {
             return AwaitListener.Outcome.INTERRUPTED;
         } else if (e instanceof GpuFaultException) {
@@ -65,7 +65,7 @@ public final class ReactorEvents {
      * ("timed out" where the listeners' outcome is {@code TIMEOUT}). Here, not in the event class:
      * calling a static method of an event class would load it, and Flight Recorder with it.
      */
-    static String eventOutcome(AwaitListener.Outcome outcome) {
+    public static String eventOutcome(AwaitListener.Outcome outcome) {
         return switch (outcome) {
             case COMPLETED -> SlowAwaitEvent.COMPLETED;
             case TIMEOUT -> SlowAwaitEvent.TIMED_OUT;
@@ -93,7 +93,7 @@ public final class ReactorEvents {
      * A begun {@link SlowAwaitEvent} if a recording has it enabled, else null (and nothing
      * allocated). The await ends it ({@link SlowAwaitEvent#endAwait}) and commits it if it was slow.
      */
-    static @Nullable SlowAwaitEvent beginAwait() {
+    public static @Nullable SlowAwaitEvent beginAwait() {
         if (!slowAwaitEnabled()) {
             return null;
         }
@@ -102,29 +102,45 @@ public final class ReactorEvents {
         return event;
     }
 
-    static void fallback(ReactorStream stream, FallbackReason reason) {
-        if (FlightRecorder.isInitialized() && Types.FALLBACK.isEnabled()) {
-            FallbackEvent event = new FallbackEvent();
-            event.device = stream.deviceName();
-            event.stream = stream.toString();
-            event.reason = reason.eventReason;
-            event.commit();
-        }
-    }
-
-    static void deviceFault(ReactorStream stream, String error, int registrationsFailed) {
-        if (FlightRecorder.isInitialized() && Types.DEVICE_FAULT.isEnabled()) {
-            DeviceFaultEvent event = new DeviceFaultEvent();
-            event.device = stream.deviceName();
-            event.stream = stream.toString();
-            event.error = error;
-            event.registrationsFailed = registrationsFailed;
-            event.commit();
-        }
+    /**
+     * Whether a recording may have {@link FallbackEvent} enabled: two field reads, nothing
+     * allocated. The caller asks before it gathers the event's values ({@link #fallback}).
+     */
+    public static boolean fallbackEnabled() {
+        return FlightRecorder.isInitialized() && Types.FALLBACK.isEnabled();
     }
 
     /**
-     * The {@link ReactorCountersEvent} field of each counter, by {@link Counter#ordinal()}: the field
+     * Commits a {@link FallbackEvent}; after {@link #fallbackEnabled()} answered true.
+     *
+     * @param stream the stream served by a host callback (its {@code toString()} is taken here)
+     * @param reason the event's {@code reason} ({@code FallbackReason.eventReason})
+     */
+    public static void fallback(String device, Object stream, String reason) {
+        FallbackEvent event = new FallbackEvent();
+        event.device = device;
+        event.stream = stream.toString();
+        event.reason = reason;
+        event.commit();
+    }
+
+    /** Whether a recording may have {@link DeviceFaultEvent} enabled: as {@link #fallbackEnabled()}. */
+    public static boolean deviceFaultEnabled() {
+        return FlightRecorder.isInitialized() && Types.DEVICE_FAULT.isEnabled();
+    }
+
+    /** Commits a {@link DeviceFaultEvent}; after {@link #deviceFaultEnabled()} answered true. */
+    public static void deviceFault(String device, Object stream, String error, int registrationsFailed) {
+        DeviceFaultEvent event = new DeviceFaultEvent();
+        event.device = device;
+        event.stream = stream.toString();
+        event.error = error;
+        event.registrationsFailed = registrationsFailed;
+        event.commit();
+    }
+
+    /**
+     * The {@link CountersEvent} field of each counter, by {@link Counter#ordinal()}: the field
      * named {@link Counter#statName}, of the counter's type. Looked up once, when the first counters
      * event is emitted (Flight Recorder is initialized by then). A counter without its field is left
      * out of the event (monitoring never fails the reactor); CounterSurfacesTest fails for it.
@@ -136,7 +152,7 @@ public final class ReactorEvents {
             MethodHandles.Lookup lookup = MethodHandles.lookup();
             for (Counter c : Counter.ALL) {
                 try {
-                    FIELDS[c.ordinal()] = lookup.findVarHandle(ReactorCountersEvent.class, c.statName, c.type.javaType);
+                    FIELDS[c.ordinal()] = lookup.findVarHandle(CountersEvent.class, c.statName, c.type.javaType);
                 } catch (ReflectiveOperationException e) {
                     FIELDS[c.ordinal()] = null; // a declaration missing from the event: left out
                 }
@@ -145,12 +161,12 @@ public final class ReactorEvents {
     }
 
     /**
-     * The periodic hook's body: one {@link ReactorCountersEvent} with the reactor's counters now,
+     * The periodic hook's body: one {@link CountersEvent} with the reactor's counters now,
      * each in its field by name; a negative nanosecond counter (scannerCpuNanos where the JVM cannot
      * tell) as {@code Long.MIN_VALUE}, JFR's "N/A".
      */
     public static void counters(String deviceName, Supplier<CounterSnapshot> counters, Supplier<AwaitLatency> awaitLatency) {
-        ReactorCountersEvent event = new ReactorCountersEvent();
+        CountersEvent event = new CountersEvent();
         if (!event.isEnabled()) {
             return;
         }

@@ -1,4 +1,4 @@
-package io.cudaloom.reactor;
+package io.cudaloom.reactor.metrics;
 
 import io.cudaloom.ReactorStats;
 import jdk.jfr.Category;
@@ -15,22 +15,22 @@ import jdk.jfr.Timespan;
  * another) for every open device, and once more as the device's close begins (its totals, also
  * for a run shorter than a period). Emitted by the periodic hook each reactor adds when it opens
  * (or, if Flight Recorder is not initialized yet, when it is) and removes when it closes
- * ({@link ReactorObservability}). The fields are {@link ReactorStats}'s accessors, by the same
+ * ({@link io.cudaloom.reactor.metrics.Monitoring}). The fields are {@link ReactorStats}'s accessors, by the same
  * names; counters are cumulative since the device opened.
  *
- * <p>JFR reads an event's fields from its class, so each {@link Counter} has its field declared
- * here, named {@link Counter#statName} and of its {@link Counter#type}: {@link ReactorEvents#counters}
+ * <p>JFR reads an event's fields from its class, so each {@link io.cudaloom.reactor.metrics.Counter} has its field declared
+ * here, named {@link io.cudaloom.reactor.metrics.Counter#statName} and of its {@link io.cudaloom.reactor.metrics.Counter#type}: {@link io.cudaloom.reactor.metrics.JfrEvents#counters}
  * sets every one of them from the snapshot by that name, and CounterSurfacesTest fails for a counter
  * whose field is missing (or of another type). The labels and descriptions are JFR metadata, and
  * stay here.
  */
-@Name(ReactorCountersEvent.NAME)
+@Name(CountersEvent.NAME)
 @Label("Reactor Counters")
 @Category("cuda-loom")
 @Description("A GPU device's completion-reactor counters (ReactorStats), cumulative since it opened")
 @Period("1 s")
 @StackTrace(false)
-public final class ReactorCountersEvent extends Event {
+public final class CountersEvent extends Event {
     public static final String NAME = "io.cudaloom.ReactorCounters";
 
     @Label("Device")

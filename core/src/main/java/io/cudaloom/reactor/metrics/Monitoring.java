@@ -1,4 +1,4 @@
-package io.cudaloom.reactor;
+package io.cudaloom.reactor.metrics;
 
 import io.cudaloom.AwaitLatency;
 import io.cudaloom.ReactorConfig;
@@ -26,7 +26,7 @@ import org.jspecify.annotations.Nullable;
 /**
  * What a reactor publishes for operators while it is open: its {@link ReactorMXBean} (and the
  * {@link ReactorInternalsMXBean} beside it) on the platform MBean server (unless {@link ReactorConfig#jmx()} is off) and its hook for the periodic
- * JFR event {@link ReactorCountersEvent}. Both are installed when the reactor opens and removed
+ * JFR event {@link CountersEvent}. Both are installed when the reactor opens and removed
  * when it closes (the counters event is emitted once more as the close begins, with the final
  * counters), so a closed device leaves no hook or MBean holding on to it.
  *
@@ -51,7 +51,7 @@ import org.jspecify.annotations.Nullable;
  * {@code closed} again after adding and undoes what it added if a close came in between; so
  * whatever the interleaving, a closed reactor keeps no hook.
  */
-public final class ReactorObservability {
+public final class Monitoring {
     /**
      * What the MXBeans and the periodic JFR event show of a reactor (the facade,
      * {@code io.cudaloom.CompletionReactor}, implements it, with the public methods of the same
@@ -70,7 +70,7 @@ public final class ReactorObservability {
 
     /**
      * Weak: the MBean server and JFR's hook list are GC roots, and what they hold must not keep a
-     * device its user dropped without closing reachable (see {@link UnclosedDeviceReport}).
+     * device its user dropped without closing reachable (see {@link io.cudaloom.reactor.lifecycle.UnclosedDeviceReport}).
      */
     private final WeakReference<Observed> reactor;
     private final String deviceName;
@@ -85,12 +85,12 @@ public final class ReactorObservability {
     private @Nullable ObjectName internalsName; // guarded by this
     private boolean closed; // guarded by this
 
-    public ReactorObservability(Observed reactor, String deviceName, int id) {
+    public Monitoring(Observed reactor, String deviceName, int id) {
         this(reactor, deviceName, id, ManagementFactory::getPlatformMBeanServer);
     }
 
     /** With another MBean server than the platform's (tests: one that refuses). */
-    public ReactorObservability(Observed reactor, String deviceName, int id, Supplier<MBeanServer> mbeanServer) {
+    public Monitoring(Observed reactor, String deviceName, int id, Supplier<MBeanServer> mbeanServer) {
         this.reactor = new WeakReference<>(reactor);
         this.deviceName = deviceName;
         this.jmx = reactor.config().jmx();
@@ -101,7 +101,7 @@ public final class ReactorObservability {
         this.countersHook = () -> {
             Observed r = weak.get();
             if (r != null) {
-                ReactorEvents.counters(name, r::counters, r::awaitLatency);
+                JfrEvents.counters(name, r::counters, r::awaitLatency);
             }
         };
     }
@@ -141,7 +141,7 @@ public final class ReactorObservability {
             hookAdded = true;
         }
         try {
-            FlightRecorder.addPeriodicEvent(ReactorCountersEvent.class, countersHook);
+            FlightRecorder.addPeriodicEvent(CountersEvent.class, countersHook);
         } catch (RuntimeException e) {
             synchronized (this) {
                 hookAdded = false;
@@ -320,7 +320,7 @@ public final class ReactorObservability {
                 }
                 if (answer == null) {
                     throw new IllegalStateException(type.getSimpleName() + "." + name
-                            + " is neither a counter of the " + group + " group nor an attribute ReactorObservability knows");
+                            + " is neither a counter of the " + group + " group nor an attribute Monitoring knows");
                 }
                 getters.put(m, answer);
             }

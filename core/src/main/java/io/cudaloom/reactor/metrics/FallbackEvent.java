@@ -1,4 +1,4 @@
-package io.cudaloom.reactor;
+package io.cudaloom.reactor.metrics;
 
 import io.cudaloom.CompletionStrategy;
 import io.cudaloom.ReactorStats;
@@ -10,7 +10,7 @@ import jdk.jfr.Name;
 
 /**
  * JFR event {@value #NAME}: a registration (an await, a callback or a coalesced group) served by a
- * host callback on the stream instead of a completion slot. Committed by {@link ReactorEvents} on
+ * host callback on the stream instead of a completion slot. Committed by {@link io.cudaloom.reactor.metrics.JfrEvents} on
  * the registering thread, once the stream has accepted the callback (what
  * {@link ReactorStats#fallbacks()} counts). Under the {@link CompletionStrategy#HOST_CALLBACK}
  * strategy every registration is one.
@@ -28,7 +28,7 @@ public final class FallbackEvent extends Event {
     @Label("Stream")
     String stream = "";
 
-    /** {@link FallbackReason#eventReason}: one value per {@link FallbackReason}, each named in the description. */
+    /** {@link io.cudaloom.reactor.FallbackReason#eventReason}: one value per {@link io.cudaloom.reactor.FallbackReason}, each named in the description. */
     @Label("Reason")
     @Description("pool exhausted: no completion slot was free; write refused: the stream refused the "
             + "flag write; HOST_CALLBACK strategy: the reactor uses no slots")

@@ -1,4 +1,4 @@
-package io.cudaloom.reactor;
+package io.cudaloom.reactor.lifecycle;
 
 import io.cudaloom.GpuDevice;
 import java.lang.ref.Cleaner;

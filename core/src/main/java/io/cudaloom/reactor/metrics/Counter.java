@@ -1,4 +1,4 @@
-package io.cudaloom.reactor;
+package io.cudaloom.reactor.metrics;
 
 import io.cudaloom.ReactorInternalsMXBean;
 import io.cudaloom.ReactorMXBean;
@@ -12,11 +12,11 @@ import org.jspecify.annotations.Nullable;
  * surface, what it means, how it is written, and where it is shown; everything else is derived
  * from it:
  * <ul>
- *   <li>where its value lives: {@link ReactorCounters} holds a {@code LongAdder} per
- *       {@link Source#ADDER} counter, {@link Scanner} a single-writer slot per
+ *   <li>where its value lives: {@link io.cudaloom.reactor.metrics.SharedCounters} holds a {@code LongAdder} per
+ *       {@link Source#ADDER} counter, {@link io.cudaloom.reactor.Scanner} a single-writer slot per
  *       {@link Source#SCANNER} counter, both indexed by {@link #ordinal()}; a
  *       {@link Source#SAMPLED} counter is read when the snapshot is taken
- *       ({@link ReactorCounters#snapshot});
+ *       ({@link io.cudaloom.reactor.metrics.SharedCounters#snapshot});
  *   <li>{@link ReactorStats}: a snapshot is one array of values indexed by ordinal, compared, hashed
  *       and printed in declaration order ({@code ReactorStats[capacity=..., ...]}); its accessors,
  *       the builder's setters and {@link ReactorStats.Internals}' accessors (public API, so declared
@@ -24,9 +24,9 @@ import org.jspecify.annotations.Nullable;
  *   <li>JMX: the getters of {@link ReactorMXBean} ({@link Group#OPERATOR}) or
  *       {@link ReactorInternalsMXBean} ({@link Group#INTERNAL}) are answered from the counter of the
  *       attribute's name ({@link #attribute()}), with {@link #description} as the attribute's
- *       description ({@link ReactorObservability});
- *   <li>JFR: the field of {@link ReactorCountersEvent} named {@link #statName} is set from it
- *       ({@link ReactorEvents#counters}). JFR needs its fields declared statically, so the event
+ *       description ({@link io.cudaloom.reactor.metrics.Monitoring});
+ *   <li>JFR: the field of {@link io.cudaloom.reactor.metrics.CountersEvent} named {@link #statName} is set from it
+ *       ({@link io.cudaloom.reactor.metrics.JfrEvents#counters}). JFR needs its fields declared statically, so the event
  *       declares one per counter; CounterSurfacesTest fails for a counter without its field;
  *   <li>Micrometer: {@code io.cudaloom.micrometer.CudaLoomMetrics} binds {@link #meter} (a gauge for
  *       a {@link Measure#LEVEL}, a function counter otherwise, in seconds for a
@@ -44,9 +44,9 @@ import org.jspecify.annotations.Nullable;
  * <p>Adding a counter: a constant here (in the place where {@code toString} should print it), its
  * accessor and builder setter in {@link ReactorStats} (and in {@link ReactorStats.Internals} for an
  * internal one), its getter in the MXBean interface of its group, its field in
- * {@link ReactorCountersEvent}, its meter in the binder, and where it is counted: an
- * {@link ReactorCounters#increment} (an adder), a {@link Scanner} {@code increment} (the scanner's),
- * or a case of {@link ReactorCounters#snapshot} (sampled). The tests name any public surface
+ * {@link io.cudaloom.reactor.metrics.CountersEvent}, its meter in the binder, and where it is counted: an
+ * {@link io.cudaloom.reactor.metrics.SharedCounters#increment} (an adder), a {@link io.cudaloom.reactor.Scanner} {@code increment} (the scanner's),
+ * or a case of {@link io.cudaloom.reactor.metrics.SharedCounters#snapshot} (sampled). The tests name any public surface
  * forgotten.
  */
 public enum Counter {
@@ -113,9 +113,9 @@ public enum Counter {
 
     /** Who writes a counter, and so where its value lives until a snapshot reads it. */
     enum Source {
-        /** Any thread adds to it (registrants, awaits): a {@code LongAdder} in {@link ReactorCounters}. */
+        /** Any thread adds to it (registrants, awaits): a {@code LongAdder} in {@link io.cudaloom.reactor.metrics.SharedCounters}. */
         ADDER,
-        /** The scanner alone writes it, with opaque stores; the snapshot reads it with opaque loads ({@link Scanner}). */
+        /** The scanner alone writes it, with opaque stores; the snapshot reads it with opaque loads ({@link io.cudaloom.reactor.Scanner}). */
         SCANNER,
         /** Not counted but read when the snapshot is taken: the table, the scanner thread's CPU, the waiters, the streams. */
         SAMPLED
@@ -166,7 +166,7 @@ public enum Counter {
 
     /**
      * The name on every surface but Micrometer's: the {@link ReactorStats} accessor, the
-     * {@link ReactorCountersEvent} field, and (capitalized, {@link #attribute()}) the JMX attribute.
+     * {@link io.cudaloom.reactor.metrics.CountersEvent} field, and (capitalized, {@link #attribute()}) the JMX attribute.
      */
     public final String statName;
     final Source source;

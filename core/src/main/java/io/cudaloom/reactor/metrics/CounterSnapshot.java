@@ -1,10 +1,10 @@
-package io.cudaloom.reactor;
+package io.cudaloom.reactor.metrics;
 
 import java.util.Arrays;
 import org.jspecify.annotations.Nullable;
 
 /**
- * One reading of every {@link Counter}, indexed by its ordinal: what {@link ReactorCounters#snapshot}
+ * One reading of every {@link Counter}, indexed by its ordinal: what {@link io.cudaloom.reactor.metrics.SharedCounters#snapshot}
  * makes, what the MXBeans and the counters event read, and what the public {@code ReactorStats}
  * wraps (the facade wraps it; no part names the API's value type). Immutable: the array is the
  * snapshot's own.

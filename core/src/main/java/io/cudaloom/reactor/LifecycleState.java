@@ -9,7 +9,7 @@ import org.jspecify.annotations.Nullable;
  * A reactor's lifecycle state, alone: {@link #OPEN}, then {@link #CLOSED} (to new work: close()
  * ran, or the scanner stopped on an {@link Error}), then {@link #RELEASED} (the flag memory is
  * freed). What registrants and waiters read ({@link Registrar}, {@link RegistrationChecks},
- * {@link BlockingWait}); {@link ReactorLifecycle} drives the transitions and the shutdown.
+ * {@link BlockingWait}); {@link io.cudaloom.reactor.lifecycle.Shutdown} drives the transitions and the shutdown.
  *
  * <p>Orderings: it leaves OPEN by one compare-and-set ({@link #beginClose}), so exactly one closer
  * sees the shutdown through; that write is followed by a full fence, the store side of the Dekker
@@ -17,7 +17,7 @@ import org.jspecify.annotations.Nullable;
  * then reads the active bits and the fallback set: at least one of them sees the other). The stop
  * cause is written before the state change that publishes it and read after the state.
  */
-public final class ReactorState {
+public final class LifecycleState {
     private static final VarHandle STATE;
     private static final int OPEN = 0;
     private static final int CLOSED = 1;
@@ -25,7 +25,7 @@ public final class ReactorState {
 
     static {
         try {
-            STATE = MethodHandles.lookup().findVarHandle(ReactorState.class, "state", int.class);
+            STATE = MethodHandles.lookup().findVarHandle(LifecycleState.class, "state", int.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -37,7 +37,7 @@ public final class ReactorState {
     /** The Error that stopped the scanner, if that is what closed the reactor; written before STATE. */
     private volatile @Nullable Throwable stopCause;
 
-    public ReactorState(String deviceName) {
+    public LifecycleState(String deviceName) {
         this.deviceName = deviceName;
     }
 
@@ -69,7 +69,7 @@ public final class ReactorState {
      * OPEN to CLOSED, once, with {@code cause} (null for a close()) published by it: true for the
      * caller that did it, who must then see the shutdown through.
      */
-    boolean beginClose(@Nullable Throwable cause) {
+    public boolean beginClose(@Nullable Throwable cause) {
         if (state != OPEN) {
             return false;
         }
@@ -90,7 +90,7 @@ public final class ReactorState {
     }
 
     /** CLOSED to RELEASED: the flag memory is about to be freed (the consumer, once nothing can land). */
-    void markReleased() {
+    public void markReleased() {
         state = RELEASED;
     }
 }

@@ -1,0 +1,4 @@
+@NullMarked
+package io.cudaloom.reactor.lifecycle;
+
+import org.jspecify.annotations.NullMarked;

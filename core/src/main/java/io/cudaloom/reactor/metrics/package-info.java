@@ -1,0 +1,4 @@
+@NullMarked
+package io.cudaloom.reactor.metrics;
+
+import org.jspecify.annotations.NullMarked;
