@@ -1,9 +1,7 @@
 package io.cudaloom.reactor;
 
 import io.cudaloom.AwaitListener;
-import io.cudaloom.GpuEvent;
 import io.cudaloom.GpuFaultException;
-import io.cudaloom.GpuStream;
 import io.cudaloom.ReactorClosedException;
 import io.cudaloom.ReactorConfig;
 import io.cudaloom.protocol.BackoffIdleStrategy;
@@ -20,7 +18,7 @@ import java.util.concurrent.locks.LockSupport;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The blocking wait behind every {@link GpuEvent} await: one method with mode flags
+ * The blocking wait behind every {@link io.cudaloom.GpuEvent} await: one method with mode flags
  * ({@link #acquire}, as AQS's {@code acquire}: timed, interruptible, the waiter's own slot or
  * coalesced, a closed stream's drain), the checks before registering done once
  * ({@link RegistrationChecks#examine}), then register, optionally spin on the flag, and park until
@@ -37,10 +35,10 @@ import org.jspecify.annotations.Nullable;
  * it, would add a carrier's wake-up after the landing).
  *
  * <p>Driver calls: a stream with counted work not yet proven complete
- * ({@link GpuStream#hasWorkNotKnownComplete}) is taken as busy without a query; registering on a
+ * ({@link io.cudaloom.GpuStream#hasWorkNotKnownComplete}) is taken as busy without a query; registering on a
  * stream that turns out idle is still correct (its flag write lands at once). When coalescing
  * (every submission counted, raw-stream work included), an event whose work an earlier wait or
- * query proved complete ({@link GpuStream#isKnownComplete}) returns with no driver call at all.
+ * query proved complete ({@link io.cudaloom.GpuStream#isKnownComplete}) returns with no driver call at all.
  */
 public final class BlockingWait {
     /**

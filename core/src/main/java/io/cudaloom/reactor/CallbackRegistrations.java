@@ -1,6 +1,5 @@
 package io.cudaloom.reactor;
 
-import io.cudaloom.GpuEvent;
 import io.cudaloom.GpuFaultException;
 import io.cudaloom.protocol.SlotTable;
 import io.cudaloom.reactor.metrics.Counter;
@@ -31,8 +30,8 @@ public final class CallbackRegistrations {
     }
 
     /**
-     * Non-blocking registration of {@link GpuEvent#subscribe} (and through it
-     * {@link GpuEvent#onComplete}) and {@link GpuEvent#toCompletableFuture}: either {@code onDone} runs exactly once (possibly before this
+     * Non-blocking registration of {@link io.cudaloom.GpuEvent#subscribe} (and through it
+     * {@link io.cudaloom.GpuEvent#onComplete}) and {@link io.cudaloom.GpuEvent#toCompletableFuture}: either {@code onDone} runs exactly once (possibly before this
      * returns, on this thread; else on the scanner, a host-callback or the closing thread), or this
      * throws and {@code onDone} never runs.
      *
@@ -85,8 +84,8 @@ public final class CallbackRegistrations {
     }
 
     /**
-     * A user's completion callback ({@link GpuEvent#subscribe}'s {@code onDone}, and so
-     * {@link GpuEvent#onComplete}'s) threw {@code thrown}, on whatever thread ran it (the caller's,
+     * A user's completion callback ({@link io.cudaloom.GpuEvent#subscribe}'s {@code onDone}, and so
+     * {@link io.cudaloom.GpuEvent#onComplete}'s) threw {@code thrown}, on whatever thread ran it (the caller's,
      * the scanner, a host callback, an executor's): the task that ran it caught it and calls this,
      * as Netty contains a listener that throws and as {@code CompletableFuture} captures a stage's
      * exception. Logged

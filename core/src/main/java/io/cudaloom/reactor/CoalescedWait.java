@@ -1,12 +1,11 @@
 package io.cudaloom.reactor;
 
-import io.cudaloom.ReactorConfig;
 import java.util.concurrent.Executor;
 import org.jspecify.annotations.Nullable;
 
 /**
  * The coalescing wait's group commit, one flag write for many waiters (on by default,
- * {@link ReactorConfig#coalesce()}): the arming and delivery of a stream's groups. The waiter's
+ * {@link io.cudaloom.ReactorConfig#coalesce()}): the arming and delivery of a stream's groups. The waiter's
  * side, which group to join, is a mode of the one wait ({@link BlockingWait#acquire}, which parks
  * on the membership). A waiter that needs the first {@code required} counted submissions of its
  * stream, in this order:
@@ -15,7 +14,7 @@ import org.jspecify.annotations.Nullable;
  *       covers that work ({@code covered >= required}, see {@link WaitGroup});
  *   <li>else joins the stream's open group (the stream's open group), not yet armed, if
  *       there is one;
- *   <li>else, while fewer than {@link ReactorConfig#flagWritesInFlight()} groups of the stream are
+ *   <li>else, while fewer than {@link io.cudaloom.ReactorConfig#flagWritesInFlight()} groups of the stream are
  *       armed and undelivered , arms a group of its own at once
  *       (a lone waiter's latency is that of its own flag write);
  *   <li>else installs a new open group (compare-and-set, so racing waiters end up in one) and joins it.

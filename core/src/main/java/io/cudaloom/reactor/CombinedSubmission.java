@@ -1,8 +1,6 @@
 package io.cudaloom.reactor;
 
-import io.cudaloom.GpuStream;
 import io.cudaloom.ReactorConfig;
-import io.cudaloom.Submission;
 import io.cudaloom.spi.StreamOp;
 import io.cudaloom.spi.FlagMemory;
 import java.util.concurrent.Executor;
@@ -14,13 +12,13 @@ import java.util.concurrent.locks.LockSupport;
 import org.jspecify.annotations.Nullable;
 
 /**
- * Submission by combining for one stream ({@link Submission#COMBINING}, issue #37): every entry of
+ * Submission by combining for one stream ({@link io.cudaloom.Submission#COMBINING}, issue #37): every entry of
  * the stream (work, the reactor's flag writes and host callbacks) is an {@link StreamOp} appended to
  * the stream's {@link SubmissionQueue}; the thread that wins the queue's drain submits everything
  * queued, in position order, while the stream has room; everyone else returns at once.
  *
  * <h2>One coordinate</h2>
- * The stream's {@link GpuStream#submissionCount()} is the queue's {@link SubmissionQueue#appended()}:
+ * The stream's {@link io.cudaloom.GpuStream#submissionCount()} is the queue's {@link SubmissionQueue#appended()}:
  * every entry takes one position. A requirement (an await's, an event's, a memory close's) is
  * {@link #workThrough()} read after the caller's last append: the position after the last work
  * entry, raised (a compare-and-set to the maximum) by each work append before it returns, so it
@@ -474,7 +472,7 @@ public final class CombinedSubmission implements SubmissionRoom.Driver<StreamOp>
         }
     }
 
-    /** Work enqueued on the raw handle ({@link GpuStream#noteExternalSubmission()}): a position, no driver call. */
+    /** Work enqueued on the raw handle ({@link io.cudaloom.GpuStream#noteExternalSubmission()}): a position, no driver call. */
     public static final StreamOp EXTERNAL = new StreamOp(true) {
         @Override
         public @Nullable String submit(long position) {

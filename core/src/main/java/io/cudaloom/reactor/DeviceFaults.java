@@ -1,8 +1,6 @@
 package io.cudaloom.reactor;
 
-import io.cudaloom.GpuDevice;
 import io.cudaloom.GpuFaultException;
-import io.cudaloom.GpuStream;
 import io.cudaloom.spi.FaultSink;
 import io.cudaloom.spi.StreamState;
 import java.lang.invoke.MethodHandles;
@@ -13,13 +11,13 @@ import java.util.function.Consumer;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The fault owner of one device (one per {@link GpuDevice}, made with it): everything about device
+ * The fault owner of one device (one per {@link io.cudaloom.GpuDevice}, made with it): everything about device
  * faults is here, and nowhere else.
  * <ul>
  *   <li>the device's <b>first fault</b> ({@link #first()}: what, on which stream, the cause), which
  *       {@code CudaDevice.fault()} and {@code SimulatedDevice.fault()} report and after which a CUDA
  *       device resets its context on close;
- *   <li>each <b>stream's fault</b> ({@link Sink}, one per {@link GpuStream}: the backend's
+ *   <li>each <b>stream's fault</b> ({@link Sink}, one per {@link io.cudaloom.GpuStream}: the backend's
  *       {@link FaultSink}), which the backends report and ask about instead of keeping copies;
  *   <li>the scanner's two <b>fault decisions</b>: which probed stream's registrations fail, and
  *       with what ({@link #probe}); and when a slot quarantined on a stream may be reused

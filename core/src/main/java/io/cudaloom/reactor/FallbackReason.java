@@ -1,6 +1,5 @@
 package io.cudaloom.reactor;
 
-import io.cudaloom.CompletionStrategy;
 import java.util.List;
 
 /**
@@ -24,7 +23,7 @@ public enum FallbackReason {
     POOL_EXHAUSTED("pool exhausted"),
     /** The stream refused the device's flag write. */
     WRITE_REFUSED("write refused"),
-    /** The reactor uses no slots: {@link CompletionStrategy#HOST_CALLBACK}. */
+    /** The reactor uses no slots: {@link io.cudaloom.CompletionStrategy#HOST_CALLBACK}. */
     HOST_CALLBACK_STRATEGY("HOST_CALLBACK strategy");
 
     /** {@link #values()}, made once (values() copies its array on every call). */

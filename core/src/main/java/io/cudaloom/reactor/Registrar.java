@@ -1,6 +1,5 @@
 package io.cudaloom.reactor;
 
-import io.cudaloom.CompletionReactor;
 import io.cudaloom.CompletionStrategy;
 import io.cudaloom.protocol.SlotTable;
 import io.cudaloom.reactor.metrics.Counter;
@@ -22,7 +21,7 @@ import org.jspecify.annotations.Nullable;
  * {@link CompletionStrategy#HOST_CALLBACK} it always takes the host callback. The choice is made
  * once, at construction.
  *
- * <p>Both paths pair with {@link CompletionReactor#close()} as a Dekker pair: the registrant makes a
+ * <p>Both paths pair with {@link io.cudaloom.CompletionReactor#close()} as a Dekker pair: the registrant makes a
  * volatile write (the slot's active bit, a read-modify-write; or the fallback set's insertion) and
  * then reads the reactor's state; close writes the state, fences, and then reads the bits and the
  * fallback set. At least one sees the other, so a registration either is failed by close or sees

@@ -1,7 +1,5 @@
 package io.cudaloom.reactor;
 
-import io.cudaloom.GpuEvent;
-import io.cudaloom.ReactorStats;
 import io.cudaloom.Subscription;
 
 /**
@@ -16,14 +14,14 @@ import io.cudaloom.Subscription;
  * <ul>
  *   <li>the non-blocking registrations handed out by {@link CallbackRegistrations#register} (a
  *       slot's payload, or a {@link FallbackRegistration}), which count a successful withdrawal in
- *       {@link ReactorStats#abandoned()};
+ *       {@link io.cudaloom.ReactorStats#abandoned()};
  *   <li>a subscription to a closed stream's {@link StreamDrain} (not counted);
  *   <li>what a blocking waiter withdraws on timeout or interrupt (the park loop of {@link BlockingWait#acquire}):
  *       a {@link FallbackRegistration} or a {@link WaitGroup.Member}; the waiter counts it. A waiter
  *       on its own slot has no handle: it withdraws with the slot table's compare-and-set, so that
  *       the common await allocates nothing.
  * </ul>
- * It is a {@link Subscription}, so {@link GpuEvent#subscribe} returns it as it is.
+ * It is a {@link Subscription}, so {@link io.cudaloom.GpuEvent#subscribe} returns it as it is.
  */
 @FunctionalInterface
 public interface Registration extends Subscription {

@@ -3,7 +3,6 @@ package io.cudaloom.reactor;
 import io.cudaloom.GpuFaultException;
 import io.cudaloom.ReactorClosedException;
 import io.cudaloom.ReactorConfig;
-import io.cudaloom.ReactorStats;
 import io.cudaloom.protocol.BackoffIdleStrategy;
 import io.cudaloom.protocol.IdleStrategy;
 import io.cudaloom.protocol.RetiredBatch;
@@ -38,7 +37,7 @@ import org.jspecify.annotations.Nullable;
  *   <li>an interrupt is cleared and ignored (nothing interrupts the scanner on purpose, and a set
  *       interrupt status makes every park return at once: a busy loop);
  *   <li>a {@link RuntimeException} from a cycle (e.g. a backend hook) is counted
- *       ({@link ReactorStats#scannerErrors()}), reported to the thread's uncaught-exception
+ *       ({@link io.cudaloom.ReactorStats#scannerErrors()}), reported to the thread's uncaught-exception
  *       handler, and the loop goes on after a short pause; the probe fails the waiters of a
  *       stream whose query threw, with a {@link GpuFaultException} naming the exception;
  *   <li>an {@link Error} is counted and reported, then the reactor is closed with it as the cause:

@@ -1,11 +1,5 @@
 package io.cudaloom.reactor;
 
-import io.cudaloom.GpuEvent;
-import io.cudaloom.GpuFaultException;
-import io.cudaloom.GpuStream;
-import io.cudaloom.ReactorClosedException;
-import io.cudaloom.ReactorStats;
-import io.cudaloom.Subscription;
 import io.cudaloom.spi.StreamState;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -15,18 +9,18 @@ import java.util.function.Consumer;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The one registration a stream's {@link GpuStream#close()} leaves behind, so that events taken
+ * The one registration a stream's {@link io.cudaloom.GpuStream#close()} leaves behind, so that events taken
  * before the close can still be awaited for the work they stand for: registered with the reactor
- * like any {@link GpuEvent#subscribe} (a slot and a flag write, or a host callback) while the
+ * like any {@link io.cudaloom.GpuEvent#subscribe} (a slot and a flag write, or a host callback) while the
  * stream still takes flag writes, and completed when that write lands, or failed
- * ({@link GpuFaultException}, {@link ReactorClosedException} when the device closes first,
+ * ({@link io.cudaloom.GpuFaultException}, {@link io.cudaloom.ReactorClosedException} when the device closes first,
  * {@link IllegalStateException} if the stream refused it). Once the stream is closed, every await
  * and registration of its events is served here instead of by a registration of its own (the
  * backend takes none any more).
  *
  * <h2>What it covers</h2>
  * {@link #covered} is the stream's submission count read before registering. A submission is
- * counted only after its driver call returned ({@link GpuStream#submissionCount()}), so the first
+ * counted only after its driver call returned ({@link io.cudaloom.GpuStream#submissionCount()}), so the first
  * {@code covered} submissions are in stream order before the drain's flag write (or host callback),
  * and its completion proves them done. An event with {@code required <= covered} stands for no
  * other counted work, so the drain serves it; an event taken while the stream was closing may need
@@ -41,7 +35,7 @@ import org.jspecify.annotations.Nullable;
  * <ol>
  * <li><b>The drain itself</b> is published by the compare-and-set of {@code GpuStream.drain} from
  *     null (a volatile write) and read by volatile loads of that field
- *     ({@link GpuStream#isClosed()}, {@link GpuStream#drainAfterClose()}). Everything the closing
+ *     ({@link io.cudaloom.GpuStream#isClosed()}, {@link io.cudaloom.GpuStream#drainAfterClose()}). Everything the closing
  *     thread did before the compare-and-set (reading {@link #covered}, registering, the backend's
  *     enqueue of the flag write) happens-before whatever a thread that read the drain does with
  *     it. The backend stops taking flag writes and host callbacks only once {@code isClosed()} is
@@ -50,7 +44,7 @@ import org.jspecify.annotations.Nullable;
  * <li><b>The outcome</b> is written once, by whichever thread delivers the registration (the
  *     scanner, a host-callback thread, the closing thread of the device, or the stream's closing
  *     thread itself when the outcome was known at once): on success it first raises
- *     {@link GpuStream#completedThrough} to {@link #covered} (a volatile compare-and-set), then
+ *     {@link io.cudaloom.GpuStream#completedThrough} to {@link #covered} (a volatile compare-and-set), then
  *     completes {@link #outcome} (a compare-and-set of the future's result field). Readers see it
  *     through the future's volatile reads of that field ({@code isDone}) or as its dependents,
  *     which the future runs after the result was written. That is enough: the delivering thread
@@ -60,7 +54,7 @@ import org.jspecify.annotations.Nullable;
  *     ({@link #enlist}) and parked on its own {@link Waiter}: the dependent stores its ticket with a
  *     volatile write and then unparks it (SlotTable ordering 9), so no wake-up is lost.
  * <li><b>A subscription</b> is one {@link AtomicReference} cell holding the delivery: the drain's
- *     completion takes it with a get-and-set, {@link Subscription#cancel()} with another,
+ *     completion takes it with a get-and-set, {@link io.cudaloom.Subscription#cancel()} with another,
  *     so exactly one of them gets it (as a slot's payload is taken by the scanner's get-and-set or
  *     withdrawn by a compare-and-set, SlotTable ordering 6).
  * </ol>
@@ -69,7 +63,7 @@ import org.jspecify.annotations.Nullable;
  * known, by the subscribing thread), never by an unrelated waiter, and a blocking wait is a
  * registration in the one wait's loop ({@link BlockingWait#acquire}), not a second blocking wait.
  *
- * <p>Not counted in {@link ReactorStats} beyond the drain's own registration: the waits and
+ * <p>Not counted in {@link io.cudaloom.ReactorStats} beyond the drain's own registration: the waits and
  * subscriptions it serves arm nothing, so their completions, timeouts and cancellations are not
  * counted. A blocking wait it serves is timed for JFR like any other ({@link io.cudaloom.reactor.metrics.SlowAwaitEvent}, path
  * {@value SlowAwaitEvent#DRAIN}).

@@ -1,6 +1,5 @@
 package io.cudaloom.reactor;
 
-import io.cudaloom.GpuStream;
 import io.cudaloom.ReactorConfig;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.atomic.AtomicLong;
@@ -9,11 +8,11 @@ import org.jspecify.annotations.Nullable;
 /**
  * Everything the reactor keeps per stream, in one place: the submission count, the completion
  * proof, admission, the shared flag writes (group commit) and the recent-wait average. One per
- * {@link GpuStream}, made with it; the public {@code GpuStream} only forwards to it.
+ * {@link io.cudaloom.GpuStream}, made with it; the public {@code GpuStream} only forwards to it.
  *
  * <h2>Counts and proofs</h2>
  * {@link #submissions} counts the work entries enqueued on the stream (launches, copies, memsets,
- * and raw-stream work reported with {@link GpuStream#noteExternalSubmission()}), each counted only
+ * and raw-stream work reported with {@link io.cudaloom.GpuStream#noteExternalSubmission()}), each counted only
  * after its driver call returned, so every entry counted when a flag write is enqueued is ahead of
  * that write in stream order. A flag write or host callback enqueued after reading the count
  * {@code c} is therefore a <em>proof</em>: when it lands, at least {@code c} counted entries are
@@ -109,7 +108,7 @@ public final class StreamRecord {
     /**
      * Takes a permit for one entry, parking (FIFO, uninterruptibly: the interrupt status is kept)
      * while the stream has {@link ReactorConfig#admissionLimit()} entries in flight; a caller that
-     * may not park ({@link GpuStream#mayParkForAdmission}) takes it on credit. Returns the
+     * may not park ({@link io.cudaloom.GpuStream#mayParkForAdmission}) takes it on credit. Returns the
      * nanoseconds waited (0 without waiting), or -1 if no permit was taken because the gate is
      * open: then there is nothing to give back.
      */

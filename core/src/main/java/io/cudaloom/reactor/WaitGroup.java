@@ -1,18 +1,16 @@
 package io.cudaloom.reactor;
 
-import io.cudaloom.GpuStream;
-import io.cudaloom.ReactorConfig;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import org.jspecify.annotations.Nullable;
 
 /**
- * Waiters that share one completion slot (opt-in, {@link ReactorConfig.Builder#coalesce}): every
+ * Waiters that share one completion slot (opt-in, {@link io.cudaloom.ReactorConfig.Builder#coalesce}): every
  * waiter on a stream that needs no work submitted after this group's flag write joins the group
  * instead of arming a slot and enqueueing a write of its own. 100,000 threads waiting behind one
  * kernel on 8 streams then cost 8 slots and 8 device writes, not 100,000.
  *
- * <p>Correctness rests on the stream's submission count ({@link GpuStream#submissionCount()}): a
+ * <p>Correctness rests on the stream's submission count ({@link io.cudaloom.GpuStream#submissionCount()}): a
  * group covers every submission counted before its flag write was enqueued ({@link #covered}); a
  * waiter that needs the submissions counted up to {@code required} may join only if
  * {@code covered >= required}. A submission is counted after its driver call returned, so anything
@@ -28,7 +26,7 @@ import org.jspecify.annotations.Nullable;
  * Waking a parked thread costs its waker one or more microseconds (a virtual thread's unpark is a
  * submission to its scheduler, often a futex wake of an idle carrier); one scanner waking every
  * member of every group in turn is a serial bottleneck under load (at 10 us kernels on 8 streams,
- * some 370,000 wake-ups a second on one thread). With relaying ({@link ReactorConfig#relayWakeups()},
+ * some 370,000 wake-ups a second on one thread). With relaying ({@link io.cudaloom.ReactorConfig#relayWakeups()},
  * the default) the deliverer wakes at most two members itself and hands each a contiguous part of
  * the remaining list ({@link Member#relay}); a woken member wakes the heads of its part the same
  * way before its await returns ({@link #relayOf}), so a group of {@code n} is woken in about

@@ -1,6 +1,5 @@
 package io.cudaloom.reactor;
 
-import io.cudaloom.CompletionReactor;
 import io.cudaloom.protocol.WakeBoard;
 import io.cudaloom.reactor.metrics.SlowAwaitEvent;
 import java.lang.invoke.MethodHandles;
@@ -12,7 +11,7 @@ import org.jspecify.annotations.Nullable;
  * A waiting thread's completion record, one per thread and reused by all its awaits, so an await
  * allocates nothing. A thread is in at most one await at a time, and an await does not return
  * before its registration is either delivered or withdrawn (see
- * {@link CompletionReactor#await}), so a record never has two registrations outstanding.
+ * {@link io.cudaloom.CompletionReactor#await}), so a record never has two registrations outstanding.
  *
  * <p>Hand-off ({@link io.cudaloom.protocol.SlotTable} ordering 9, "volatile write before unpark"):
  * {@link #complete} stores the failure (plain), then stores the delivered ticket with a

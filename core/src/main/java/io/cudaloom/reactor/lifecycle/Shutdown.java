@@ -1,6 +1,5 @@
 package io.cudaloom.reactor.lifecycle;
 
-import io.cudaloom.CompletionReactor;
 import io.cudaloom.reactor.LifecycleState;
 import io.cudaloom.reactor.Scanner;
 import io.cudaloom.spi.FlagMemory;
@@ -64,7 +63,7 @@ public final class Shutdown implements Scanner.Owner {
     }
 
     /**
-     * {@link CompletionReactor#close()}: idempotent; returns without waiting for GPU work.
+     * {@link io.cudaloom.CompletionReactor#close()}: idempotent; returns without waiting for GPU work.
      *
      * <p>Called on the scanner thread itself (by a callback run there through a direct executor),
      * it only stops the scanner: the scanner finishes the delivery it is in, leaves its loop and

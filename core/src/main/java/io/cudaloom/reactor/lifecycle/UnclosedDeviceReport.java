@@ -1,11 +1,10 @@
 package io.cudaloom.reactor.lifecycle;
 
-import io.cudaloom.GpuDevice;
 import java.lang.ref.Cleaner;
 import java.util.List;
 
 /**
- * Reports a device that became unreachable without {@link GpuDevice#close()} (as Netty's leak
+ * Reports a device that became unreachable without {@link io.cudaloom.GpuDevice#close()} (as Netty's leak
  * detector reports a buffer never released) and stops its threads, so they do not live until the
  * JVM exits. Registered with a {@link Cleaner} when the device's reactor starts.
  *
@@ -28,7 +27,7 @@ public final class UnclosedDeviceReport implements Runnable {
     private final Throwable openedAt;
     private final List<Runnable> cleanups;
     /**
-     * Set by {@link GpuDevice#close()} before it cleans the registration, so the action run by that
+     * Set by {@link io.cudaloom.GpuDevice#close()} before it cleans the registration, so the action run by that
      * {@link Cleaner.Cleanable#clean()} reports nothing; read by the action on the same thread, or
      * by the cleaner's thread only after the device became unreachable (then close never ran).
      */
@@ -40,7 +39,7 @@ public final class UnclosedDeviceReport implements Runnable {
         this.cleanups = cleanups;
     }
 
-    /** Watches {@code device} (a {@link GpuDevice}, named {@code name}); {@code cleanups} must not reference it. */
+    /** Watches {@code device} (a {@link io.cudaloom.GpuDevice}, named {@code name}); {@code cleanups} must not reference it. */
     public static Registration watch(Object device, String name, List<Runnable> cleanups) {
         Throwable openedAt = new Throwable("the device was opened here, on thread \"" + Thread.currentThread().getName() + "\"");
         UnclosedDeviceReport report = new UnclosedDeviceReport(name, openedAt, List.copyOf(cleanups));

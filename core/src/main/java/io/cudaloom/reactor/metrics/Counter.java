@@ -1,8 +1,5 @@
 package io.cudaloom.reactor.metrics;
 
-import io.cudaloom.ReactorInternalsMXBean;
-import io.cudaloom.ReactorMXBean;
-import io.cudaloom.ReactorStats;
 import java.util.List;
 import java.util.Locale;
 import org.jspecify.annotations.Nullable;
@@ -17,12 +14,12 @@ import org.jspecify.annotations.Nullable;
  *       {@link Source#SCANNER} counter, both indexed by {@link #ordinal()}; a
  *       {@link Source#SAMPLED} counter is read when the snapshot is taken
  *       ({@link io.cudaloom.reactor.metrics.SharedCounters#snapshot});
- *   <li>{@link ReactorStats}: a snapshot is one array of values indexed by ordinal, compared, hashed
+ *   <li>{@link io.cudaloom.ReactorStats}: a snapshot is one array of values indexed by ordinal, compared, hashed
  *       and printed in declaration order ({@code ReactorStats[capacity=..., ...]}); its accessors,
- *       the builder's setters and {@link ReactorStats.Internals}' accessors (public API, so declared
+ *       the builder's setters and {@link io.cudaloom.ReactorStats.Internals}' accessors (public API, so declared
  *       one by one) read and write that array;
- *   <li>JMX: the getters of {@link ReactorMXBean} ({@link Group#OPERATOR}) or
- *       {@link ReactorInternalsMXBean} ({@link Group#INTERNAL}) are answered from the counter of the
+ *   <li>JMX: the getters of {@link io.cudaloom.ReactorMXBean} ({@link Group#OPERATOR}) or
+ *       {@link io.cudaloom.ReactorInternalsMXBean} ({@link Group#INTERNAL}) are answered from the counter of the
  *       attribute's name ({@link #attribute()}), with {@link #description} as the attribute's
  *       description ({@link io.cudaloom.reactor.metrics.Monitoring});
  *   <li>JFR: the field of {@link io.cudaloom.reactor.metrics.CountersEvent} named {@link #statName} is set from it
@@ -42,7 +39,7 @@ import org.jspecify.annotations.Nullable;
  * {@code cudaloom.completions}, {@code cudaloom.timeouts} to the await timer's outcome tag).
  *
  * <p>Adding a counter: a constant here (in the place where {@code toString} should print it), its
- * accessor and builder setter in {@link ReactorStats} (and in {@link ReactorStats.Internals} for an
+ * accessor and builder setter in {@link io.cudaloom.ReactorStats} (and in {@link io.cudaloom.ReactorStats.Internals} for an
  * internal one), its getter in the MXBean interface of its group, its field in
  * {@link io.cudaloom.reactor.metrics.CountersEvent}, its meter in the binder, and where it is counted: an
  * {@link io.cudaloom.reactor.metrics.SharedCounters#increment} (an adder), a {@link io.cudaloom.reactor.Scanner} {@code increment} (the scanner's),
@@ -148,11 +145,11 @@ public enum Counter {
         NANOSECONDS
     }
 
-    /** Where the counter is shown (see {@link ReactorStats}'s class comment for the two groups). */
+    /** Where the counter is shown (see {@link io.cudaloom.ReactorStats}'s class comment for the two groups). */
     public enum Group {
-        /** What to watch and alert on: {@link ReactorMXBean}, and Micrometer by default. */
+        /** What to watch and alert on: {@link io.cudaloom.ReactorMXBean}, and Micrometer by default. */
         OPERATOR,
-        /** How the reactor did it: {@link ReactorStats.Internals}, {@link ReactorInternalsMXBean}, Micrometer when asked. */
+        /** How the reactor did it: {@link io.cudaloom.ReactorStats.Internals}, {@link io.cudaloom.ReactorInternalsMXBean}, Micrometer when asked. */
         INTERNAL
     }
 
@@ -165,7 +162,7 @@ public enum Counter {
     public static final int COUNT = ALL.size();
 
     /**
-     * The name on every surface but Micrometer's: the {@link ReactorStats} accessor, the
+     * The name on every surface but Micrometer's: the {@link io.cudaloom.ReactorStats} accessor, the
      * {@link io.cudaloom.reactor.metrics.CountersEvent} field, and (capitalized, {@link #attribute()}) the JMX attribute.
      */
     public final String statName;

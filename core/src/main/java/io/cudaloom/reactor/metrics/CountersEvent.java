@@ -1,6 +1,5 @@
 package io.cudaloom.reactor.metrics;
 
-import io.cudaloom.ReactorStats;
 import jdk.jfr.Category;
 import jdk.jfr.Description;
 import jdk.jfr.Event;
@@ -15,7 +14,7 @@ import jdk.jfr.Timespan;
  * another) for every open device, and once more as the device's close begins (its totals, also
  * for a run shorter than a period). Emitted by the periodic hook each reactor adds when it opens
  * (or, if Flight Recorder is not initialized yet, when it is) and removes when it closes
- * ({@link io.cudaloom.reactor.metrics.Monitoring}). The fields are {@link ReactorStats}'s accessors, by the same
+ * ({@link io.cudaloom.reactor.metrics.Monitoring}). The fields are {@link io.cudaloom.ReactorStats}'s accessors, by the same
  * names; counters are cumulative since the device opened.
  *
  * <p>JFR reads an event's fields from its class, so each {@link io.cudaloom.reactor.metrics.Counter} has its field declared

@@ -1,6 +1,5 @@
 package io.cudaloom.reactor.metrics;
 
-import io.cudaloom.GpuFaultException;
 import jdk.jfr.Category;
 import jdk.jfr.Description;
 import jdk.jfr.Event;
@@ -10,7 +9,7 @@ import jdk.jfr.StackTrace;
 
 /**
  * JFR event {@value #NAME}: the scanner's fault probe found a stream faulted (or its query
- * failing) and failed the registrations waiting on it with a {@link GpuFaultException}. Committed
+ * failing) and failed the registrations waiting on it with a {@link io.cudaloom.GpuFaultException}. Committed
  * on the scanner thread, so it carries no stack trace.
  */
 @Name(DeviceFaultEvent.NAME)

@@ -1,7 +1,5 @@
 package io.cudaloom.reactor.metrics;
 
-import io.cudaloom.CompletionStrategy;
-import io.cudaloom.ReactorStats;
 import jdk.jfr.Category;
 import jdk.jfr.Description;
 import jdk.jfr.Event;
@@ -12,7 +10,7 @@ import jdk.jfr.Name;
  * JFR event {@value #NAME}: a registration (an await, a callback or a coalesced group) served by a
  * host callback on the stream instead of a completion slot. Committed by {@link io.cudaloom.reactor.metrics.JfrEvents} on
  * the registering thread, once the stream has accepted the callback (what
- * {@link ReactorStats#fallbacks()} counts). Under the {@link CompletionStrategy#HOST_CALLBACK}
+ * {@link io.cudaloom.ReactorStats#fallbacks()} counts). Under the {@link io.cudaloom.CompletionStrategy#HOST_CALLBACK}
  * strategy every registration is one.
  */
 @Name(FallbackEvent.NAME)

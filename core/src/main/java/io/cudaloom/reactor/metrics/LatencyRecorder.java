@@ -2,7 +2,6 @@ package io.cudaloom.reactor.metrics;
 
 import io.cudaloom.AwaitLatency;
 import io.cudaloom.AwaitListener;
-import io.cudaloom.ReactorConfig;
 import java.util.Arrays;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
@@ -81,7 +80,7 @@ public final class LatencyRecorder {
     private final Snapshots snapshots;
 
     /**
-     * @param slowFactor {@link ReactorConfig#slowAwaitFactor()}: 0 turns the relative threshold off
+     * @param slowFactor {@link io.cudaloom.ReactorConfig#slowAwaitFactor()}: 0 turns the relative threshold off
      * @param snapshots makes each {@link #snapshot()}
      */
     public LatencyRecorder(double slowFactor, Snapshots snapshots) {

@@ -1,6 +1,5 @@
 package io.cudaloom.reactor.metrics;
 
-import io.cudaloom.CompletionReactor;
 import io.cudaloom.protocol.SlotTable;
 import java.util.concurrent.atomic.LongAdder;
 
@@ -49,7 +48,7 @@ public final class SharedCounters {
         return withdrawn;
     }
 
-    /** {@link CompletionReactor#stats()}: these counters, the scanner's and the table's, now. */
+    /** {@link io.cudaloom.CompletionReactor#stats()}: these counters, the scanner's and the table's, now. */
     public CounterSnapshot snapshot(SlotTable<?> table, ScannerCounts scanner, Thread scannerThread, int waitersNow, long workInFlight) {
         long[] values = new long[Counter.COUNT];
         for (Counter c : Counter.ALL) {
