@@ -11,9 +11,15 @@ import java.util.function.Function;
 /**
  * The API package's side of {@link BackendAccess}: forwards each hook to the package-private member
  * of the device, stream or kernel that implements it (documented on {@link BackendAccess.Hooks}).
- * Installed once, by {@link GpuDevice}'s static initialiser.
+ * Installed once, by {@link GpuDevice}'s static initialiser ({@link #install()}): here, so that
+ * {@code GpuDevice} imports nothing of the {@code internal} package, whose hooks name it.
  */
 final class BackendHooks implements BackendAccess.Hooks {
+    /** Installs the API's hooks ({@link BackendAccess#install}); once, from GpuDevice's static initialiser. */
+    static void install() {
+        BackendAccess.install(new BackendHooks());
+    }
+
     @Override
     public void startReactor(GpuDevice device, ReactorConfig config, DeviceBackend backend,
             Function<? super GpuStream, ? extends StreamBackend> streams) {

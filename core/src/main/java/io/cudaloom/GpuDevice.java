@@ -1,7 +1,5 @@
 package io.cudaloom;
 
-import io.cudaloom.internal.BackendAccess;
-import io.cudaloom.internal.GpuDeviceProvider;
 import io.cudaloom.reactor.DeviceFaults;
 import io.cudaloom.reactor.Registration;
 import io.cudaloom.reactor.lifecycle.UnclosedDeviceReport;
@@ -9,7 +7,6 @@ import io.cudaloom.spi.DeviceBackend;
 import io.cudaloom.spi.DeviceProbes;
 import io.cudaloom.spi.StreamBackend;
 import java.util.List;
-import java.util.Locale;
 import java.util.Objects;
 import java.util.ServiceLoader;
 import java.util.function.Function;
@@ -27,8 +24,6 @@ public abstract class GpuDevice implements AutoCloseable {
     /** System property choosing the backend of {@link #open()}: {@code auto} (default), {@code cuda}, {@code sim}. */
     public static final String BACKEND_PROPERTY = "cudaloom.device";
 
-    private static final System.Logger LOG = System.getLogger(GpuDevice.class.getName());
-
     private volatile @Nullable CompletionReactor reactor;
     /** Reports this device if it becomes unreachable unclosed; set with the reactor. */
     private volatile UnclosedDeviceReport.@Nullable Registration unclosed;
@@ -45,7 +40,7 @@ public abstract class GpuDevice implements AutoCloseable {
 
     static {
         // What the backends may do to devices, streams and kernels, and nobody else (BackendHooks).
-        BackendAccess.install(new BackendHooks());
+        BackendHooks.install();
     }
 
     /**
@@ -100,66 +95,12 @@ public abstract class GpuDevice implements AutoCloseable {
      * @throws IllegalStateException as {@link #open(ReactorConfig)}
      */
     public static GpuDevice open(String backend, ReactorConfig config) {
-        Objects.requireNonNull(backend, "backend");
-        Objects.requireNonNull(config, "config");
-        String choice = backend.trim().toLowerCase(Locale.ROOT);
-        List<GpuDeviceProvider> providers = GpuDeviceProvider.installed();
-        if (choice.equals("auto") || choice.isEmpty()) {
-            for (GpuDeviceProvider p : providers) {
-                if (isAvailable(p)) {
-                    return p.open(config);
-                }
-            }
-            throw new IllegalStateException("no device backend is available: " + providers.stream()
-                    .map(p -> p.name() + " (" + p.unavailableReason() + ")").toList());
-        }
-        for (GpuDeviceProvider p : providers) {
-            if (p.name().equals(choice) || p.aliases().contains(choice)) {
-                return p.open(config);
-            }
-        }
-        throw new IllegalArgumentException(BACKEND_PROPERTY + " must be auto or one of "
-                + providers.stream().map(GpuDeviceProvider::name).toList() + ", was '" + choice + "'");
-    }
-
-    /**
-     * {@link GpuDeviceProvider#isAvailable()}, which should never throw; one that does, e.g. with a
-     * {@link LinkageError} because a library it needs is missing, counts as unavailable.
-     */
-    private static boolean isAvailable(GpuDeviceProvider p) {
-        String reason;
-        Throwable failure = null;
-        try {
-            if (p.isAvailable()) {
-                return true;
-            }
-            reason = String.valueOf(p.unavailableReason());
-        } catch (RuntimeException | LinkageError e) {
-            failure = e;
-            reason = "its availability check failed: " + e;
-        }
-        // Its libraries are there (JCuda on the class path): the user meant to use it, so say why
-        // not, in one line (the cause, if any, goes with the record, not in the message).
-        boolean installed;
-        try {
-            installed = p.isInstalled();
-        } catch (RuntimeException | LinkageError e) {
-            installed = false;
-        }
-        System.Logger.Level level = installed ? System.Logger.Level.WARNING : System.Logger.Level.DEBUG;
-        String message = "cuda-loom: device backend " + p.name() + " is unusable, " + BACKEND_PROPERTY
-                + "=auto falls back to the next one: " + reason.lines().findFirst().orElse("");
-        if (failure != null) {
-            LOG.log(level, message, failure);
-        } else {
-            LOG.log(level, message);
-        }
-        return false;
+        return BackendChoice.open(backend, config);
     }
 
     /**
      * Starts this device's reactor, with flag memory from {@code backend}; called once by the
-     * backend's factory after construction, through {@link BackendAccess.Hooks#startReactor}.
+     * backend's factory after construction, through {@link io.cudaloom.internal.BackendAccess.Hooks#startReactor}.
      */
     void startReactor(ReactorConfig config, DeviceBackend backend,
             Function<? super GpuStream, ? extends StreamBackend> streams) {

@@ -51,12 +51,14 @@ class ClassCycleTest {
      *   <li>the public API, by design: a device opens streams and hands out memory, each of which
      *       names its device; an event names its stream and its device's reactor; a kernel names
      *       the thread its body reads; the provider interface ({@code internal.GpuDeviceProvider},
-     *       unexported) opens devices and the device looks the providers up. {@code ResourceLedger}, the
+     *       unexported) opens devices and the device looks the providers up (through
+     *       {@code BackendChoice}, so that no file's imports go round: {@link FileImportCycleTest}).
+     *       {@code ResourceLedger}, the
      *       device's count of what it handed out, builds the public {@link LiveResources}
      *       snapshot, which names the devices it lists. The backends' hooks
      *       ({@code internal.BackendAccess}, unexported, the JDK's SharedSecrets pattern) name the
-     *       device, stream and kernel they act on, and {@code GpuDevice} installs them
-     *       ({@code BackendHooks}) when it is initialised;
+     *       device, stream and kernel they act on, and {@code GpuDevice} has them installed
+     *       ({@code BackendHooks.install}) when it is initialised;
      *   <li>{@code cuda}: the backend's device, streams, buffers and kernels refer to each other
      *       (a stream names its device and buffers, the device opens streams and loads modules);
      *       and, apart, the driver's entry point and its exception ({@code Cuda} builds
@@ -68,7 +70,7 @@ class ClassCycleTest {
      * </ul>
      */
     private static final List<String> KNOWN = List.of(
-            "BackendHooks CompletionReactor DeviceMemory GpuDevice GpuEvent GpuKernel GpuStream HostMemory "
+            "BackendChoice BackendHooks CompletionReactor DeviceMemory GpuDevice GpuEvent GpuKernel GpuStream HostMemory "
                     + "KernelThread LiveResources ResourceLedger internal.BackendAccess internal.GpuDeviceProvider",
             "cuda.Cuda cuda.CudaDriverException",
             "cuda.CudaDevice cuda.CudaKernel cuda.CudaModule cuda.CudaStream cuda.DeviceBuffer cuda.KernelArgs "
