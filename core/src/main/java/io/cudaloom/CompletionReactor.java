@@ -2,28 +2,31 @@ package io.cudaloom;
 
 import io.cudaloom.protocol.SlotTable;
 import io.cudaloom.reactor.BlockingWait;
-import io.cudaloom.reactor.StreamDrain;
 import io.cudaloom.reactor.CallbackRegistrations;
 import io.cudaloom.reactor.Completion;
-import io.cudaloom.reactor.metrics.Counter;
-import io.cudaloom.reactor.metrics.CounterSnapshot;
 import io.cudaloom.reactor.FallbackReason;
 import io.cudaloom.reactor.FallbackRegistration;
-import io.cudaloom.reactor.metrics.LatencyRecorder;
-import io.cudaloom.reactor.PreWake;
-import io.cudaloom.reactor.metrics.SharedCounters;
-import io.cudaloom.reactor.lifecycle.Shutdown;
-import io.cudaloom.reactor.metrics.Monitoring;
 import io.cudaloom.reactor.LifecycleState;
+import io.cudaloom.reactor.PreWake;
 import io.cudaloom.reactor.ReactorStream;
-import io.cudaloom.reactor.lifecycle.DaemonThreads;
 import io.cudaloom.reactor.Registrar;
 import io.cudaloom.reactor.Registration;
 import io.cudaloom.reactor.RegistrationChecks;
 import io.cudaloom.reactor.Scanner;
+import io.cudaloom.reactor.StreamDrain;
 import io.cudaloom.reactor.StreamRecord;
+import io.cudaloom.reactor.lifecycle.DaemonThreads;
+import io.cudaloom.reactor.lifecycle.Shutdown;
+import io.cudaloom.reactor.metrics.AwaitOutcome;
+import io.cudaloom.reactor.metrics.Counter;
+import io.cudaloom.reactor.metrics.CounterSnapshot;
+import io.cudaloom.reactor.metrics.LatencyRecorder;
+import io.cudaloom.reactor.metrics.LatencySnapshot;
+import io.cudaloom.reactor.metrics.Monitoring;
+import io.cudaloom.reactor.metrics.SharedCounters;
 import io.cudaloom.spi.DeviceBackend;
 import io.cudaloom.spi.FlagMemory;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.Objects;
 import java.util.Set;
@@ -53,6 +56,8 @@ public final class CompletionReactor {
      * API classes call. No part names it.
      */
     private static final AtomicInteger IDS = new AtomicInteger();
+    /** The API's MXBean interfaces, which the reactor's monitoring part implements (it names neither). */
+    static final Monitoring.MXBeanTypes MXBEANS = new Monitoring.MXBeanTypes(ReactorMXBean.class, ReactorInternalsMXBean.class);
 
     private final GpuDevice device;
     private final ReactorConfig config;
@@ -93,11 +98,12 @@ public final class CompletionReactor {
                     + flagMemory.flags().length() + " flags, " + capacity + " requested");
         }
         this.table = new SlotTable<>(capacity, flagMemory.flags());
-        this.latency = new LatencyRecorder(config.slowAwaitFactor(), AwaitLatency::new);
+        this.latency = new LatencyRecorder(config.slowAwaitFactor());
         this.state = new LifecycleState(device.name());
         this.lifecycle = new Shutdown(state, flagMemory);
         this.checks = new RegistrationChecks(state, counters, device.name(), this::scannerThread);
-        this.registrar = new Registrar(state, this::wakeScanner, table, flagMemory, counters, config.strategy());
+        this.registrar = new Registrar(state, this::wakeScanner, table, flagMemory, counters,
+                config.strategy() == CompletionStrategy.REACTOR);
         int id = IDS.incrementAndGet();
         this.callbackExecutor = DaemonThreads.callbackExecutor(id);
         // The parts get what they use, never this facade; `this` is only the parks' blocker.
@@ -107,7 +113,7 @@ public final class CompletionReactor {
         this.callbacks = new CallbackRegistrations(checks, table, registrar, counters);
         this.scanner = new Scanner(lifecycle, registrar, table, config, device.faults, preWake, this);
         this.scannerThread = DaemonThreads.system("cuda-loom-scanner-" + id + " (" + device.name() + ")", scanner.task());
-        this.observability = new Monitoring(observed, device.name(), id);
+        this.observability = new Monitoring(observed, device.name(), id, MXBEANS);
         Monitoring o = observability;
         lifecycle.attach(scanner, scannerThread, o::closing, o::close);
         scannerThread.start();
@@ -169,7 +175,9 @@ public final class CompletionReactor {
      * recorded since the last one (a few microseconds); the awaits themselves only record.
      */
     public AwaitLatency awaitLatency() {
-        return latency.snapshot();
+        LatencySnapshot s = latency.snapshot();
+        return new AwaitLatency(s.count(), s.p50Nanos(), s.p90Nanos(), s.p99Nanos(), s.p999Nanos(), s.maxNanos(),
+                s.meanNanos(), s.recentP99Nanos(), s.slowAwaitThresholdNanos());
     }
 
     /**
@@ -185,7 +193,7 @@ public final class CompletionReactor {
      * @throws NullPointerException if {@code listener} is null
      */
     public void addAwaitListener(AwaitListener listener) {
-        latency.addListener(Objects.requireNonNull(listener, "listener"));
+        latency.addListener(new Listening(Objects.requireNonNull(listener, "listener")));
     }
 
     /**
@@ -437,13 +445,44 @@ public final class CompletionReactor {
         }
 
         @Override
-        public AwaitLatency awaitLatency() {
-            return CompletionReactor.this.awaitLatency();
+        public LatencySnapshot awaitLatency() {
+            return latency.snapshot();
         }
 
         @Override
         public ReactorConfig config() {
             return config;
+        }
+
+        @Override
+        public String strategy() {
+            return config.strategy().name();
+        }
+    }
+
+    /**
+     * An {@link AwaitListener} as the latency recorder calls it: the reactor's outcome mapped to the
+     * listener's by name, once per call, allocation-free. Removed by the listener it wraps
+     * ({@link #added()}), and shown as it in the log of a listener that threw.
+     */
+    private record Listening(AwaitListener listener) implements LatencyRecorder.Listener {
+        /** {@link AwaitListener.Outcome} by {@link AwaitOutcome#ordinal()}, matched by name (a missing one fails here). */
+        private static final AwaitListener.Outcome[] OUTCOMES = Arrays.stream(AwaitOutcome.values())
+                .map(o -> AwaitListener.Outcome.valueOf(o.name())).toArray(AwaitListener.Outcome[]::new);
+
+        @Override
+        public void awaitEnded(AwaitOutcome outcome, long nanos) {
+            listener.awaitEnded(OUTCOMES[outcome.ordinal()], nanos);
+        }
+
+        @Override
+        public Object added() {
+            return listener;
+        }
+
+        @Override
+        public String toString() {
+            return listener.toString();
         }
     }
 }

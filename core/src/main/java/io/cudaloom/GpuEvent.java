@@ -48,6 +48,14 @@ import org.jspecify.annotations.Nullable;
  * counts only the close's registration (a timeout or a cancel there is not counted as abandoned).
  */
 public final class GpuEvent {
+    /**
+     * The one handle of a subscription whose outcome was known while subscribing (a done event, an
+     * idle stream, a fault, a closed device, a settled drain): nothing to withdraw, so
+     * {@code cancel()} is always false. The reactor's {@code Registration.DELIVERED}, as the API
+     * hands it out; compared by identity.
+     */
+    static final Subscription DELIVERED = () -> false;
+
     private final CompletionReactor reactor;
     private final GpuStream stream;
     /** The stream's submission count when the event was taken: the work this event stands for. */
@@ -201,7 +209,7 @@ public final class GpuEvent {
             future.complete(null);
             return future;
         }
-        Registration registration;
+        Subscription registration;
         try {
             registration = register(delivery(executor, failure -> {
                 if (failure == null) {
@@ -214,7 +222,7 @@ public final class GpuEvent {
             future.completeExceptionally(closed); // register threw: its callback will never run
             return future;
         }
-        if (registration != Registration.DELIVERED) {
+        if (registration != DELIVERED) {
             // Runs once the future completes, whoever completes it. After our own delivery the
             // payload is already taken, so the withdrawal fails and counts nothing; after a cancel
             // (or any other completion by the caller) it succeeds unless delivery won the race.
@@ -349,13 +357,13 @@ public final class GpuEvent {
         Objects.requireNonNull(onDone, "onDone");
         if (done) {
             executor.execute(task(onDone, null));
-            return Registration.DELIVERED;
+            return DELIVERED;
         }
         try {
             return register(delivery(executor, onDone));
         } catch (ReactorClosedException closed) {
             executor.execute(task(onDone, closed)); // register threw: its callback never runs
-            return Registration.DELIVERED;
+            return DELIVERED;
         }
     }
 
@@ -387,7 +395,7 @@ public final class GpuEvent {
      * @throws ReactorClosedException if the reactor is closed ({@code deliver} will never run)
      * @throws IllegalStateException if the reactor refuses, or the drain does not cover this event
      */
-    private Registration register(Consumer<@Nullable RuntimeException> deliver) {
+    private Subscription register(Consumer<@Nullable RuntimeException> deliver) {
         // A wait in progress (LiveResources.Kind.WAIT) until delivered, withdrawn or refused.
         ResourceLedger.Lease pending = stream.device().ledger.callbackRegistered();
         Registration s;
@@ -401,7 +409,7 @@ public final class GpuEvent {
             throw e;
         }
         if (s == Registration.DELIVERED) {
-            return s;
+            return DELIVERED; // the reactor's "already delivered", as the API hands it out
         }
         return () -> {
             boolean withdrawn = s.cancel();

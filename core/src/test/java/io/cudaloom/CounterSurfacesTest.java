@@ -266,7 +266,7 @@ class CounterSurfacesTest {
             }
             d.close(); // the counters no longer move
             after = d.reactor().stats();
-            JfrEvents.counters(d.name(), d.reactor().observed()::counters, d.reactor()::awaitLatency);
+            JfrEvents.counters(d.name(), d.reactor().observed()::counters, d.reactor().observed()::awaitLatency);
             recording.stop();
             recording.dump(file);
         }

@@ -765,7 +765,7 @@ class ObservabilityTest {
         java.util.logging.Logger log = java.util.logging.Logger.getLogger("io.cudaloom"); // System.Logger's backend
         log.addHandler(capture);
         try (SimulatedDevice device = SimulatedDevice.create()) {
-            Monitoring refused = new Monitoring(device.reactor().observed(), device.name(), -1, () -> refusing);
+            Monitoring refused = new Monitoring(device.reactor().observed(), device.name(), -1, CompletionReactor.MXBEANS, () -> refusing);
             refused.open(); // does not throw
             assertNull(refused.mbeanName());
             refused.close();

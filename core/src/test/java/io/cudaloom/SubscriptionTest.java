@@ -6,7 +6,6 @@ import static io.cudaloom.ReactorTestSupport.gate;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.*;
 
-import io.cudaloom.reactor.Registration;
 import io.cudaloom.sim.SimulatedDevice;
 import io.cudaloom.sim.SimulatedStream;
 import java.util.concurrent.CountDownLatch;
@@ -107,22 +106,24 @@ class SubscriptionTest {
     /**
      * Wherever the outcome is known while subscribing (a done event, an idle stream, a fault, a
      * closed device, a closed stream whose drain has settled), the handle is the one
-     * {@link Registration#DELIVERED}: one sentinel for "nothing to withdraw", not one per layer.
+     * {@link GpuEvent#DELIVERED}: one sentinel for "nothing to withdraw", not one per layer (the
+     * reactor's layers answer with their one {@code GpuEvent.DELIVERED}, which the event hands
+     * out as this).
      */
     @Test
     void everyOutcomeKnownAtOnceGetsTheOneDeliveredHandle() throws Exception {
         SimulatedDevice device = devices.track(SimulatedDevice.create());
         SimulatedStream stream = device.newStream();
         GpuEvent idle = stream.event();
-        assertSame(Registration.DELIVERED, new Recorder().subscribe(idle), "an idle stream (CallbackRegistrations)");
-        assertSame(Registration.DELIVERED, new Recorder().subscribe(idle), "a done event (GpuEvent)");
+        assertSame(GpuEvent.DELIVERED, new Recorder().subscribe(idle), "an idle stream (CallbackRegistrations)");
+        assertSame(GpuEvent.DELIVERED, new Recorder().subscribe(idle), "a done event (GpuEvent)");
 
         SimulatedStream faulty = device.newStream();
         faulty.injectFault("illegal address (injected)");
         Recorder fault = new Recorder();
         await().atMost(LONG).until(() -> {
             Subscription s = fault.subscribe(faulty.event());
-            return s == Registration.DELIVERED && fault.failure.get() instanceof GpuFaultException;
+            return s == GpuEvent.DELIVERED && fault.failure.get() instanceof GpuFaultException;
         });
 
         // Without coalescing no proof is trusted, so the drain itself answers (StreamDrain.subscribe).
@@ -130,12 +131,12 @@ class SubscriptionTest {
         SimulatedStream closing = uncoalesced.newStream();
         GpuEvent beforeClose = closing.event();
         closing.close(); // idle: the drain settles at once
-        assertSame(Registration.DELIVERED, new Recorder().subscribe(beforeClose), "a settled drain (StreamDrain)");
+        assertSame(GpuEvent.DELIVERED, new Recorder().subscribe(beforeClose), "a settled drain (StreamDrain)");
 
         GpuEvent busy = device.newStream().event();
         device.close();
         Recorder closed = new Recorder();
-        assertSame(Registration.DELIVERED, closed.subscribe(busy), "a closed device");
+        assertSame(GpuEvent.DELIVERED, closed.subscribe(busy), "a closed device");
         assertInstanceOf(ReactorClosedException.class, closed.failure.get());
     }
 

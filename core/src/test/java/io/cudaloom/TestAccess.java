@@ -4,11 +4,6 @@ package io.cudaloom;
 public final class TestAccess {
     private TestAccess() {}
 
-    /** How the reactor makes its {@link AwaitLatency} snapshots (the facade's own factory). */
-    public static io.cudaloom.reactor.metrics.LatencyRecorder.Snapshots awaitLatencies() {
-        return AwaitLatency::new;
-    }
-
     /** Parked in a park whose blocker is {@code blocker}. */
     public static boolean parkedOn(Thread t, Object blocker) {
         return ReactorTestSupport.parkedOn(t, blocker);

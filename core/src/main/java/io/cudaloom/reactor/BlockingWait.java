@@ -1,11 +1,11 @@
 package io.cudaloom.reactor;
 
-import io.cudaloom.AwaitListener;
 import io.cudaloom.GpuFaultException;
 import io.cudaloom.ReactorClosedException;
 import io.cudaloom.ReactorConfig;
 import io.cudaloom.protocol.BackoffIdleStrategy;
 import io.cudaloom.protocol.SlotTable;
+import io.cudaloom.reactor.metrics.AwaitOutcome;
 import io.cudaloom.reactor.metrics.Counter;
 import io.cudaloom.reactor.metrics.JfrEvents;
 import io.cudaloom.reactor.metrics.LatencyRecorder;
@@ -227,7 +227,7 @@ public final class BlockingWait {
         SlowAwaitEvent slow = JfrEvents.beginAwait();
         long start = System.nanoTime();
         long deadline = timed ? start + nanos : 0L;
-        AwaitListener.Outcome outcome = AwaitListener.Outcome.FAILED; // unless decided below
+        AwaitOutcome outcome = AwaitOutcome.FAILED; // unless decided below
         Waiter waiter = Waiter.current(); // this thread's record, reused by every await
         int inside = counted ? waiters.incrementAndGet() : 0;
         boolean interrupted = false; // an interrupt taken by a park, re-asserted on the way out
@@ -274,14 +274,14 @@ public final class BlockingWait {
                                 waiter.path = SlowAwaitEvent.IMMEDIATE;
                                 counters.increment(Counter.IMMEDIATE);
                                 counters.increment(Counter.COMPLETIONS);
-                                outcome = AwaitListener.Outcome.COMPLETED;
+                                outcome = AwaitOutcome.COMPLETED;
                                 stream.completedThrough(required);
                                 return COMPLETED;
                             }
                             // A failed group (fault, close) says nothing about later ones: check afresh.
                             if (checks.precheck(stream, false) == StreamState.IDLE) {
                                 waiter.path = SlowAwaitEvent.IMMEDIATE;
-                                outcome = AwaitListener.Outcome.COMPLETED;
+                                outcome = AwaitOutcome.COMPLETED;
                                 stream.completedThrough(required);
                                 return COMPLETED;
                             }
@@ -298,7 +298,7 @@ public final class BlockingWait {
                                 waiter.path = SlowAwaitEvent.IMMEDIATE;
                                 counters.increment(Counter.IMMEDIATE);
                                 counters.increment(Counter.COMPLETIONS);
-                                outcome = AwaitListener.Outcome.COMPLETED;
+                                outcome = AwaitOutcome.COMPLETED;
                                 stream.completedThrough(required);
                                 return COMPLETED;
                             }
@@ -335,7 +335,7 @@ public final class BlockingWait {
                     deadline)) {
                 waiter.path = SlowAwaitEvent.INLINE;
                 if (registration == null) { // its own slot, withdrawn by this thread: no delivery comes
-                    outcome = AwaitListener.Outcome.COMPLETED;
+                    outcome = AwaitOutcome.COMPLETED;
                     stream.completedThrough(required); // a normal return proves the event's work done
                     return COMPLETED;
                 } // a group delivered on this thread: its membership is delivered, the loop below returns at once
@@ -352,7 +352,7 @@ public final class BlockingWait {
                     if (remaining <= 0) {
                         boolean withdrawn = registration != null ? registration.cancel() : table.cancel(ticket, waiter);
                         if (counted ? counters.abandoned(withdrawn) : withdrawn) {
-                            outcome = AwaitListener.Outcome.TIMEOUT;
+                            outcome = AwaitOutcome.TIMEOUT;
                             return TIMED_OUT;
                         }
                         timedPark = false; // lost the race to a delivery: it is imminent, wait for it
@@ -387,7 +387,7 @@ public final class BlockingWait {
                 counters.increment(Counter.COMPLETIONS);
                 stream.completedThrough(required); // a normal return proves the event's work done
             }
-            outcome = AwaitListener.Outcome.COMPLETED;
+            outcome = AwaitOutcome.COMPLETED;
             return COMPLETED;
         } catch (InterruptedException | GpuFaultException | ReactorClosedException e) {
             outcome = JfrEvents.awaitOutcome(e);
@@ -413,7 +413,7 @@ public final class BlockingWait {
                 long landed = waiter.landedAt();
                 stream.record().recordWait((landed != 0L && landed - start > 0 && landed - now <= 0 ? landed : now) - start);
                 latency.record(now - start);
-                if (outcome == AwaitListener.Outcome.TIMEOUT) {
+                if (outcome == AwaitOutcome.TIMEOUT) {
                     counters.increment(Counter.TIMEOUTS);
                 }
             }

@@ -1,6 +1,5 @@
 package io.cudaloom.reactor;
 
-import io.cudaloom.CompletionStrategy;
 import io.cudaloom.protocol.SlotTable;
 import io.cudaloom.reactor.metrics.Counter;
 import io.cudaloom.reactor.metrics.JfrEvents;
@@ -15,11 +14,11 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * Arming and fallback: how a registration (a parked waiter, a coalesced group, a callback) gets the
- * device to tell the reactor that the stream's work is done. With the {@link CompletionStrategy#REACTOR}
- * strategy it arms a slot ({@link #arm}: claim, reset the flag, enqueue the device's flag write,
- * publish) and falls back to a host callback when no slot is free or the write is refused; with
- * {@link CompletionStrategy#HOST_CALLBACK} it always takes the host callback. The choice is made
- * once, at construction.
+ * device to tell the reactor that the stream's work is done. With slots (the
+ * {@link io.cudaloom.CompletionStrategy#REACTOR} strategy) it arms a slot ({@link #arm}: claim, reset the flag,
+ * enqueue the device's flag write, publish) and falls back to a host callback when no slot is free or
+ * the write is refused; without ({@link io.cudaloom.CompletionStrategy#HOST_CALLBACK}) it always takes the
+ * host callback. The choice is made once, at construction ({@code useSlots}).
  *
  * <p>Both paths pair with {@link io.cudaloom.CompletionReactor#close()} as a Dekker pair: the registrant makes a
  * volatile write (the slot's active bit, a read-modify-write; or the fallback set's insertion) and
@@ -48,14 +47,18 @@ public final class Registrar implements FallbackRegistration.Owner {
     private final AtomicLong fallbackOutstanding = new AtomicLong();
     private final AtomicLong syntheticTickets = new AtomicLong();
 
+    /**
+     * @param useSlots whether registrations arm slots ({@link io.cudaloom.CompletionStrategy#REACTOR}), or
+     *     always take a host callback ({@link io.cudaloom.CompletionStrategy#HOST_CALLBACK})
+     */
     public Registrar(LifecycleState state, Runnable wakeScanner, SlotTable<Completion> table, FlagMemory flagMemory,
-            SharedCounters counters, CompletionStrategy strategy) {
+            SharedCounters counters, boolean useSlots) {
         this.state = state;
         this.wakeScanner = wakeScanner;
         this.table = table;
         this.flagMemory = flagMemory;
         this.counters = counters;
-        this.useSlots = strategy == CompletionStrategy.REACTOR;
+        this.useSlots = useSlots;
         this.slotStream = new ReactorStream[table.capacity()];
     }
 

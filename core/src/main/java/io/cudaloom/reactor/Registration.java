@@ -1,7 +1,5 @@
 package io.cudaloom.reactor;
 
-import io.cudaloom.Subscription;
-
 /**
  * A registration that can be withdrawn: the one handle type of the reactor's registrations that
  * are not a blocking waiter's own slot. {@link #cancel()} withdraws it unless its delivery has
@@ -21,10 +19,19 @@ import io.cudaloom.Subscription;
  *       on its own slot has no handle: it withdraws with the slot table's compare-and-set, so that
  *       the common await allocates nothing.
  * </ul>
- * It is a {@link Subscription}, so {@link io.cudaloom.GpuEvent#subscribe} returns it as it is.
+ * {@link io.cudaloom.GpuEvent#subscribe} hands it out as an {@link io.cudaloom.Subscription} (one that also
+ * counts the wait in the device's live resources until it ends); {@link #DELIVERED} as the API's own
+ * delivered handle. This interface names no API type.
  */
 @FunctionalInterface
-public interface Registration extends Subscription {
+public interface Registration {
+    /**
+     * Withdraws the registration unless its delivery has begun (see the class comment).
+     *
+     * @return true if this call withdrew it; false if the delivery won, or an earlier call withdrew it
+     */
+    boolean cancel();
+
     /**
      * The one "already delivered" handle: nothing to withdraw, since the outcome was delivered (or
      * handed to the executor) while registering; {@link #cancel()} is always false. Compared by

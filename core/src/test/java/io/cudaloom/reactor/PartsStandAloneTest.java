@@ -4,7 +4,6 @@ import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.cudaloom.CompletionStrategy;
 import io.cudaloom.ReactorConfig;
 import io.cudaloom.TestAccess;
 import io.cudaloom.protocol.OffHeapFlagArray;
@@ -42,13 +41,13 @@ class PartsStandAloneTest {
         SharedCounters counters = new SharedCounters();
         AtomicInteger wakeUps = new AtomicInteger();
         Registrar registrar = new Registrar(state, wakeUps::incrementAndGet, table,
-                new FlagMemory(flags, () -> { }), counters, CompletionStrategy.REACTOR);
+                new FlagMemory(flags, () -> { }), counters, true);
         Thread self = Thread.currentThread(); // this thread is the scanner
         RegistrationChecks checks = new RegistrationChecks(state, counters, "parts", () -> self);
         Object blocker = new Object();
         BlockingWait wait = new BlockingWait(new BlockingWait.Parts(state, checks, table, registrar,
                 new PreWake(CONFIG, () -> { }), CONFIG, counters,
-                new LatencyRecorder(CONFIG.slowAwaitFactor(), TestAccess.awaitLatencies()), "parts", blocker, Runnable::run));
+                new LatencyRecorder(CONFIG.slowAwaitFactor()), "parts", blocker, Runnable::run));
         Scanner scanner = new Scanner(OPEN, registrar, table, CONFIG, new DeviceFaults(), new PreWake(CONFIG, () -> { }), blocker);
 
         FakeStream stream = new FakeStream(CONFIG);

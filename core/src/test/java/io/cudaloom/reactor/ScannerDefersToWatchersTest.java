@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.cudaloom.CompletionStrategy;
 import io.cudaloom.TestAccess;
 import io.cudaloom.ReactorConfig;
 import io.cudaloom.protocol.OffHeapFlagArray;
@@ -54,7 +53,7 @@ class ScannerDefersToWatchersTest {
         SlotTable<Completion> table = new SlotTable<>(4, flags);
         LifecycleState state = new LifecycleState("defer");
         Registrar registrar = new Registrar(state, () -> { }, table, new FlagMemory(flags, () -> { }),
-                new SharedCounters(), CompletionStrategy.REACTOR);
+                new SharedCounters(), true);
         PreWake preWake = new PreWake(config, () -> { });
         Recorder parker = new Recorder();
         Scanner scanner = new Scanner(PartsStandAloneTest.OPEN, registrar, table, config, new DeviceFaults(), preWake, new Object());
@@ -117,13 +116,13 @@ class ScannerDefersToWatchersTest {
         LifecycleState state = new LifecycleState("defer");
         SharedCounters counters = new SharedCounters();
         Registrar registrar = new Registrar(state, () -> { }, table, new FlagMemory(flags, () -> { }), counters,
-                CompletionStrategy.REACTOR);
+                true);
         Thread self = Thread.currentThread(); // this thread is the scanner
         PreWake preWake = new PreWake(config, () -> { });
         Object blocker = new Object();
         BlockingWait wait = new BlockingWait(new BlockingWait.Parts(state,
                 new RegistrationChecks(state, counters, "defer", () -> self), table, registrar, preWake, config, counters,
-                new LatencyRecorder(0, TestAccess.awaitLatencies()), "defer", blocker, Runnable::run));
+                new LatencyRecorder(0), "defer", blocker, Runnable::run));
         Scanner scanner = new Scanner(PartsStandAloneTest.OPEN, registrar, table, config, new DeviceFaults(), preWake,
                 blocker);
         FakeStream stream = new FakeStream(config);

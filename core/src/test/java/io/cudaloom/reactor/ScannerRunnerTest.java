@@ -4,7 +4,6 @@ import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.cudaloom.CompletionStrategy;
 import io.cudaloom.ReactorConfig;
 import io.cudaloom.protocol.OffHeapFlagArray;
 import io.cudaloom.protocol.SlotTable;
@@ -72,7 +71,7 @@ class ScannerRunnerTest {
         Rig(boolean wakeOnIdleToActive, long boxNanos, Scanner.Parker parker, AtomicReference<Rig> self) {
             Runnable wake = wakeOnIdleToActive ? () -> LockSupport.unpark(scannerThread.get()) : () -> { };
             registrar = new Registrar(new LifecycleState("runner"), wake, table, new FlagMemory(flags, () -> { }), counters,
-                    CompletionStrategy.REACTOR);
+                    true);
             scanner = new Scanner(lifecycle, registrar, table, CONFIG, new DeviceFaults(), new PreWake(CONFIG, () -> { }),
                     new Object());
             runner = scanner.runner(parker, boxNanos);

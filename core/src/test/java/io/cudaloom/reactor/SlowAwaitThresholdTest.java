@@ -10,6 +10,7 @@ import io.cudaloom.GpuDevice;
 import io.cudaloom.ReactorConfig;
 import io.cudaloom.TestAccess;
 import io.cudaloom.reactor.metrics.LatencyRecorder;
+import io.cudaloom.reactor.metrics.LatencySnapshot;
 import io.cudaloom.reactor.metrics.SlowAwaitEvent;
 import io.cudaloom.sim.SimulatedDevice;
 import io.cudaloom.sim.SimulatedStream;
@@ -127,12 +128,12 @@ class SlowAwaitThresholdTest {
     /** The rule itself, on the recorder: judged against the threshold from before the await. */
     @Test
     void theRecorderJudgesAgainstFactorTimesTheRecentP99FromBeforeTheAwait() {
-        LatencyRecorder r = new LatencyRecorder(4, TestAccess.awaitLatencies());
+        LatencyRecorder r = new LatencyRecorder(4);
         assertTrue(r.isSlow(1), "no norm yet: only the recording's threshold applies");
         for (int i = 0; i < 100; i++) {
             r.record(2_000_000);
         }
-        AwaitLatency s = r.snapshot();
+        LatencySnapshot s = r.snapshot();
         assertEquals(100, s.count());
         assertEquals(2_000_000, s.p99Nanos(), 2_000_000 / 100.0, "2 significant digits: within 1%");
         assertEquals(8_000_000, s.slowAwaitThresholdNanos(), 8_000_000 / 50.0);
@@ -142,7 +143,7 @@ class SlowAwaitThresholdTest {
         assertTrue(r.isSlow(1_000_000_000), "judged by the threshold before it was drained");
         assertEquals(1_000_000_000, r.snapshot().maxNanos(), 1_000_000_000 / 100.0);
 
-        LatencyRecorder off = new LatencyRecorder(0, TestAccess.awaitLatencies());
+        LatencyRecorder off = new LatencyRecorder(0);
         for (int i = 0; i < 100; i++) {
             off.record(2_000_000);
         }
@@ -150,7 +151,7 @@ class SlowAwaitThresholdTest {
         assertEquals(0, off.snapshot().slowAwaitThresholdNanos());
         assertEquals(2_000_000, off.snapshot().recentP99Nanos(), 2_000_000 / 100.0);
 
-        LatencyRecorder clamped = new LatencyRecorder(4, TestAccess.awaitLatencies());
+        LatencyRecorder clamped = new LatencyRecorder(4);
         clamped.record(Long.MAX_VALUE); // a wait over an hour counts as one hour, not an exception
         clamped.record(-5);
         assertEquals(2, clamped.snapshot().count());

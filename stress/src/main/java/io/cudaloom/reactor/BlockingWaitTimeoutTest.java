@@ -4,7 +4,6 @@ import static org.openjdk.jcstress.annotations.Expect.ACCEPTABLE;
 import static org.openjdk.jcstress.annotations.Expect.ACCEPTABLE_INTERESTING;
 import static org.openjdk.jcstress.annotations.Expect.FORBIDDEN;
 
-import io.cudaloom.CompletionStrategy;
 import io.cudaloom.ReactorConfig;
 import io.cudaloom.protocol.IdleStrategy;
 import io.cudaloom.protocol.OffHeapFlagArray;
@@ -80,10 +79,10 @@ public class BlockingWaitTimeoutTest {
     final LifecycleState state = new LifecycleState("jcstress");
     final SharedCounters counters = new SharedCounters();
     final Registrar registrar = new Registrar(state, () -> { }, table, new FlagMemory(flags, () -> { }), counters,
-            CompletionStrategy.REACTOR);
+            true);
     final BlockingWait wait = new BlockingWait(new BlockingWait.Parts(state, new RegistrationChecks(state, counters,
             "jcstress", () -> NOT_THE_WAITER), table, registrar, new PreWake(CONFIG, () -> { }), CONFIG, counters,
-            new LatencyRecorder(0, BlockingWaitTimeoutTest::noSnapshot), "jcstress", BLOCKER, Runnable::run));
+            new LatencyRecorder(0), "jcstress", BLOCKER, Runnable::run));
     final Scanner scanner = new Scanner(ScannerParkGateTest.OPEN, registrar, table, CONFIG, new DeviceFaults(),
             new PreWake(CONFIG, () -> { }), BLOCKER); // its steps only: no park is made (a timed park would only wait)
     final FakeStream stream = new FakeStream();
@@ -134,10 +133,6 @@ public class BlockingWaitTimeoutTest {
         return -1; // the slot never retired: graded FORBIDDEN
     }
 
-    static io.cudaloom.AwaitLatency noSnapshot(long count, long p50, long p90, long p99, long p999, long max, double mean,
-            long recentP99, long slowAwaitThreshold) {
-        throw new AssertionError("no latency snapshot is taken in a trial");
-    }
 
     /** A stream with two launches that never complete by themselves; its flag writes are recorded for the device actor. */
     static final class FakeStream implements ReactorStream {

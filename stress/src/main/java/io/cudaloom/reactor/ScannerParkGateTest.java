@@ -4,7 +4,6 @@ import static org.openjdk.jcstress.annotations.Expect.ACCEPTABLE;
 import static org.openjdk.jcstress.annotations.Expect.ACCEPTABLE_INTERESTING;
 import static org.openjdk.jcstress.annotations.Expect.FORBIDDEN;
 
-import io.cudaloom.CompletionStrategy;
 import io.cudaloom.ReactorConfig;
 import io.cudaloom.protocol.OffHeapFlagArray;
 import io.cudaloom.protocol.SlotTable;
@@ -80,7 +79,7 @@ public class ScannerParkGateTest {
     final ParkModel scannerThread = new ParkModel();
     final SeamRecorder seam = new SeamRecorder(scannerThread);
     final Registrar registrar = new Registrar(new LifecycleState("jcstress"), scannerThread::unpark, table,
-            new FlagMemory(flags, () -> { }), new SharedCounters(), CompletionStrategy.REACTOR);
+            new FlagMemory(flags, () -> { }), new SharedCounters(), true);
     final Scanner scanner = new Scanner(OPEN, registrar, table, CONFIG, new DeviceFaults(),
             new PreWake(CONFIG, () -> { }), BLOCKER);
     final Scanner.Runner runner = scanner.runner(seam, Scanner.UNTIMED_PARK_BOX_NANOS);

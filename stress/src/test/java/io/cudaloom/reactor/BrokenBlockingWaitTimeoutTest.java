@@ -4,7 +4,6 @@ import static org.openjdk.jcstress.annotations.Expect.ACCEPTABLE;
 import static org.openjdk.jcstress.annotations.Expect.ACCEPTABLE_INTERESTING;
 import static org.openjdk.jcstress.annotations.Expect.FORBIDDEN;
 
-import io.cudaloom.CompletionStrategy;
 import io.cudaloom.protocol.OffHeapFlagArray;
 import io.cudaloom.protocol.SlotTable;
 import io.cudaloom.reactor.metrics.Counter;
@@ -45,11 +44,11 @@ public class BrokenBlockingWaitTimeoutTest {
     final LifecycleState state = new LifecycleState("jcstress");
     final SharedCounters counters = new SharedCounters();
     final Registrar registrar = new Registrar(state, () -> { }, table, new FlagMemory(flags, () -> { }), counters,
-            CompletionStrategy.REACTOR);
+            true);
     final BrokenTimeoutBlockingWait wait = new BrokenTimeoutBlockingWait(new BrokenTimeoutBlockingWait.Parts(state,
             new RegistrationChecks(state, counters, "jcstress", () -> BlockingWaitTimeoutTest.NOT_THE_WAITER), table,
             registrar, new PreWake(BlockingWaitTimeoutTest.CONFIG, () -> { }), BlockingWaitTimeoutTest.CONFIG, counters,
-            new LatencyRecorder(0, BlockingWaitTimeoutTest::noSnapshot), "jcstress", BlockingWaitTimeoutTest.BLOCKER,
+            new LatencyRecorder(0), "jcstress", BlockingWaitTimeoutTest.BLOCKER,
             Runnable::run));
     final Scanner scanner = new Scanner(ScannerParkGateTest.OPEN, registrar, table, BlockingWaitTimeoutTest.CONFIG,
             new DeviceFaults(), new PreWake(BlockingWaitTimeoutTest.CONFIG, () -> { }), BlockingWaitTimeoutTest.BLOCKER);

@@ -4,7 +4,6 @@ import static org.openjdk.jcstress.annotations.Expect.ACCEPTABLE;
 import static org.openjdk.jcstress.annotations.Expect.ACCEPTABLE_INTERESTING;
 import static org.openjdk.jcstress.annotations.Expect.FORBIDDEN;
 
-import io.cudaloom.CompletionStrategy;
 import io.cudaloom.protocol.OffHeapFlagArray;
 import io.cudaloom.protocol.SlotTable;
 import io.cudaloom.reactor.metrics.SharedCounters;
@@ -48,7 +47,7 @@ public class BrokenParkGateScannerTest {
     final ParkModel scannerThread = new ParkModel();
     final SeamRecorder seam = new SeamRecorder(scannerThread);
     final Registrar registrar = new Registrar(new LifecycleState("jcstress"), scannerThread::unpark, table,
-            new FlagMemory(flags, () -> { }), new SharedCounters(), CompletionStrategy.REACTOR);
+            new FlagMemory(flags, () -> { }), new SharedCounters(), true);
     final BrokenParkGateScanner scanner = new BrokenParkGateScanner(OPEN, registrar, table, ScannerParkGateTest.CONFIG,
             new DeviceFaults(), new PreWake(ScannerParkGateTest.CONFIG, () -> { }), ScannerParkGateTest.BLOCKER);
     final BrokenParkGateScanner.Runner runner = scanner.runner(seam, BrokenParkGateScanner.UNTIMED_PARK_BOX_NANOS);

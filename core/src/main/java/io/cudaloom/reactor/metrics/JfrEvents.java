@@ -1,7 +1,5 @@
 package io.cudaloom.reactor.metrics;
 
-import io.cudaloom.AwaitLatency;
-import io.cudaloom.AwaitListener;
 import io.cudaloom.GpuFaultException;
 import io.cudaloom.ReactorClosedException;
 import java.lang.invoke.MethodHandles;
@@ -48,16 +46,16 @@ public final class JfrEvents {
         return eventOutcome(awaitOutcome(e));
     }
 
-    /** The {@link AwaitListener.Outcome} of an await that threw {@code e}: one mapping for every wait. */
-    public static AwaitListener.Outcome awaitOutcome(Exception e) {
+    /** The {@link AwaitOutcome} of an await that threw {@code e}: one mapping for every wait. */
+    public static AwaitOutcome awaitOutcome(Exception e) {
         if (e instanceof InterruptedException) {
-            return AwaitListener.Outcome.INTERRUPTED;
+            return AwaitOutcome.INTERRUPTED;
         } else if (e instanceof GpuFaultException) {
-            return AwaitListener.Outcome.FAULT;
+            return AwaitOutcome.FAULT;
         } else if (e instanceof ReactorClosedException) {
-            return AwaitListener.Outcome.CLOSED;
+            return AwaitOutcome.CLOSED;
         }
-        return AwaitListener.Outcome.FAILED;
+        return AwaitOutcome.FAILED;
     }
 
     /**
@@ -65,7 +63,7 @@ public final class JfrEvents {
      * ("timed out" where the listeners' outcome is {@code TIMEOUT}). Here, not in the event class:
      * calling a static method of an event class would load it, and Flight Recorder with it.
      */
-    public static String eventOutcome(AwaitListener.Outcome outcome) {
+    public static String eventOutcome(AwaitOutcome outcome) {
         return switch (outcome) {
             case COMPLETED -> SlowAwaitEvent.COMPLETED;
             case TIMEOUT -> SlowAwaitEvent.TIMED_OUT;
@@ -165,7 +163,7 @@ public final class JfrEvents {
      * each in its field by name; a negative nanosecond counter (scannerCpuNanos where the JVM cannot
      * tell) as {@code Long.MIN_VALUE}, JFR's "N/A".
      */
-    public static void counters(String deviceName, Supplier<CounterSnapshot> counters, Supplier<AwaitLatency> awaitLatency) {
+    public static void counters(String deviceName, Supplier<CounterSnapshot> counters, Supplier<LatencySnapshot> awaitLatency) {
         CountersEvent event = new CountersEvent();
         if (!event.isEnabled()) {
             return;
@@ -184,7 +182,7 @@ public final class JfrEvents {
                 field.set(event, c.unit == Counter.Unit.NANOSECONDS && value < 0 ? Long.MIN_VALUE : value);
             }
         }
-        AwaitLatency latency = awaitLatency.get();
+        LatencySnapshot latency = awaitLatency.get();
         event.awaitP99Nanos = latency.p99Nanos();
         event.awaitMaxNanos = latency.maxNanos();
         event.slowAwaitThresholdNanos = latency.slowAwaitThresholdNanos();

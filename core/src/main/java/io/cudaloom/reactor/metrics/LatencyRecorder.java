@@ -1,7 +1,5 @@
 package io.cudaloom.reactor.metrics;
 
-import io.cudaloom.AwaitLatency;
-import io.cudaloom.AwaitListener;
 import java.util.Arrays;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
@@ -26,7 +24,7 @@ import org.HdrHistogram.Recorder;
  * half and in the previous one (so it covers the last 10 to 20 s of reads). Every read also
  * refreshes the relative {@code SlowAwait} threshold ({@link #isSlow}).
  *
- * <p><b>Await listeners</b> ({@link AwaitListener}, {@link #ended}): a copy-on-write array in one
+ * <p><b>Await listeners</b> ({@link Listener}, {@link #ended}): a copy-on-write array in one
  * volatile field, replaced whole by {@link #addListener} and {@link #removeListener} (serialized by
  * {@code listenersLock}; the volatile write publishes the new array and the listeners in it). Each
  * await reads the field once, as it ends, and calls what that array holds: with none added,
@@ -45,11 +43,11 @@ public final class LatencyRecorder {
     private static final long REFRESH_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
 
     private static final System.Logger LOG = System.getLogger("io.cudaloom");
-    private static final AwaitListener[] NO_LISTENERS = {};
+    private static final Listener[] NO_LISTENERS = {};
 
     private final Recorder recorder = new Recorder(1, HIGHEST_NANOS, DIGITS);
     /** The await listeners: replaced whole under {@link #listenersLock}, read once per await (class comment). */
-    private volatile AwaitListener[] listeners = NO_LISTENERS;
+    private volatile Listener[] listeners = NO_LISTENERS;
     private final ReentrantLock listenersLock = new ReentrantLock();
     /** Whether a listener's exception was logged at WARNING yet (racy by design). */
     private volatile boolean listenerFailureLogged;
@@ -68,24 +66,22 @@ public final class LatencyRecorder {
     private volatile long refreshedAt = System.nanoTime() - REFRESH_NANOS;
 
     /**
-     * How a snapshot is made: the public {@link AwaitLatency}'s own (package-private) constructor,
-     * handed in by the facade, so that no part constructs the API's value types.
+     * Told of every await that ended ({@link #ended}): the facade adapts each
+     * {@link io.cudaloom.AwaitListener} added to it, so that this part names no listener API.
      */
-    @FunctionalInterface
-    public interface Snapshots {
-        AwaitLatency of(long count, long p50, long p90, long p99, long p999, long max, double mean, long recentP99,
-                long slowAwaitThreshold);
+    public interface Listener {
+        /** One await ended, with its outcome and how long it waited (see {@link #ended}). */
+        void awaitEnded(AwaitOutcome outcome, long nanos);
+
+        /** What was added, which {@link #removeListener} compares by identity: this listener itself by default. */
+        default Object added() {
+            return this;
+        }
     }
 
-    private final Snapshots snapshots;
-
-    /**
-     * @param slowFactor {@link io.cudaloom.ReactorConfig#slowAwaitFactor()}: 0 turns the relative threshold off
-     * @param snapshots makes each {@link #snapshot()}
-     */
-    public LatencyRecorder(double slowFactor, Snapshots snapshots) {
+    /** @param slowFactor {@link io.cudaloom.ReactorConfig#slowAwaitFactor()}: 0 turns the relative threshold off */
+    public LatencyRecorder(double slowFactor) {
         this.slowFactor = slowFactor;
-        this.snapshots = Objects.requireNonNull(snapshots, "snapshots");
     }
 
     /** Records one await's wait; allocation-free. */
@@ -99,9 +95,9 @@ public final class LatencyRecorder {
      * returns), in the order added. A listener's exception is logged and changes nothing of the
      * await's outcome.
      */
-    public void ended(long nanos, AwaitListener.Outcome outcome) {
-        AwaitListener[] ls = listeners; // the one volatile read (see the class comment)
-        for (AwaitListener l : ls) {
+    public void ended(long nanos, AwaitOutcome outcome) {
+        Listener[] ls = listeners; // the one volatile read (see the class comment)
+        for (Listener l : ls) {
             try {
                 l.awaitEnded(outcome, nanos);
             } catch (RuntimeException e) {
@@ -110,7 +106,7 @@ public final class LatencyRecorder {
         }
     }
 
-    private void listenerFailed(AwaitListener l, RuntimeException e) {
+    private void listenerFailed(Listener l, RuntimeException e) {
         boolean first = !listenerFailureLogged;
         listenerFailureLogged = true; // racy by design: at worst two WARNINGs
         LOG.log(first ? System.Logger.Level.WARNING : System.Logger.Level.DEBUG,
@@ -119,12 +115,12 @@ public final class LatencyRecorder {
     }
 
     /** Adds {@code listener} (a second add of the same one calls it twice). */
-    public void addListener(AwaitListener listener) {
+    public void addListener(Listener listener) {
         Objects.requireNonNull(listener, "listener");
         listenersLock.lock();
         try {
-            AwaitListener[] old = listeners;
-            AwaitListener[] grown = Arrays.copyOf(old, old.length + 1);
+            Listener[] old = listeners;
+            Listener[] grown = Arrays.copyOf(old, old.length + 1);
             grown[old.length] = listener;
             listeners = grown; // publishes the array and the listener (see the class comment)
         } finally {
@@ -132,14 +128,17 @@ public final class LatencyRecorder {
         }
     }
 
-    /** Removes one occurrence of {@code listener} (by identity); false if it was not added. */
-    public boolean removeListener(AwaitListener listener) {
+    /**
+     * Removes one listener whose {@link Listener#added()} is {@code added} (by identity); false if
+     * none was added.
+     */
+    public boolean removeListener(Object added) {
         listenersLock.lock();
         try {
-            AwaitListener[] old = listeners;
+            Listener[] old = listeners;
             for (int i = 0; i < old.length; i++) {
-                if (old[i] == listener) {
-                    AwaitListener[] shrunk = new AwaitListener[old.length - 1];
+                if (old[i].added() == added) {
+                    Listener[] shrunk = new Listener[old.length - 1];
                     System.arraycopy(old, 0, shrunk, 0, i);
                     System.arraycopy(old, i + 1, shrunk, i, old.length - i - 1);
                     listeners = shrunk.length == 0 ? NO_LISTENERS : shrunk;
@@ -179,13 +178,13 @@ public final class LatencyRecorder {
     }
 
     /** The distribution now (the lifetime since the device opened, and the recent window). */
-    public AwaitLatency snapshot() {
+    public LatencySnapshot snapshot() {
         lock.lock();
         try {
             drain();
             Histogram h = lifetime;
             long count = h.getTotalCount();
-            return snapshots.of(count,
+            return new LatencySnapshot(count,
                     count == 0 ? 0 : h.getValueAtPercentile(50.0),
                     count == 0 ? 0 : h.getValueAtPercentile(90.0),
                     count == 0 ? 0 : h.getValueAtPercentile(99.0),

@@ -1,9 +1,6 @@
 package io.cudaloom.reactor.metrics;
 
-import io.cudaloom.AwaitLatency;
 import io.cudaloom.ReactorConfig;
-import io.cudaloom.ReactorInternalsMXBean;
-import io.cudaloom.ReactorMXBean;
 import java.lang.management.ManagementFactory;
 import java.lang.ref.WeakReference;
 import java.lang.reflect.InvocationHandler;
@@ -24,8 +21,8 @@ import jdk.jfr.FlightRecorder;
 import org.jspecify.annotations.Nullable;
 
 /**
- * What a reactor publishes for operators while it is open: its {@link ReactorMXBean} (and the
- * {@link ReactorInternalsMXBean} beside it) on the platform MBean server (unless {@link ReactorConfig#jmx()} is off) and its hook for the periodic
+ * What a reactor publishes for operators while it is open: its {@link io.cudaloom.ReactorMXBean} (and the
+ * {@link io.cudaloom.ReactorInternalsMXBean} beside it) on the platform MBean server (unless {@link ReactorConfig#jmx()} is off) and its hook for the periodic
  * JFR event {@link CountersEvent}. Both are installed when the reactor opens and removed
  * when it closes (the counters event is emitted once more as the close begins, with the final
  * counters), so a closed device leaves no hook or MBean holding on to it.
@@ -60,10 +57,21 @@ public final class Monitoring {
     public interface Observed {
         CounterSnapshot counters();
 
-        AwaitLatency awaitLatency();
+        LatencySnapshot awaitLatency();
 
         ReactorConfig config();
+
+        /** The completion strategy's name ({@code config().strategy().name()}): a value, so this part names no strategy type. */
+        String strategy();
     }
+
+    /**
+     * The MXBean interfaces this part implements, by proxy ({@link #mbean}): the API's
+     * {@link io.cudaloom.ReactorMXBean} and {@link io.cudaloom.ReactorInternalsMXBean}, handed in by
+     * the facade as values, so that this part names neither. Each getter is answered by name
+     * (a counter of the group, or one of {@code Attributes.OTHERS}).
+     */
+    public record MXBeanTypes(Class<?> operator, Class<?> internals) {}
 
     private static final System.Logger LOG = System.getLogger("io.cudaloom");
     static final String DOMAIN = "io.cudaloom";
@@ -77,6 +85,7 @@ public final class Monitoring {
     private final boolean jmx;
     private final int id;
     private final Supplier<MBeanServer> mbeanServer;
+    private final MXBeanTypes types;
     private final Runnable countersHook;
     /** What {@link FlightRecorderWatch} runs to add the hook; one object, so that it can be removed. */
     private final Runnable hookAdder = this::addHook;
@@ -85,12 +94,13 @@ public final class Monitoring {
     private @Nullable ObjectName internalsName; // guarded by this
     private boolean closed; // guarded by this
 
-    public Monitoring(Observed reactor, String deviceName, int id) {
-        this(reactor, deviceName, id, ManagementFactory::getPlatformMBeanServer);
+    public Monitoring(Observed reactor, String deviceName, int id, MXBeanTypes types) {
+        this(reactor, deviceName, id, types, ManagementFactory::getPlatformMBeanServer);
     }
 
     /** With another MBean server than the platform's (tests: one that refuses). */
-    public Monitoring(Observed reactor, String deviceName, int id, Supplier<MBeanServer> mbeanServer) {
+    public Monitoring(Observed reactor, String deviceName, int id, MXBeanTypes types, Supplier<MBeanServer> mbeanServer) {
+        this.types = Objects.requireNonNull(types, "types");
         this.reactor = new WeakReference<>(reactor);
         this.deviceName = deviceName;
         this.jmx = reactor.config().jmx();
@@ -111,7 +121,7 @@ public final class Monitoring {
         return new ObjectName(DOMAIN + ":type=GpuDevice,name=" + ObjectName.quote(deviceName));
     }
 
-    /** The ObjectName of the {@link ReactorInternalsMXBean} beside the MXBean named {@code operator}. */
+    /** The ObjectName of the {@link io.cudaloom.ReactorInternalsMXBean} beside the MXBean named {@code operator}. */
     public static ObjectName internalsName(ObjectName operator) throws JMException {
         return new ObjectName(DOMAIN + ":type=GpuDeviceInternals,name=" + operator.getKeyProperty("name"));
     }
@@ -168,7 +178,7 @@ public final class Monitoring {
         String device = deviceName;
         try {
             MBeanServer server = mbeanServer.get();
-            StandardMBean bean = mbean(ReactorMXBean.class, Counter.Group.OPERATOR, reactor, device);
+            StandardMBean bean = mbean(types.operator(), Counter.Group.OPERATOR, reactor, device);
             try {
                 return server.registerMBean(bean, objectName(device)).getObjectName();
             } catch (InstanceAlreadyExistsException taken) { // another open device of that name
@@ -183,7 +193,7 @@ public final class Monitoring {
 
     private @Nullable ObjectName registerInternals(ObjectName operator) {
         try {
-            StandardMBean bean = mbean(ReactorInternalsMXBean.class, Counter.Group.INTERNAL, reactor, deviceName);
+            StandardMBean bean = mbean(types.internals(), Counter.Group.INTERNAL, reactor, deviceName);
             return mbeanServer.get().registerMBean(bean, internalsName(operator)).getObjectName();
         } catch (JMException | RuntimeException e) {
             LOG.log(System.Logger.Level.WARNING, () -> "cuda-loom: the internals MXBean of " + deviceName
@@ -258,8 +268,8 @@ public final class Monitoring {
     }
 
     /**
-     * The MXBean of {@code type} ({@link ReactorMXBean} for the {@link Counter.Group#OPERATOR}
-     * counters, {@link ReactorInternalsMXBean} for the {@link Counter.Group#INTERNAL} ones), each
+     * The MXBean of {@code type} ({@link io.cudaloom.ReactorMXBean} for the {@link Counter.Group#OPERATOR}
+     * counters, {@link io.cudaloom.ReactorInternalsMXBean} for the {@link Counter.Group#INTERNAL} ones), each
      * attribute from a fresh snapshot, with the counter's {@link Counter#description} as the
      * attribute's description.
      */
@@ -287,7 +297,7 @@ public final class Monitoring {
     private static final class Attributes implements InvocationHandler {
         /** The attributes that are no counter, by getter name. */
         private static final Map<String, Function<Observed, Object>> OTHERS = Map.ofEntries(
-                Map.entry("getStrategy", r -> r.config().strategy().name()),
+                Map.entry("getStrategy", Observed::strategy),
                 Map.entry("getAwaitCount", r -> r.awaitLatency().count()),
                 Map.entry("getAwaitP50Nanos", r -> r.awaitLatency().p50Nanos()),
                 Map.entry("getAwaitP90Nanos", r -> r.awaitLatency().p90Nanos()),
