@@ -25,7 +25,9 @@ import org.junit.jupiter.api.Test;
  * nothing of the library names them: only the service loader does. The reactor's parts ({@code reactor}, not exported) name the
  * protocol core, the SPI and the API package's values and exceptions (which classes exactly:
  * {@link ClassCycleTest}), and no backend, integration or optional dependency; the API package's
- * facade wires them. The Micrometer binder ({@code micrometer}) likewise: nothing else
+ * facade wires them. Of the reactor's own packages, {@code reactor.metrics} (counters, latency, JFR
+ * events, MXBeans) names no other, and nothing below the facade names {@code reactor.lifecycle}
+ * (shutdown, threads, the unclosed-device report). The Micrometer binder ({@code micrometer}) likewise: nothing else
  * names it or Micrometer (an optional dependency), so its classes load only when an application
  * calls it; it names only the public API. The Spring Boot auto-configuration ({@code spring}) sits on
  * top too: nothing else names it or Spring (optional dependencies), it names only the public API and
@@ -58,6 +60,10 @@ class PackageDependencyTest {
         // The reactor's metrics (its counters, latency histogram, JFR events and MXBeans) are the
         // bottom of the reactor: they name none of its other parts, which all report through them.
         check(root.resolve("io/cudaloom/reactor/metrics"), List.of("io/cudaloom/reactor/"), List.of("metrics/"), offences);
+        // Its lifecycle (shutdown, threads, the unclosed-device report) sits above the parts: none names it.
+        for (String below : List.of("reactor", "reactor/metrics")) {
+            check(root.resolve("io/cudaloom/" + below), List.of("io/cudaloom/reactor/lifecycle/"), List.of(), offences);
+        }
         check(root.resolve("io/cudaloom/sim"), List.of("io/cudaloom/cuda/", "io/cudaloom/junit/", "io/cudaloom/kotlin/",
                 "io/cudaloom/micrometer/", JUNIT, MICROMETER, SPRING), List.of(), offences);
         check(root.resolve("io/cudaloom/cuda"), List.of("io/cudaloom/sim/", "io/cudaloom/junit/", "io/cudaloom/kotlin/",

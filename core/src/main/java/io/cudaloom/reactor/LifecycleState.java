@@ -67,7 +67,8 @@ public final class LifecycleState {
 
     /**
      * OPEN to CLOSED, once, with {@code cause} (null for a close()) published by it: true for the
-     * caller that did it, who must then see the shutdown through.
+     * caller that did it, who must then see the shutdown through. Called by
+     * {@link io.cudaloom.reactor.lifecycle.Shutdown} only (public for that package; no part calls it).
      */
     public boolean beginClose(@Nullable Throwable cause) {
         if (state != OPEN) {
@@ -89,7 +90,10 @@ public final class LifecycleState {
         return true;
     }
 
-    /** CLOSED to RELEASED: the flag memory is about to be freed (the consumer, once nothing can land). */
+    /**
+     * CLOSED to RELEASED: the flag memory is about to be freed (the consumer, once nothing can land).
+     * Called by {@link io.cudaloom.reactor.lifecycle.Shutdown} only.
+     */
     public void markReleased() {
         state = RELEASED;
     }

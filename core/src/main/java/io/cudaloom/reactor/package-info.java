@@ -3,7 +3,18 @@
  * export this package (on the class path its public classes are public only so that the facade,
  * {@code io.cudaloom.CompletionReactor}, can build them). The facade builds every part and hands each
  * what it uses; no part names the facade, a device, a stream, an event or a kernel (ClassCycleTest),
- * and no two parts are in a class cycle.
+ * and no two parts are in a class cycle. Of the API a part imports only the exceptions, ReactorConfig
+ * and ReactorStats, and no file of core reaches itself through its imports (FileImportCycleTest): a
+ * part reaches what sits above it through an interface it declares, or is handed a value.
+ *
+ * <p>Three packages. This one: the registration, the wait, the scanner and the streams' records.
+ * {@code reactor.metrics} (below it: it names no other part, every part reports through it): the
+ * counters (Counter, CounterSnapshot, SharedCounters), the await latency (LatencyRecorder,
+ * LatencySnapshot, AwaitOutcome), the JFR events (JfrEvents and the event classes,
+ * FlightRecorderWatch) and the MXBeans (Monitoring). {@code reactor.lifecycle} (above it): the
+ * shutdown (Shutdown), the threads the reactor starts (DaemonThreads) and the report of a device
+ * dropped unclosed (UnclosedDeviceReport). The state they drive, LifecycleState, stays here, with
+ * the parts that read it.
  *
  * <p>The life of a registration. A waiter (or a callback, or a coalesced group) is
  * registered by the Registrar: a slot is claimed, its flag
@@ -55,18 +66,18 @@
  * the work step (doWork: delivery, fault probe and quarantine), the park gate, the consumer's half
  * of shutdown, and its Runner, the loop that makes every park; DeviceFaults (the device's, not
  * the reactor's): everything about faults, the first fault, each stream's, the probe's verdict,
- * the quarantine rule and the one factory of GpuFaultException; Shutdown: the one
- * lifecycle state, close and reclaim; DaemonThreads: the threads it starts;
- * Counter: every counter, declared once (its names, who writes it, where it is shown);
- * SharedCounters: the multi-writer counters and the stats snapshot; JfrEvents: the JFR
- * events, each allocation-free while disabled; Monitoring: the
+ * the quarantine rule and the one factory of GpuFaultException; LifecycleState: the one
+ * lifecycle state; lifecycle.Shutdown: close and reclaim; lifecycle.DaemonThreads: the threads it starts;
+ * metrics.Counter: every counter, declared once (its names, who writes it, where it is shown);
+ * metrics.SharedCounters: the multi-writer counters and the stats snapshot; metrics.JfrEvents: the JFR
+ * events, each allocation-free while disabled; metrics.Monitoring: the
  * ReactorMXBean and the periodic JFR hook, installed when the reactor opens and removed
- * when it closes; LatencyRecorder: the await-latency histogram and the await listeners; StreamRecord: each stream's
+ * when it closes; metrics.LatencyRecorder: the await-latency histogram and the await listeners; StreamRecord: each stream's
  * admission, group-commit sequence, completion proof and wait average; StreamDrain: the one
  * registration a stream's close leaves (a blocking wait on a closed stream enlists its Waiter there
  * and parks in acquire, as on a slot); Waiter and WaitGroup: the hand-offs; PreWake: the waiters'
  * planned wake-ups, which the scanner serves (over the protocol's WakeBoard); TimerSlack: the
- * scanner's timer slack; UnclosedDeviceReport: the Cleaner of a device dropped unclosed. The facade
+ * scanner's timer slack; lifecycle.UnclosedDeviceReport: the Cleaner of a device dropped unclosed. The facade
  * (io.cudaloom.CompletionReactor) wires them together and is what the API classes call.
  *
  * <p>The await path, in the order a blocking await runs it: GpuEvent.await() (the API: the ticket it
