@@ -51,16 +51,26 @@ import org.jspecify.annotations.Nullable;
  *
  * <h2>Progress while full (liveness)</h2>
  * A drainer that stops for want of room ({@link #stalled}) makes sure a proof is on its way: unless
- * its own tracker is in flight, it submits one <em>directly</em> (it holds the stream exclusively, so
+ * one of its trackers is in flight, it submits one <em>directly</em> (it holds the stream exclusively, so
  * the flag write goes behind everything drained, with the proof {@link #submitted}, which exceeds
  * {@code completedThrough} since the stream is full); it must not queue behind the entry that waits
  * for room (it would never reach the driver). Argument: an entry waits for room only after a pass
- * of the drainer found none and ran {@code stalled()}; then a tracker is in flight whose proof is
- * above {@code completedThrough} at that time. Its landing clears {@link #trackerInFlight} and
- * then raises the proof (at least to its own), and so calls {@link #completedThrough}, which drains: the
- * drainer's next pass finds the room, or finds none with no tracker in flight and makes the next
- * (covering more). A fault or the device's close ends the stream: then every queued entry is
+ * of the drainer found none and ran {@code stalled()}; then at least one tracker is in flight. Each
+ * landing takes itself off {@link #trackersInFlight} and then raises the proof (at least to its
+ * own), and so calls {@link #completedThrough}, which drains: the drainer's next pass finds the
+ * room, or finds none; then either another tracker is still in flight (its landing drains again)
+ * or none is, and the pass makes the next (covering everything drained). A fault or the device's close ends the stream: then every queued entry is
  * discarded (its lifetimes exited), and the awaits covering them fail through the fault path.
+ *
+ * <h2>Proofs while the room is full (pacing)</h2>
+ * Under load the reactor's flag writes (a waiter's own, or a group commit's) are appended behind
+ * work that waits for room, so they reach the driver only after that work. The drainer therefore
+ * places a tracker itself after every quarter of the work limit it submits with no flag write or
+ * host callback behind it ({@link #paceProofs}): room comes back a quarter at a time while the
+ * driver still has the rest queued. (With one tracker at a time the next would go behind
+ * everything drained whenever the previous landed, and the queue would run empty again.) A tracker
+ * takes no position and no room; at most about five are in flight (one per quarter of the work
+ * limit, and the stalled pass's), which the driver's queue has headroom for above the entry limit.
  *
  * <h2>Registrations never wait</h2>
  * Flag writes and host callbacks are appended and answered at once: refused only if the stream is
@@ -84,10 +94,10 @@ import org.jspecify.annotations.Nullable;
  * (SubmissionQueue ordering 1-2), so everything the caller wrote before the append (the entry's
  * packed arguments, its entered lifetimes) is visible to the drainer. {@link #submitted}: a volatile
  * increment after each driver call returned, read by the idle query's guard before it asks the
- * backend. {@link #trackerInFlight}: volatile, written true by the drainer before it arms the
- * tracker and false by the tracker's landing before that raises the proof; the landing's drain
- * request (an increment of the queue's drain counter) follows, so a drainer still in its pass goes
- * round again and reads it false. {@link #direct}: a plain field written and read by the drainer's
+ * backend. {@link #trackersInFlight}: incremented by the drainer before it arms a tracker and
+ * decremented (atomically) by the tracker's landing before that raises the proof; the landing's
+ * drain request (an increment of the queue's drain counter) follows, so a drainer still in its
+ * pass goes round again and reads the decremented count. {@link #direct}: a plain field written and read by the drainer's
  * own thread (others read some other thread or null, never themselves).
  *
  * <h2>Threads that must not call the driver</h2>
@@ -129,8 +139,8 @@ public final class CombinedSubmission implements SubmissionRoom.Driver<StreamOp>
     private final Runnable drainSafely = this::drainSafely;
     /** Positions submitted (or discarded): written by the drainer after each driver call returned. */
     private final AtomicLong submitted = new AtomicLong();
-    /** Set by the drainer when it submits a tracker, cleared by the tracker's landing or failure. */
-    private volatile boolean trackerInFlight;
+    /** Trackers armed and not yet landed or failed: incremented by the drainer, decremented by each landing or failure. */
+    private final java.util.concurrent.atomic.AtomicInteger trackersInFlight = new java.util.concurrent.atomic.AtomicInteger();
     /**
      * The drainer while it submits its tracker: its flag write (or callback) goes to the driver
      * directly, and the stream's {@code submissionCount()} reads {@link #submitted} on that thread
@@ -145,6 +155,15 @@ public final class CombinedSubmission implements SubmissionRoom.Driver<StreamOp>
     private final java.util.concurrent.atomic.AtomicReferenceArray<FlagWrite @Nullable []> flagWrites;
     /** Trackers made (for tests and stats). */
     private final AtomicLong trackers = new AtomicLong();
+    /** Work entries submitted behind the newest proof-bearing entry before a tracker is placed (a quarter of the room). */
+    private final int trackerSpacing;
+    /**
+     * Work entries the drainer submitted since the last entry that brings a proof back (a flag
+     * write, a host callback, a tracker): written and read by the drainer only (the queue's drain
+     * hands the drainer's role over with a volatile read-modify-write, SubmissionQueue ordering 2,
+     * which orders the last drainer's writes before the next one's reads).
+     */
+    private int workSinceProof;
 
     public CombinedSubmission(Host stream, StreamRecord record, ReactorConfig config) {
         this.stream = stream;
@@ -153,6 +172,7 @@ public final class CombinedSubmission implements SubmissionRoom.Driver<StreamOp>
         this.room = new SubmissionRoom<>(RING, workLimit, Math.max(workLimit, ReactorConfig.MAX_ADMISSION_LIMIT),
                 record::completedThrough, this);
         this.queue = room.queue();
+        this.trackerSpacing = Math.max(1, workLimit / 4);
         this.raise = record::completedThrough;
         this.flagWrites = new java.util.concurrent.atomic.AtomicReferenceArray<>(
                 (config.capacity() + (1 << FLAG_WRITE_CHUNK_BITS) - 1) >>> FLAG_WRITE_CHUNK_BITS);
@@ -358,25 +378,50 @@ public final class CombinedSubmission implements SubmissionRoom.Driver<StreamOp>
                 // an exit of a lifetime never throws; nothing of the stream depends on it
             }
         }
+        if (ok) {
+            paceProofs(op.isWork());
+        }
+    }
+
+    /**
+     * Pacing (class comment, "Proofs while the room is full"): after {@code trackerSpacing} work
+     * entries with no proof-bearing entry behind them, the drainer places a tracker, so that room
+     * comes back a quarter at a time while the driver still has the rest queued. Without it
+     * the reactor's flag writes, appended behind work that waits for room, never reach the driver
+     * while the stream is full; the only proof is the tracker of {@link #stalled}, placed behind
+     * everything drained, and the driver's queue runs empty before room comes back (measured on
+     * an H100: combining at half the rate of direct submission). Called by the drainer only.
+     */
+    private void paceProofs(boolean work) {
+        if (!work) {
+            workSinceProof = 0; // a flag write or host callback: a proof is on its way behind what went before
+        } else if (++workSinceProof >= trackerSpacing) {
+            placeTracker();
+        }
     }
 
     /** No room: make sure a proof is on its way (class comment, progress while full). Called by the drainer only. */
     @Override
     public void stalled() {
-        if (trackerInFlight) {
-            return;
+        if (trackersInFlight.get() == 0) {
+            placeTracker();
         }
+    }
+
+    /** Submits a tracker directly behind everything drained, its proof {@link #submitted}. Called by the drainer only. */
+    private void placeTracker() {
         long proof = submitted.get(); // every position drained so far has returned from its driver call
         if (proof <= record.completedThrough()) {
-            return; // cannot be: the stream is full of drained work (see the class comment)
+            return; // everything submitted is proven (pacing); when stalled it cannot be: the stream is full of drained work
         }
-        trackerInFlight = true;
+        trackersInFlight.incrementAndGet();
+        workSinceProof = 0;
         direct = Thread.currentThread();
         try {
             stream.trackDirect((ticket, failure) -> trackerDone(proof, failure == null));
             trackers.incrementAndGet();
         } catch (RuntimeException e) {
-            trackerInFlight = false; // closed or faulted: nothing will be submitted any more
+            trackersInFlight.decrementAndGet(); // closed or faulted: nothing will be submitted any more
         } finally {
             direct = null;
         }
@@ -384,7 +429,7 @@ public final class CombinedSubmission implements SubmissionRoom.Driver<StreamOp>
 
     /** The tracker landed (proof recorded) or failed: clear the mark, then drain (class comment). */
     private void trackerDone(long proof, boolean landed) {
-        trackerInFlight = false;
+        trackersInFlight.decrementAndGet();
         if (landed) {
             stream.port().completedThrough(proof); // raises the proof, then drains (the hand-over)
         } else {
