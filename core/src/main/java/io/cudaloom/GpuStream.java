@@ -542,6 +542,11 @@ public abstract class GpuStream implements AutoCloseable {
         public void trackDirect(Completion tracker) {
             device.reactor().trackDirect(port, tracker);
         }
+
+        @Override
+        public boolean onScanner() {
+            return Thread.currentThread() == device.reactor().scannerThread();
+        }
     }
 
     /** The reactor's view of this stream: forwards to the stream's package-private methods above. */

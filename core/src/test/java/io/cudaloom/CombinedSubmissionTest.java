@@ -90,6 +90,7 @@ class CombinedSubmissionTest {
         long launches = (long) threads * iterations / streams.size();
         for (SimulatedStream stream : streams) {
             assertEquals(1, stream.maxThreadsInSubmission(), "one thread at a time in the driver for " + stream);
+            assertEquals(0, stream.submissionsByScanner(), "the scanner hands its drains off on " + stream);
             assertEquals(launches, stream.queuedWorkRun(), "every launch ran once on " + stream);
             assertEquals(0, stream.queuedWorkOutOfOrder(), "in position order on " + stream);
             long[] probe = probe(stream);

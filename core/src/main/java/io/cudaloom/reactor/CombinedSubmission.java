@@ -6,6 +6,7 @@ import io.cudaloom.Submission;
 import io.cudaloom.spi.StreamOp;
 import io.cudaloom.spi.FlagMemory;
 import java.util.concurrent.Executor;
+import io.cudaloom.protocol.DrainHandOff;
 import io.cudaloom.protocol.SubmissionQueue;
 import io.cudaloom.protocol.SubmissionRoom;
 import java.util.concurrent.RejectedExecutionException;
@@ -100,10 +101,16 @@ import org.jspecify.annotations.Nullable;
  * pass goes round again and reads the decremented count. {@link #direct}: a plain field written and read by the drainer's
  * own thread (others read some other thread or null, never themselves).
  *
- * <h2>Threads that must not call the driver</h2>
+ * <h2>Threads that do not drain</h2>
  * A host callback and the stream's own worker never drain (CUDA forbids driver calls on a host
- * callback): they {@link SubmissionQueue#enqueue} and hand {@code drain()} to the reactor's
- * callback executor ({@link #drainSafely}).
+ * callback), and neither does the reactor's scanner: its deliveries raise the proofs of every
+ * stream, so if it drained it would become the one submitting thread of the whole device, and the
+ * waiters it is to wake would wait behind its driver calls (on an H100 that capped combining at
+ * one thread's submission rate: 88 k demo steps/s against direct's 171 k). They
+ * {@link SubmissionQueue#enqueue} and hand {@code drain()} to the reactor's callback executor
+ * ({@link #drainSafely}), at most one hand-off pending per stream ({@link DrainHandOff}: a request
+ * that finds one pending was made before that task's drain, which sees it; its jcstress test and
+ * broken twin).
  */
 public final class CombinedSubmission implements SubmissionRoom.Driver<StreamOp> {
     /** What the combiner needs of its stream (the stream implements it; no reference back to the stream's class). */
@@ -125,6 +132,9 @@ public final class CombinedSubmission implements SubmissionRoom.Driver<StreamOp>
 
         /** Arms {@code tracker} on the stream (its flag write or host callback goes to the driver directly). */
         void trackDirect(Completion tracker);
+
+        /** Whether the calling thread is the reactor's scanner (which hands its drains off). */
+        boolean onScanner();
     }
 
     /** The ring's size: half for work ({@link #awaitWorkBound}), half the reactor's reserve. */
@@ -137,6 +147,8 @@ public final class CombinedSubmission implements SubmissionRoom.Driver<StreamOp>
     /** The proof's raise and the drain the hand-over runs, made once (no allocation per proof). */
     private final java.util.function.LongConsumer raise;
     private final Runnable drainSafely = this::drainSafely;
+    /** Drains handed to the executor, at most one pending (class comment, threads that do not drain). */
+    private final DrainHandOff handOff;
     /** Positions submitted (or discarded): written by the drainer after each driver call returned. */
     private final AtomicLong submitted = new AtomicLong();
     /** Trackers armed and not yet landed or failed: incremented by the drainer, decremented by each landing or failure. */
@@ -172,6 +184,7 @@ public final class CombinedSubmission implements SubmissionRoom.Driver<StreamOp>
         this.room = new SubmissionRoom<>(RING, workLimit, Math.max(workLimit, ReactorConfig.MAX_ADMISSION_LIMIT),
                 record::completedThrough, this);
         this.queue = room.queue();
+        this.handOff = new DrainHandOff(queue::drain);
         this.trackerSpacing = Math.max(1, workLimit / 4);
         this.raise = record::completedThrough;
         this.flagWrites = new java.util.concurrent.atomic.AtomicReferenceArray<>(
@@ -191,7 +204,7 @@ public final class CombinedSubmission implements SubmissionRoom.Driver<StreamOp>
             awaitWorkBound();
         }
         long p;
-        if (mustNotCallDriver()) {
+        if (drainsElsewhere()) {
             p = queue.enqueue(op);
             drainSafely();
         } else {
@@ -318,23 +331,24 @@ public final class CombinedSubmission implements SubmissionRoom.Driver<StreamOp>
         }
     }
 
-    /** Drains here, or on the reactor's executor from a thread that must not call the driver. */
+    /** Drains here, or on the reactor's executor from a thread that does not drain (class comment). */
     private void drainSafely() {
-        if (!mustNotCallDriver()) {
+        if (!drainsElsewhere()) {
             queue.drain();
             return;
         }
         try {
-            stream.executor().execute(queue::drain);
+            handOff.request(stream.executor());
         } catch (RejectedExecutionException e) {
             if (discarding()) {
-                queue.drain();
+                queue.drain(); // no driver call is made for a discarded entry: any thread may
             }
         }
     }
 
-    private boolean mustNotCallDriver() {
-        return FallbackRegistration.onHostCallback() || stream.port().isOwnWorkerThread();
+    /** Whether the calling thread hands its drains to the executor: a host callback, the stream's worker, the scanner. */
+    private boolean drainsElsewhere() {
+        return FallbackRegistration.onHostCallback() || stream.port().isOwnWorkerThread() || stream.onScanner();
     }
 
     /** The stream can take nothing any more: its queued entries are discarded. */

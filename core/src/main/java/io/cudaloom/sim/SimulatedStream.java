@@ -271,6 +271,17 @@ public final class SimulatedStream extends GpuStream {
         return maxInSubmission.get();
     }
 
+    /**
+     * Submissions made on a reactor's scanner thread (named {@value #SCANNER_THREAD_PREFIX}...):
+     * 0 under submission by combining, whose scanner hands its drains off.
+     */
+    public long submissionsByScanner() {
+        return submissionsByScanner.sum();
+    }
+
+    private static final String SCANNER_THREAD_PREFIX = "cuda-loom-scanner-";
+    private final java.util.concurrent.atomic.LongAdder submissionsByScanner = new java.util.concurrent.atomic.LongAdder();
+
     /** Work entries of the submission queue (combining) that ran on this stream: each once, in position order. */
     public long queuedWorkRun() {
         return positionsRun.get();
@@ -418,6 +429,9 @@ public final class SimulatedStream extends GpuStream {
     private boolean enqueue(Command c) {
         int inside = inSubmission.incrementAndGet(); // threads inside a submission of this stream
         maxInSubmission.accumulateAndGet(inside, Math::max);
+        if (Thread.currentThread().getName().startsWith(SCANNER_THREAD_PREFIX)) {
+            submissionsByScanner.increment();
+        }
         try {
             if (submitted.get() - finished.get() >= device.queueEntries()) {
                 waitForRoom();
