@@ -35,8 +35,11 @@ want demo && step demo demo-combining.txt 100 $J -Dcudaloom.submission=combining
 want demo && step demo-direct demo-direct.txt 60 $J -Dcudaloom.submission=direct io.cudaloom.demo.DemoMain \
   --iterations 20 --baseline off
 # the batched demo beside the per-op one on 4 carriers (TUNING: "Virtual-thread carriers for batched calls")
-want demo-p4 && step demo-p4 demo-p4.txt 60 $J -Djdk.virtualThreadScheduler.parallelism=4 io.cudaloom.demo.DemoMain \
-  --iterations 20 --batch 64 --baseline off
+# (200 iterations: at 800 k completions/s, 20 iterations leave a steady state of a quarter second, with the JIT still compiling)
+want demo-p4 && step demo-p4 demo-p4.txt 90 $J -Djdk.virtualThreadScheduler.parallelism=4 io.cudaloom.demo.DemoMain \
+  --iterations "${LONG_ITERATIONS:-200}" --batch 64 --baseline off
+want demo-long && step demo-long demo-long.txt 90 $J io.cudaloom.demo.DemoMain \
+  --iterations "${LONG_ITERATIONS:-200}" --batch 64 --baseline off
 want floor && step floor floor.md 60 $J io.cudaloom.bench.DriverContention 20000
 want sweep && step sweep sweep-combining.md 60 $J -Dcudaloom.submission=combining io.cudaloom.bench.GpuBench sweep kernelsUs=10 rounds=1
 want sweep && step sweep-direct sweep-direct.md 60 $J -Dcudaloom.submission=direct io.cudaloom.bench.GpuBench sweep kernelsUs=10 rounds=1
@@ -45,8 +48,8 @@ want latency && step latency-combining latency-combining.md 60 $J -Dcudaloom.sub
 want latency && step latency-direct latency-direct.md 60 $J -Dcudaloom.submission=direct io.cudaloom.bench.WaitLatencyBench \
   iterations=2000 warmup=2000 methods=await,sync kernelsUs=0,20,200
 want lifetime && step lifetime lifetime.txt 100 $J io.cudaloom.bench.LifetimeStress all --seconds "${CHURN_SECONDS:-10}"
-want sweep-long && step sweep-long-combining sweep-long-combining.md 90 $J -Dcudaloom.submission=combining io.cudaloom.bench.GpuBench sweep kernelsUs=200,1000 rounds=1
-want sweep-long && step sweep-long-direct sweep-long-direct.md 90 $J -Dcudaloom.submission=direct io.cudaloom.bench.GpuBench sweep kernelsUs=200,1000 rounds=1
+want sweep-long && step sweep-long-combining sweep-long-combining.md 120 $J -Dcudaloom.submission=combining io.cudaloom.bench.GpuBench sweep kernelsUs=200,1000 awaitsPerThread=8 rounds=1
+want sweep-long && step sweep-long-direct sweep-long-direct.md 120 $J -Dcudaloom.submission=direct io.cudaloom.bench.GpuBench sweep kernelsUs=200,1000 awaitsPerThread=8 rounds=1
 want handoff && step handoff handoff.md 40 $J io.cudaloom.bench.VirtualThreadHandOff threads=10000 perThread=20
 want handoff && step handoff-p4 handoff-p4.md 40 $J -Djdk.virtualThreadScheduler.parallelism=4 io.cudaloom.bench.VirtualThreadHandOff threads=10000 perThread=20
 want servlet && step servlet servlet.md 200 $J io.cudaloom.bench.GpuBench servlet concurrency=100,10000 seconds=5
@@ -57,7 +60,7 @@ want jfr && step jfr demo-jfr.txt 60 $J -XX:StartFlightRecording=filename="$OUT/
   cat "$OUT/steps.txt"
   grep -E "tests (found|successful|failed|aborted)" "$OUT/junit.txt" 2>/dev/null
   grep -E "^(PASS|FAIL|ALL|NOT)" "$OUT/lifetime.txt" 2>/dev/null
-  for f in demo-combining demo-direct demo-p4; do echo "-- $f"; grep -E "^summary|completions/s|CPU per completion" "$OUT/$f.txt" 2>/dev/null | head -8; done
+  for f in demo-combining demo-direct demo-p4 demo-long; do echo "-- $f"; grep -E "^summary|completions/s|CPU per completion" "$OUT/$f.txt" 2>/dev/null | head -8; done
   for f in sweep-combining sweep-direct sweep-long-combining sweep-long-direct; do echo "-- $f"; grep -E "^\| (\`await|batched|ceiling: 8)" "$OUT/$f.md" 2>/dev/null | cut -c1-200; done
   for f in latency-combining latency-direct; do echo "-- $f"; grep -E "^\| " "$OUT/$f.md" 2>/dev/null | cut -c1-160 | head -12; done
   grep -h "^| " "$OUT/handoff.md" "$OUT/handoff-p4.md" 2>/dev/null
