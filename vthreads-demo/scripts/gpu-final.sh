@@ -30,6 +30,7 @@ step() { run_one_step "$@"; pack; }
 J="bash .gpu/java"
 
 want suite && step suite junit.txt 150 bash .gpu/junit
+want suite-direct && step suite-direct junit-direct.txt 150 env JAVA_TOOL_OPTIONS=-Dcudaloom.submission=direct bash .gpu/junit
 want demo && step demo demo-combining.txt 100 $J -Dcudaloom.submission=combining io.cudaloom.demo.DemoMain \
   --iterations 20 --batch 64 --report "$OUT/demo-report.html"
 want demo && step demo-direct demo-direct.txt 60 $J -Dcudaloom.submission=direct io.cudaloom.demo.DemoMain \
@@ -48,8 +49,8 @@ want latency && step latency-combining latency-combining.md 60 $J -Dcudaloom.sub
 want latency && step latency-direct latency-direct.md 60 $J -Dcudaloom.submission=direct io.cudaloom.bench.WaitLatencyBench \
   iterations=2000 warmup=2000 methods=await,sync kernelsUs=0,20,200
 want lifetime && step lifetime lifetime.txt 100 $J io.cudaloom.bench.LifetimeStress all --seconds "${CHURN_SECONDS:-10}"
-want sweep-long && step sweep-long-combining sweep-long-combining.md 120 $J -Dcudaloom.submission=combining io.cudaloom.bench.GpuBench sweep kernelsUs=200,1000 awaitsPerThread=8 rounds=1
-want sweep-long && step sweep-long-direct sweep-long-direct.md 120 $J -Dcudaloom.submission=direct io.cudaloom.bench.GpuBench sweep kernelsUs=200,1000 awaitsPerThread=8 rounds=1
+want sweep-long && step sweep-long-combining sweep-long-combining.md "${LONG_LIMIT:-120}" $J -Dcudaloom.submission=combining io.cudaloom.bench.GpuBench sweep kernelsUs=200,1000 awaitsPerThread="${LONG_AWAITS:-8}" rounds=1
+want sweep-long && want sweep-long-direct && step sweep-long-direct sweep-long-direct.md 120 $J -Dcudaloom.submission=direct io.cudaloom.bench.GpuBench sweep kernelsUs=200,1000 awaitsPerThread=8 rounds=1
 want handoff && step handoff handoff.md 40 $J io.cudaloom.bench.VirtualThreadHandOff threads=10000 perThread=20
 want handoff && step handoff-p4 handoff-p4.md 40 $J -Djdk.virtualThreadScheduler.parallelism=4 io.cudaloom.bench.VirtualThreadHandOff threads=10000 perThread=20
 want servlet && step servlet servlet.md 200 $J io.cudaloom.bench.GpuBench servlet concurrency=100,10000 seconds=5
@@ -58,7 +59,7 @@ want jfr && step jfr demo-jfr.txt 60 $J -XX:StartFlightRecording=filename="$OUT/
 
 {
   cat "$OUT/steps.txt"
-  grep -E "tests (found|successful|failed|aborted)" "$OUT/junit.txt" 2>/dev/null
+  for f in junit junit-direct; do echo "-- $f"; grep -E "tests (found|successful|failed|aborted)|✘" "$OUT/$f.txt" 2>/dev/null | cut -c1-300; done
   grep -E "^(PASS|FAIL|ALL|NOT)" "$OUT/lifetime.txt" 2>/dev/null
   for f in demo-combining demo-direct demo-p4 demo-long; do echo "-- $f"; grep -E "^summary|completions/s|CPU per completion" "$OUT/$f.txt" 2>/dev/null | head -8; done
   for f in sweep-combining sweep-direct sweep-long-combining sweep-long-direct; do echo "-- $f"; grep -E "^\| (\`await|batched|ceiling: 8)" "$OUT/$f.md" 2>/dev/null | cut -c1-200; done
