@@ -43,14 +43,19 @@ want demo-long && step demo-long demo-long.txt 90 $J io.cudaloom.demo.DemoMain \
   --iterations "${LONG_ITERATIONS:-200}" --batch 64 --baseline off
 want floor && step floor floor.md 60 $J io.cudaloom.bench.DriverContention 20000
 want sweep && step sweep sweep-combining.md 60 $J -Dcudaloom.submission=combining io.cudaloom.bench.GpuBench sweep kernelsUs=10 rounds=1
+want sweep && want sweep-p4 && step sweep-p4 sweep-p4.md 60 $J -Dsweep.rows=AWAIT,BATCHED,CEILING_8 -Djdk.virtualThreadScheduler.parallelism=4 io.cudaloom.bench.GpuBench sweep kernelsUs=10 rounds=1
 want sweep && step sweep-direct sweep-direct.md 60 $J -Dcudaloom.submission=direct io.cudaloom.bench.GpuBench sweep kernelsUs=10 rounds=1
 want latency && step latency-combining latency-combining.md 60 $J -Dcudaloom.submission=combining io.cudaloom.bench.WaitLatencyBench \
   iterations=2000 warmup=2000 methods=await,sync kernelsUs=0,20,200
 want latency && step latency-direct latency-direct.md 60 $J -Dcudaloom.submission=direct io.cudaloom.bench.WaitLatencyBench \
   iterations=2000 warmup=2000 methods=await,sync kernelsUs=0,20,200
 want lifetime && step lifetime lifetime.txt 100 $J io.cudaloom.bench.LifetimeStress all --seconds "${CHURN_SECONDS:-10}"
-want sweep-long && step sweep-long-combining sweep-long-combining.md "${LONG_LIMIT:-120}" $J -Dcudaloom.submission=combining io.cudaloom.bench.GpuBench sweep kernelsUs=200,1000 awaitsPerThread="${LONG_AWAITS:-8}" rounds=1
-want sweep-long && want sweep-long-direct && step sweep-long-direct sweep-long-direct.md 120 $J -Dcudaloom.submission=direct io.cudaloom.bench.GpuBench sweep kernelsUs=200,1000 awaitsPerThread=8 rounds=1
+# the long kernels: the await() row, the 8-thread ceiling and the blocking-sync pool (-Dsweep.rows), on the
+# default carriers and on 4; LONG_AWAITS=100 is the sweep's full size (8 s a row)
+LONG_ROWS="-Dsweep.rows=${LONG_ROWS:-AWAIT,CEILING_8,POOL_BLOCKING}"
+want sweep-long && step sweep-long-combining sweep-long-combining.md "${LONG_LIMIT:-120}" $J "$LONG_ROWS" -Dcudaloom.submission=combining io.cudaloom.bench.GpuBench sweep kernelsUs=200,1000 awaitsPerThread="${LONG_AWAITS:-8}" rounds=1
+want sweep-long && want sweep-long-p4 && step sweep-long-p4 sweep-long-p4.md "${LONG_LIMIT:-120}" $J "$LONG_ROWS" -Djdk.virtualThreadScheduler.parallelism=4 -Dcudaloom.submission=combining io.cudaloom.bench.GpuBench sweep kernelsUs=200,1000 awaitsPerThread="${LONG_AWAITS:-8}" rounds=1
+want sweep-long && want sweep-long-direct && step sweep-long-direct sweep-long-direct.md "${LONG_LIMIT:-120}" $J "$LONG_ROWS" -Dcudaloom.submission=direct io.cudaloom.bench.GpuBench sweep kernelsUs=200,1000 awaitsPerThread="${LONG_AWAITS:-8}" rounds=1
 want handoff && step handoff handoff.md 40 $J io.cudaloom.bench.VirtualThreadHandOff threads=10000 perThread=20
 want handoff && step handoff-p4 handoff-p4.md 40 $J -Djdk.virtualThreadScheduler.parallelism=4 io.cudaloom.bench.VirtualThreadHandOff threads=10000 perThread=20
 want servlet && step servlet servlet.md 200 $J io.cudaloom.bench.GpuBench servlet concurrency=100,10000 seconds=5
@@ -62,7 +67,7 @@ want jfr && step jfr demo-jfr.txt 60 $J -XX:StartFlightRecording=filename="$OUT/
   for f in junit junit-direct; do echo "-- $f"; grep -E "tests (found|successful|failed|aborted)|✘" "$OUT/$f.txt" 2>/dev/null | cut -c1-300; done
   grep -E "^(PASS|FAIL|ALL|NOT)" "$OUT/lifetime.txt" 2>/dev/null
   for f in demo-combining demo-direct demo-p4 demo-long; do echo "-- $f"; grep -E "^summary|completions/s|CPU per completion" "$OUT/$f.txt" 2>/dev/null | head -8; done
-  for f in sweep-combining sweep-direct sweep-long-combining sweep-long-direct; do echo "-- $f"; grep -E "^\| (\`await|batched|ceiling: 8)" "$OUT/$f.md" 2>/dev/null | cut -c1-200; done
+  for f in sweep-combining sweep-p4 sweep-direct sweep-long-combining sweep-long-p4 sweep-long-direct; do echo "-- $f"; grep -E "^\| (\`await|batched|ceiling: 8|pool: 64 platform threads, launch \+ .cuStream)" "$OUT/$f.md" 2>/dev/null | cut -c1-200; done
   for f in latency-combining latency-direct; do echo "-- $f"; grep -E "^\| " "$OUT/$f.md" 2>/dev/null | cut -c1-160 | head -12; done
   grep -h "^| " "$OUT/handoff.md" "$OUT/handoff-p4.md" 2>/dev/null
 } > "$OUT/summary.txt"
