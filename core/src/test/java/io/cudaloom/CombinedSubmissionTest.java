@@ -246,8 +246,8 @@ class CombinedSubmissionTest {
                 }
             }
         };
-        BackendAccess.hooks().append(stream, failing);
-        BackendAccess.hooks().append(stream, after);
+        BackendAccess.hooks().submission(stream).submit(failing);
+        BackendAccess.hooks().submission(stream).submit(after);
         GpuFaultException e = assertThrows(GpuFaultException.class, stream::await);
         assertTrue(String.valueOf(e.getMessage()).contains("cuLaunchKernel(scale_f32) failed: CUDA_ERROR_LAUNCH_FAILED"),
                 e.getMessage());
@@ -310,7 +310,7 @@ class CombinedSubmissionTest {
     }
 
     private static long[] probe(SimulatedStream stream) {
-        long[] p = BackendAccess.hooks().submissionProbe(stream);
+        long[] p = ((GpuStream) stream).owner().probe();
         assertNotNull(p, "a combining stream");
         return p;
     }

@@ -5,8 +5,8 @@ import io.cudaloom.ReactorConfig;
 import io.cudaloom.Submission;
 import io.cudaloom.spi.StreamOp;
 import io.cudaloom.spi.FlagMemory;
-import java.util.concurrent.Executor;
 import io.cudaloom.protocol.DrainHandOff;
+import io.cudaloom.spi.StreamBackend;
 import io.cudaloom.protocol.SubmissionQueue;
 import io.cudaloom.protocol.SubmissionRoom;
 import java.util.concurrent.RejectedExecutionException;
@@ -31,7 +31,7 @@ import org.jspecify.annotations.Nullable;
  * positions are complete (sound). {@link #submitted} counts the positions whose driver call has
  * returned (or that were discarded), written only by the drainer, after the call: an idle answer of
  * the stream ({@code cuStreamQuery}) proves only what was submitted before it, so
- * {@code GpuStream.queryState()} reads {@code appended()}, then {@link #submitted}, then asks the
+ * {@code ReactorStream.queryState()} ({@link #hasUnsubmitted}) reads {@code appended()}, then {@link #submitted}, then asks the
  * backend, and answers BUSY, not IDLE, unless every position appended before the read was
  * submitted: every caller reads its count before the query, so an IDLE answer covers it.
  *
@@ -40,10 +40,9 @@ import org.jspecify.annotations.Nullable;
  * admissionLimit}; a flag write or host callback while {@code drained - completedThrough <}
  * {@code entryLimit} (896 by default, below the driver's ~1,000-entry stream queue and the simulated
  * device's 1,024), so the driver's queue never fills and nobody spins in it. An entry without room
- * waits in the queue (in Java), never its caller. Every raise of the proof
- * ({@code GpuStream.completedThrough(long)}: the scanner's delivery, a woken waiter's normal return,
- * a host callback, an idle query, a synchronize) calls {@link #completedThrough}, which drains if entries
- * are queued.
+ * waits in the queue (in Java), never its caller. Every raise of the proof (the scanner's delivery,
+ * a woken waiter's normal return, a host callback, an idle query, a synchronize) goes through
+ * {@link #completedThrough(long)}, which raises it, then drains if entries are queued.
  *
  * <p><b>Ordering of the hand-over (no entry stranded when room comes back)</b>: the proof is
  * raised, then the queue read ({@link SubmissionRoom#proofRaised}); the drainer claims its position,
@@ -112,36 +111,10 @@ import org.jspecify.annotations.Nullable;
  * that finds one pending was made before that task's drain, which sees it; its jcstress test and
  * broken twin).
  */
-public final class CombinedSubmission implements SubmissionRoom.Driver<StreamOp> {
-    /** What the combiner needs of its stream (the stream implements it; no reference back to the stream's class). */
-    public interface Host {
-        /** The stream as the reactor's parts see it (faults, proofs, its own worker). */
-        ReactorStream port();
-
-        /** The backend's flag write (the drainer's submission of a queued one, or its direct tracker). */
-        boolean backendFlagWrite(FlagMemory memory, int slot);
-
-        /** The backend's host callback. */
-        boolean backendHostCallback(Runnable callback);
-
-        /** Whether the device's reactor is closed. */
-        boolean reactorClosed();
-
-        /** Where a drain goes from a thread that must not call the driver: the reactor's callback executor. */
-        Executor executor();
-
-        /** Arms {@code tracker} on the stream (its flag write or host callback goes to the driver directly). */
-        void trackDirect(Completion tracker);
-
-        /** Whether the calling thread is the reactor's scanner (which hands its drains off). */
-        boolean onScanner();
-    }
-
+public final class CombinedSubmission extends ReactorStream implements SubmissionRoom.Driver<StreamOp> {
     /** The ring's size: half for work ({@link #awaitWorkBound}), half the reactor's reserve. */
     static final int RING = 1 << 16;
 
-    private final Host stream;
-    private final StreamRecord record;
     private final SubmissionRoom<StreamOp> room;
     private final SubmissionQueue<StreamOp> queue;
     /** The proof's raise and the drain the hand-over runs, made once (no allocation per proof). */
@@ -177,18 +150,95 @@ public final class CombinedSubmission implements SubmissionRoom.Driver<StreamOp>
      */
     private int workSinceProof;
 
-    public CombinedSubmission(Host stream, StreamRecord record, ReactorConfig config) {
-        this.stream = stream;
-        this.record = record;
+    public CombinedSubmission(ReactorConfig config, StreamBackend backend, DeviceFaults faultOwner, Reactor reactor,
+            Object named) {
+        super(config, backend, faultOwner, reactor, named);
         int workLimit = config.admissionLimit();
         this.room = new SubmissionRoom<>(RING, workLimit, Math.max(workLimit, ReactorConfig.MAX_ADMISSION_LIMIT),
-                record::completedThrough, this);
+                this::completedThrough, this);
         this.queue = room.queue();
         this.handOff = new DrainHandOff(queue::drain);
         this.trackerSpacing = Math.max(1, workLimit / 4);
-        this.raise = record::completedThrough;
+        this.raise = this::raiseProof;
         this.flagWrites = new java.util.concurrent.atomic.AtomicReferenceArray<>(
                 (config.capacity() + (1 << FLAG_WRITE_CHUNK_BITS) - 1) >>> FLAG_WRITE_CHUNK_BITS);
+    }
+
+    // ---- the stream's submission (ReactorStream) --------------------------------------------------
+
+    /** Appends {@code op} ({@link #append}): the backend's one path of work. */
+    @Override
+    public boolean submit(StreamOp op) {
+        return append(op);
+    }
+
+    /**
+     * The queue position: every position appended. The drainer arming its direct tracker reads the
+     * proof its write carries: what it submitted.
+     */
+    @Override
+    public long submissionCount() {
+        return isDirect() ? submitted() : appended();
+    }
+
+    /** The position after the last work entry appended ({@link #workThrough()}). */
+    @Override
+    public long required() {
+        return workThrough();
+    }
+
+    /** One position, behind the raw work enqueued before the call; no driver call, never parks. */
+    @Override
+    public void noteExternalSubmission() {
+        append(EXTERNAL);
+    }
+
+    /**
+     * An idle answer proves only what was submitted before the query: the count is read before this
+     * ({@code appended}, then {@link #submitted}), so IDLE is answered only if every position appended
+     * before these reads was submitted (one coordinate, class comment).
+     */
+    @Override
+    boolean hasUnsubmitted() {
+        long appended = appended();
+        return submitted.get() < appended;
+    }
+
+    @Override
+    public boolean enqueueFlagWrite(FlagMemory memory, int slot) {
+        if (isDirect()) {
+            return backend.enqueueFlagWrite(memory, slot);
+        }
+        if (isClosed() || faults().hasFaulted()) {
+            return false; // refused at the append only
+        }
+        return append(flagWrite(memory, slot)); // false: it raced the close and came after it
+    }
+
+    @Override
+    public boolean enqueueHostCallback(Runnable callback) {
+        if (isDirect()) {
+            return backend.enqueueHostCallback(callback);
+        }
+        if (isClosed() || faults().hasFaulted()) {
+            return false;
+        }
+        return append(hostCallback(callback));
+    }
+
+    /**
+     * Behind every entry appended before the close (the drain's flag write among them); a call racing
+     * the close finds itself behind it and is refused ({@link #appendShutdown}).
+     */
+    @Override
+    void shutDown() {
+        appendShutdown(() -> StreamDrain.shutDown(this, backend::shutdown));
+        openGate();
+    }
+
+    @Override
+    public long[] probe() {
+        return new long[] {appended(), submitted(), queued(), trackers()};
     }
 
     // ---- callers ------------------------------------------------------------------------------
@@ -216,7 +266,7 @@ public final class CombinedSubmission implements SubmissionRoom.Driver<StreamOp>
                 // raced another work append of this stream: retry to the maximum
             }
         }
-        return !(stream.port().isClosed() && p > shutdownPosition()); // false: behind the shutdown, discarded
+        return !(isClosed() && p > shutdownPosition()); // false: behind the shutdown, discarded
     }
 
     /**
@@ -338,7 +388,7 @@ public final class CombinedSubmission implements SubmissionRoom.Driver<StreamOp>
             return;
         }
         try {
-            handOff.request(stream.executor());
+            handOff.request(reactor.callbackExecutor());
         } catch (RejectedExecutionException e) {
             if (discarding()) {
                 queue.drain(); // no driver call is made for a discarded entry: any thread may
@@ -348,13 +398,14 @@ public final class CombinedSubmission implements SubmissionRoom.Driver<StreamOp>
 
     /** Whether the calling thread hands its drains to the executor: a host callback, the stream's worker, the scanner. */
     private boolean drainsElsewhere() {
-        return FallbackRegistration.onHostCallback() || stream.port().isOwnWorkerThread() || stream.onScanner();
+        return FallbackRegistration.onHostCallback() || isOwnWorkerThread()
+                || Thread.currentThread() == reactor.scannerThread();
     }
 
     /** The stream can take nothing any more: its queued entries are discarded. */
     @Override
     public boolean discarding() {
-        return stream.port().faults().hasFaulted() || stream.reactorClosed();
+        return faults().hasFaulted() || reactor.isClosed();
     }
 
     // ---- the drainer (SubmissionRoom.Driver) -------------------------------------------------
@@ -378,14 +429,13 @@ public final class CombinedSubmission implements SubmissionRoom.Driver<StreamOp>
                 if (fault == null) {
                     ok = true;
                 } else {
-                    stream.port().faults().streamFaulted(fault, null); // the awaits covering it fail (GpuFaultException)
+                    faults().streamFaulted(fault, null); // the awaits covering it fail (GpuFaultException)
                 }
             }
         } catch (RuntimeException | Error e) {
-            stream.port().faults().streamFaulted("submission failed: " + e, e);
+            faults().streamFaulted("submission failed: " + e, e);
         } finally {
             submitted.incrementAndGet(); // after the driver call returned (the one coordinate)
-            record.submissions.incrementAndGet();
             try {
                 op.finish(ok);
             } catch (RuntimeException e) {
@@ -425,14 +475,14 @@ public final class CombinedSubmission implements SubmissionRoom.Driver<StreamOp>
     /** Submits a tracker directly behind everything drained, its proof {@link #submitted}. Called by the drainer only. */
     private void placeTracker() {
         long proof = submitted.get(); // every position drained so far has returned from its driver call
-        if (proof <= record.completedThrough()) {
+        if (proof <= completedThrough()) {
             return; // everything submitted is proven (pacing); when stalled it cannot be: the stream is full of drained work
         }
         trackersInFlight.incrementAndGet();
         workSinceProof = 0;
         direct = Thread.currentThread();
         try {
-            stream.trackDirect((ticket, failure) -> trackerDone(proof, failure == null));
+            reactor.track(this, (ticket, failure) -> trackerDone(proof, failure == null));
             trackers.incrementAndGet();
         } catch (RuntimeException e) {
             trackersInFlight.decrementAndGet(); // closed or faulted: nothing will be submitted any more
@@ -445,7 +495,7 @@ public final class CombinedSubmission implements SubmissionRoom.Driver<StreamOp>
     private void trackerDone(long proof, boolean landed) {
         trackersInFlight.decrementAndGet();
         if (landed) {
-            stream.port().completedThrough(proof); // raises the proof, then drains (the hand-over)
+            completedThrough(proof); // raises the proof, then drains (the hand-over)
         } else {
             gateOpened();
         }
@@ -495,13 +545,13 @@ public final class CombinedSubmission implements SubmissionRoom.Driver<StreamOp>
 
         @Override
         public @Nullable String submit(long position) {
-            if (stream.backendFlagWrite(memory, slot)) {
+            if (backend.enqueueFlagWrite(memory, slot)) {
                 return null;
             }
             // Refused (no stream memory operations, a transient error): the same write from the
             // host, by a host callback in the same place in the stream; refused too: a fault.
-            if (!stream.port().faults().hasFaulted()
-                    && stream.backendHostCallback(() -> memory.flags().setRelease(slot, 1))) {
+            if (!faults().hasFaulted()
+                    && backend.enqueueHostCallback(() -> memory.flags().setRelease(slot, 1))) {
                 return null;
             }
             return "cuStreamWriteValue32 and cuLaunchHostFunc refused by the driver";
@@ -513,7 +563,7 @@ public final class CombinedSubmission implements SubmissionRoom.Driver<StreamOp>
         return new StreamOp(false) {
             @Override
             public @Nullable String submit(long position) {
-                return stream.backendHostCallback(callback) ? null : "cuLaunchHostFunc refused by the driver";
+                return backend.enqueueHostCallback(callback) ? null : "cuLaunchHostFunc refused by the driver";
             }
         };
     }
@@ -540,9 +590,4 @@ public final class CombinedSubmission implements SubmissionRoom.Driver<StreamOp>
             return null;
         }
     };
-
-    @Override
-    public String toString() {
-        return "CombinedSubmission[" + queue + ", submitted " + submitted.get() + "]";
-    }
 }

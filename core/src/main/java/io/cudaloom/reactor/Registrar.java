@@ -112,7 +112,7 @@ public final class Registrar implements FallbackRegistration.Owner {
             return FallbackReason.WRITE_REFUSED.answer();
         }
         slotStream[slot] = stream; // published to the consumer by publish's bit update
-        stream.record().enqueuedProof(proof);
+        stream.enqueuedProof(proof);
         counters.increment(Counter.FLAG_WRITES);
         if (counted) {
             counters.increment(Counter.REGISTRATIONS);
@@ -159,7 +159,7 @@ public final class Registrar implements FallbackRegistration.Owner {
             refusal = e;
         }
         if (enqueued) {
-            stream.record().enqueuedProof(fb.proof);
+            stream.enqueuedProof(fb.proof);
             counters.increment(Counter.FALLBACKS); // only now: a refused callback is no fallback (it is an error)
             ReactorEvents.fallback(stream, reason);
         } else if (fb.cancel()) {
