@@ -3,7 +3,8 @@
 # (a call cut short still brings back what ran): the GPU suite; the lifetime stress; the demo with
 # its batched run, submission by combining against direct submission (-Dcudaloom.submission); the
 # driver's floor; the 10 us sweep both ways; the JDK's own floor for a batched blocking call
-# (VirtualThreadHandOff, default carriers and 4); the servlet benchmark with both pools; a JFR
+# (VirtualThreadHandOff, default carriers and 4); the batched demo on 4 carriers; the one-waiter
+# latency both ways; the 200 us and 1 ms sweeps both ways; the servlet benchmark with both pools; a JFR
 # profile of the batched demo. Each step's output is one file of "$OUT/results.tgz" (packed again
 # after every step, so a call cut short still brings back what ran; a device call brings back only
 # a few files, so everything travels in that one), whose steps.txt has each step's exit code and
@@ -29,14 +30,32 @@ step() { run_one_step "$@"; pack; }
 J="bash .gpu/java"
 
 want suite && step suite junit.txt 150 bash .gpu/junit
-want lifetime && step lifetime lifetime.txt 100 $J io.cudaloom.bench.LifetimeStress all --seconds "${CHURN_SECONDS:-10}"
+want suite-direct && step suite-direct junit-direct.txt 150 env JAVA_TOOL_OPTIONS=-Dcudaloom.submission=direct bash .gpu/junit
 want demo && step demo demo-combining.txt 100 $J -Dcudaloom.submission=combining io.cudaloom.demo.DemoMain \
   --iterations 20 --batch 64 --report "$OUT/demo-report.html"
 want demo && step demo-direct demo-direct.txt 60 $J -Dcudaloom.submission=direct io.cudaloom.demo.DemoMain \
   --iterations 20 --baseline off
+# the batched demo beside the per-op one on 4 carriers (TUNING: "Virtual-thread carriers for batched calls")
+# (200 iterations: at 800 k completions/s, 20 iterations leave a steady state of a quarter second, with the JIT still compiling)
+want demo-p4 && step demo-p4 demo-p4.txt 90 $J -Djdk.virtualThreadScheduler.parallelism=4 io.cudaloom.demo.DemoMain \
+  --iterations "${LONG_ITERATIONS:-200}" --batch 64 --baseline off
+want demo-long && step demo-long demo-long.txt 90 $J io.cudaloom.demo.DemoMain \
+  --iterations "${LONG_ITERATIONS:-200}" --batch 64 --baseline off
 want floor && step floor floor.md 60 $J io.cudaloom.bench.DriverContention 20000
 want sweep && step sweep sweep-combining.md 60 $J -Dcudaloom.submission=combining io.cudaloom.bench.GpuBench sweep kernelsUs=10 rounds=1
+want sweep && want sweep-p4 && step sweep-p4 sweep-p4.md 60 $J -Dsweep.rows=AWAIT,BATCHED,CEILING_8 -Djdk.virtualThreadScheduler.parallelism=4 io.cudaloom.bench.GpuBench sweep kernelsUs=10 rounds=1
 want sweep && step sweep-direct sweep-direct.md 60 $J -Dcudaloom.submission=direct io.cudaloom.bench.GpuBench sweep kernelsUs=10 rounds=1
+want latency && step latency-combining latency-combining.md 60 $J -Dcudaloom.submission=combining io.cudaloom.bench.WaitLatencyBench \
+  iterations=2000 warmup=2000 methods=await,sync kernelsUs=0,20,200
+want latency && step latency-direct latency-direct.md 60 $J -Dcudaloom.submission=direct io.cudaloom.bench.WaitLatencyBench \
+  iterations=2000 warmup=2000 methods=await,sync kernelsUs=0,20,200
+want lifetime && step lifetime lifetime.txt 100 $J io.cudaloom.bench.LifetimeStress all --seconds "${CHURN_SECONDS:-10}"
+# the long kernels: the await() row, the 8-thread ceiling and the blocking-sync pool (-Dsweep.rows), on the
+# default carriers and on 4; LONG_AWAITS=100 is the sweep's full size (8 s a row)
+LONG_ROWS="-Dsweep.rows=${LONG_ROWS:-AWAIT,CEILING_8,POOL_BLOCKING}"
+want sweep-long && step sweep-long-combining sweep-long-combining.md "${LONG_LIMIT:-120}" $J "$LONG_ROWS" -Dcudaloom.submission=combining io.cudaloom.bench.GpuBench sweep kernelsUs=200,1000 awaitsPerThread="${LONG_AWAITS:-8}" rounds=1
+want sweep-long && want sweep-long-p4 && step sweep-long-p4 sweep-long-p4.md "${LONG_LIMIT:-120}" $J "$LONG_ROWS" -Djdk.virtualThreadScheduler.parallelism=4 -Dcudaloom.submission=combining io.cudaloom.bench.GpuBench sweep kernelsUs=200,1000 awaitsPerThread="${LONG_AWAITS:-8}" rounds=1
+want sweep-long && want sweep-long-direct && step sweep-long-direct sweep-long-direct.md "${LONG_LIMIT:-120}" $J "$LONG_ROWS" -Dcudaloom.submission=direct io.cudaloom.bench.GpuBench sweep kernelsUs=200,1000 awaitsPerThread="${LONG_AWAITS:-8}" rounds=1
 want handoff && step handoff handoff.md 40 $J io.cudaloom.bench.VirtualThreadHandOff threads=10000 perThread=20
 want handoff && step handoff-p4 handoff-p4.md 40 $J -Djdk.virtualThreadScheduler.parallelism=4 io.cudaloom.bench.VirtualThreadHandOff threads=10000 perThread=20
 want servlet && step servlet servlet.md 200 $J io.cudaloom.bench.GpuBench servlet concurrency=100,10000 seconds=5
@@ -45,10 +64,11 @@ want jfr && step jfr demo-jfr.txt 60 $J -XX:StartFlightRecording=filename="$OUT/
 
 {
   cat "$OUT/steps.txt"
-  grep -E "tests (found|successful|failed|aborted)" "$OUT/junit.txt" 2>/dev/null
+  for f in junit junit-direct; do echo "-- $f"; grep -E "tests (found|successful|failed|aborted)|✘" "$OUT/$f.txt" 2>/dev/null | cut -c1-300; done
   grep -E "^(PASS|FAIL|ALL|NOT)" "$OUT/lifetime.txt" 2>/dev/null
-  for f in demo-combining demo-direct; do echo "-- $f"; grep -E "^summary|completions/s|CPU per completion" "$OUT/$f.txt" 2>/dev/null | head -8; done
-  for f in sweep-combining sweep-direct; do echo "-- $f"; grep -E "^\| (\`await|batched|ceiling: 8)" "$OUT/$f.md" 2>/dev/null | cut -c1-200; done
+  for f in demo-combining demo-direct demo-p4 demo-long; do echo "-- $f"; grep -E "^summary|completions/s|CPU per completion" "$OUT/$f.txt" 2>/dev/null | head -8; done
+  for f in sweep-combining sweep-p4 sweep-direct sweep-long-combining sweep-long-p4 sweep-long-direct; do echo "-- $f"; grep -E "^\| (\`await|batched|ceiling: 8|pool: 64 platform threads, launch \+ .cuStream)" "$OUT/$f.md" 2>/dev/null | cut -c1-200; done
+  for f in latency-combining latency-direct; do echo "-- $f"; grep -E "^\| " "$OUT/$f.md" 2>/dev/null | cut -c1-160 | head -12; done
   grep -h "^| " "$OUT/handoff.md" "$OUT/handoff-p4.md" 2>/dev/null
 } > "$OUT/summary.txt"
 pack

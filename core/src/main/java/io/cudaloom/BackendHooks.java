@@ -3,8 +3,8 @@ package io.cudaloom;
 import io.cudaloom.internal.BackendAccess;
 import io.cudaloom.spi.DeviceBackend;
 import io.cudaloom.spi.DeviceProbes;
-import io.cudaloom.spi.FaultSink;
 import io.cudaloom.spi.StreamBackend;
+import io.cudaloom.spi.StreamSubmission;
 import java.util.List;
 import java.util.function.Function;
 
@@ -73,53 +73,13 @@ final class BackendHooks implements BackendAccess.Hooks {
     }
 
     @Override
-    public boolean admit(GpuStream stream) {
-        return stream.admit();
-    }
-
-    @Override
-    public void submissionFailed(GpuStream stream, boolean admitted) {
-        stream.submissionFailed(admitted);
-    }
-
-    @Override
-    public void noteSubmission(GpuStream stream) {
-        stream.noteSubmission();
-    }
-
-    @Override
-    public void noteCompletedThrough(GpuStream stream, long count) {
-        stream.noteCompletedThrough(count);
+    public StreamSubmission submission(GpuStream stream) {
+        return stream.submission();
     }
 
     @Override
     public long required(GpuStream stream) {
         return stream.required();
-    }
-
-    @Override
-    public boolean combining(GpuStream stream) {
-        return stream.combining();
-    }
-
-    @Override
-    public boolean append(GpuStream stream, io.cudaloom.spi.StreamOp op) {
-        return stream.append(op);
-    }
-
-    @Override
-    public void flush(GpuStream stream) {
-        stream.flush();
-    }
-
-    @Override
-    public long @org.jspecify.annotations.Nullable [] submissionProbe(GpuStream stream) {
-        return stream.submissionProbe();
-    }
-
-    @Override
-    public FaultSink faultSink(GpuStream stream) {
-        return stream.faultSink();
     }
 
     @Override

@@ -3,9 +3,10 @@ package io.cudaloom;
 import io.cudaloom.protocol.SlotTable;
 import io.cudaloom.reactor.BlockingWait;
 import io.cudaloom.reactor.CallbackRegistrations;
+import io.cudaloom.reactor.CombinedSubmission;
 import io.cudaloom.reactor.Completion;
+import io.cudaloom.reactor.DirectSubmission;
 import io.cudaloom.reactor.FallbackReason;
-import io.cudaloom.reactor.FallbackRegistration;
 import io.cudaloom.reactor.LifecycleState;
 import io.cudaloom.reactor.PreWake;
 import io.cudaloom.reactor.ReactorStream;
@@ -14,7 +15,6 @@ import io.cudaloom.reactor.Registration;
 import io.cudaloom.reactor.RegistrationChecks;
 import io.cudaloom.reactor.Scanner;
 import io.cudaloom.reactor.StreamDrain;
-import io.cudaloom.reactor.StreamRecord;
 import io.cudaloom.reactor.lifecycle.DaemonThreads;
 import io.cudaloom.reactor.lifecycle.Shutdown;
 import io.cudaloom.reactor.metrics.AwaitOutcome;
@@ -26,6 +26,7 @@ import io.cudaloom.reactor.metrics.Monitoring;
 import io.cudaloom.reactor.metrics.SharedCounters;
 import io.cudaloom.spi.DeviceBackend;
 import io.cudaloom.spi.FlagMemory;
+import io.cudaloom.spi.StreamBackend;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.Objects;
@@ -78,6 +79,8 @@ public final class CompletionReactor {
      * holds it only weakly, so it lives exactly as long as this reactor is reachable.
      */
     private final Monitoring.Observed observed = new Observed();
+    /** What its streams need of this reactor (ReactorStream.Reactor): one for all of them. */
+    private final ReactorStream.Reactor streamHooks = new StreamHooks();
     /** The await-latency distribution (HdrHistogram) and the relative SlowAwait threshold. */
     private final LatencyRecorder latency;
     /**
@@ -221,8 +224,7 @@ public final class CompletionReactor {
         long sum = 0;
         for (ReactorStream s : streams) {
             checks.proveIfIdle(s);
-            StreamRecord r = s.record();
-            sum += Math.max(0, s.submissionCount() - r.completedThrough()); // combining: positions appended
+            sum += Math.max(0, s.submissionCount() - s.completedThrough()); // combining: positions appended
         }
         return sum;
     }
@@ -238,11 +240,12 @@ public final class CompletionReactor {
     boolean awaitEvent(GpuStream stream, long required, boolean interruptible, boolean timed, long nanos)
             throws InterruptedException {
         long start = timed ? System.nanoTime() : 0L;
-        int answer = blockingWait.acquire(stream.port(), stream.drainAfterClose(), required, interruptible, timed, nanos);
+        ReactorStream owner = stream.owner();
+        int answer = blockingWait.acquire(owner, owner.drain(), required, interruptible, timed, nanos);
         if (answer == BlockingWait.STREAM_CLOSED) {
             long left = timed ? Math.max(0L, nanos - (System.nanoTime() - start)) : 0L;
-            StreamDrain drain = Objects.requireNonNull(stream.drainAfterClose(), "a closed stream's drain");
-            answer = blockingWait.acquire(stream.port(), drain, required, interruptible, timed, left);
+            StreamDrain drain = Objects.requireNonNull(owner.drain(), "a closed stream's drain");
+            answer = blockingWait.acquire(owner, drain, required, interruptible, timed, left);
         }
         return answer == BlockingWait.COMPLETED;
     }
@@ -253,14 +256,14 @@ public final class CompletionReactor {
      *
      * @throws IllegalStateException if the stream is closed
      */
-    boolean await(GpuStream stream, long required, boolean interruptible, boolean timed, long nanos)
+    boolean await(ReactorStream stream, long required, boolean interruptible, boolean timed, long nanos)
             throws InterruptedException {
-        return blockingWait.await(stream.port(), required, interruptible, timed, nanos);
+        return blockingWait.await(stream, required, interruptible, timed, nanos);
     }
 
     /** Non-blocking registration on an open stream ({@link GpuStream}'s own, which route a closed stream themselves). */
     Registration register(GpuStream stream, Consumer<@Nullable RuntimeException> onDone) {
-        return register(stream.port(), onDone);
+        return register(stream.owner(), onDone);
     }
 
     /**
@@ -276,7 +279,7 @@ public final class CompletionReactor {
             return null;
         }
         try {
-            return register(stream.port(), onDone);
+            return register(stream.owner(), onDone);
         } catch (ReactorClosedException closed) {
             throw closed;
         } catch (IllegalStateException refused) {
@@ -296,7 +299,7 @@ public final class CompletionReactor {
 
     /** A callback of {@link GpuEvent#subscribe} on {@code stream} threw: logged once and counted, never rethrown. */
     void callbackThrew(GpuStream stream, Throwable thrown) {
-        callbacks.callbackThrew(stream.port(), thrown);
+        callbacks.callbackThrew(stream.owner(), thrown);
     }
 
     /** The scanner's wake-up, made by a registrant after the volatile write that armed work (SlotTable ordering 9). */
@@ -318,15 +321,30 @@ public final class CompletionReactor {
             streams = openStreams.toArray(new ReactorStream[0]);
         }
         for (ReactorStream s : streams) {
-            s.record().openGate(); // after the lifecycle CAS: a submitter let through sees the reactor closed
+            s.openGate(); // after the lifecycle CAS: a submitter let through sees the reactor closed
         }
     }
 
+    /**
+     * The reactor's object for a new stream of this device ({@link GpuStream}'s constructor), its
+     * submission chosen once, from the configuration: {@link Submission#COMBINING} or
+     * {@link Submission#DIRECT}.
+     *
+     * @param named the public stream, for its name only
+     */
+    ReactorStream openStream(StreamBackend backend, GpuStream named) {
+        ReactorStream stream = config.submission() == Submission.COMBINING
+                ? new CombinedSubmission(config, backend, device.faults, streamHooks, named)
+                : new DirectSubmission(config, backend, device.faults, streamHooks, named);
+        streamOpened(stream);
+        return stream;
+    }
+
     /** A stream of this reactor's device was made (admitted to close's gate opening and to the gauge). */
-    void streamOpened(ReactorStream stream) {
+    private void streamOpened(ReactorStream stream) {
         openStreams.add(stream);
         if (isClosed()) {
-            stream.record().openGate(); // raced with close: nothing will ever release its permits
+            stream.openGate(); // raced with close: nothing will ever release its permits
         }
     }
 
@@ -340,49 +358,14 @@ public final class CompletionReactor {
     }
 
     /**
-     * Enqueues a tracker on {@code stream}: a flag write (or host callback) that nobody waits for,
-     * whose landing proves the work ahead of it complete and so returns its admission permits
-     * (StreamRecord's liveness rule). Best effort: a closed reactor or a faulted stream opens the
-     * gate instead, so a failure here is dropped.
+     * Arms a tracker on {@code stream} (ReactorStream.Reactor#track): a registration nobody waits for,
+     * whose landing is a proof. Direct submission's liveness rule makes one; so does the combining
+     * drainer, which holds the stream exclusively and whose flag write (or host callback) then goes to
+     * the driver directly (the stream's flag-write path sees the drainer's thread and bypasses the
+     * queue). The proof is the caller's, passed in through {@code tracker}. Throws what the
+     * registration throws.
      */
-    void track(ReactorStream stream) {
-        if (FallbackRegistration.onHostCallback() || stream.isOwnWorkerThread()) {
-            // CUDA forbids driver calls there (a tracker landing, or a group delivered, on a host callback)
-            callbackExecutor().execute(() -> track(stream));
-            return;
-        }
-        StreamRecord record = stream.record();
-        long proof = stream.submissionCount(); // before the enqueue: everything counted is ahead of it
-        Completion tracker = (ticket, failure) -> {
-            if (failure == null) {
-                record.completedThrough(proof);
-                record.trackerLanded(stream);
-            } else {
-                record.trackerFailed();
-            }
-        };
-        try {
-            record.enqueuedProof(proof);
-            long ticket = registrar.tryArm(stream, tracker, false);
-            if (!Registrar.armed(ticket)) {
-                registrar.registerFallback(stream, tracker, FallbackReason.of(ticket), false); // no one's outcome
-            }
-            counters.increment(Counter.TRACKERS);
-        } catch (RuntimeException dropped) {
-            record.trackerFailed();
-            // closed or faulted: StreamRecord.openGate lets the parked submitters through
-        }
-    }
-
-
-
-    /**
-     * Submission by combining ({@link io.cudaloom.reactor.CombinedSubmission#stalled}): the stream's drainer, which holds
-     * the stream exclusively, arms a tracker whose flag write (or host callback) it submits directly
-     * (the stream's flag-write path sees the drainer's thread and bypasses the queue); the proof is the
-     * drainer's, passed in through {@code tracker}. Throws what the registration throws.
-     */
-    void trackDirect(ReactorStream stream, Completion tracker) {
+    private void track(ReactorStream stream, Completion tracker) {
         long ticket = registrar.tryArm(stream, tracker, false);
         if (!Registrar.armed(ticket)) {
             registrar.registerFallback(stream, tracker, FallbackReason.of(ticket), false); // no one's outcome
@@ -430,6 +413,44 @@ public final class CompletionReactor {
     @Override
     public String toString() {
         return "CompletionReactor[" + device.name() + ", " + config.strategy() + (isClosed() ? ", closed]" : "]");
+    }
+
+    /** This reactor as its streams see it: the trackers, the drain's registration, the threads. */
+    private final class StreamHooks implements ReactorStream.Reactor {
+        @Override
+        public void track(ReactorStream stream, Completion tracker) {
+            CompletionReactor.this.track(stream, tracker);
+        }
+
+        @Override
+        public Registration register(ReactorStream stream, Consumer<@Nullable RuntimeException> onDone) {
+            return callbacks.register(stream, onDone);
+        }
+
+        @Override
+        public boolean isClosed() {
+            return state.isClosed();
+        }
+
+        @Override
+        public Executor callbackExecutor() {
+            return callbackExecutor;
+        }
+
+        @Override
+        public Thread scannerThread() {
+            return scannerThread;
+        }
+
+        @Override
+        public void countAdmissionWait(long nanos) {
+            CompletionReactor.this.countAdmissionWait(nanos);
+        }
+
+        @Override
+        public String deviceName() {
+            return device.name();
+        }
     }
 
     /** What the MXBeans and the counters event read (tests make a second observability part of it). */

@@ -114,7 +114,7 @@ public final class GpuEvent {
         }
         // The stream's state now (open or closed: a closed stream's backend still answers queries);
         // none once the device is closed (null), and FAULTED is work that will never be done.
-        if (reactor.checks().query(stream.port()) == StreamState.IDLE) {
+        if (reactor.checks().query(stream.owner()) == StreamState.IDLE) {
             done = true; // everything submitted before the query is done, this event's work included
             return true;
         }

@@ -1,20 +1,10 @@
 package io.cudaloom;
 
-import io.cudaloom.reactor.CombinedSubmission;
-import io.cudaloom.reactor.Completion;
-import io.cudaloom.reactor.DeviceFaults;
-import io.cudaloom.reactor.FallbackRegistration;
 import io.cudaloom.reactor.ReactorStream;
-import io.cudaloom.reactor.Registration;
 import io.cudaloom.reactor.StreamDrain;
-import io.cudaloom.reactor.StreamRecord;
-import io.cudaloom.spi.FaultSink;
-import io.cudaloom.spi.FlagMemory;
-import io.cudaloom.spi.StreamBackend;
-import io.cudaloom.spi.StreamState;
+import io.cudaloom.spi.StreamSubmission;
 import java.time.Duration;
 import java.util.Objects;
-import java.util.function.Consumer;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -26,34 +16,15 @@ import org.jspecify.annotations.Nullable;
  */
 public abstract class GpuStream implements AutoCloseable {
     private final GpuDevice device;
-    /** The reactor's state of this stream: counts, proof, admission, shared flag writes (see StreamRecord). */
-    private final StreamRecord record;
-    /** This stream's fault, kept by the device's fault owner (DeviceFaults); the backend's {@code BackendAccess.Hooks#faultSink}. */
-    private final DeviceFaults.Sink faults;
-    private static final java.lang.invoke.VarHandle DRAIN;
-
-    static {
-        try {
-            DRAIN = java.lang.invoke.MethodHandles.lookup()
-                    .findVarHandle(GpuStream.class, "drain", StreamDrain.class);
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
-
-    private final StreamBackend backend;
-    /** This stream as the reactor's parts see it (ReactorStream): one, for the stream's whole life. */
-    private final Port port = new Port();
+    /**
+     * The reactor's own object for this stream ({@link ReactorStream}: its submission, direct or by
+     * combining, chosen once from the device's configuration; its completion proof, group commit, wait
+     * average, fault state and close). This class keeps the API and hands every call to it.
+     */
+    private final ReactorStream owner;
     /** This stream in its device's {@link GpuDevice#liveResources()}: given back by the first {@link #close()}. */
     private final Runnable lease;
-    /**
-     * Null while the stream is open; set once, by {@link #close()}, with a compare-and-set from
-     * null (through {@link #DRAIN}): the closed flag and the drain that serves the events taken
-     * before the close, published together (StreamDrain's ordering 1). Read with volatile loads.
-     */
-    private volatile @Nullable StreamDrain drain;
-    /** Submission by combining ({@link Submission#COMBINING}): the stream's queue; null for {@link Submission#DIRECT}. */
-    private final @Nullable CombinedSubmission combiner;
+
     /**
      * For cuda-loom's backends only ({@code io.cudaloom.sim}, {@code io.cudaloom.cuda}): the device
      * gives the stream its backend side.
@@ -64,17 +35,7 @@ public abstract class GpuStream implements AutoCloseable {
     protected GpuStream(GpuDevice device) {
         BackendSubclasses.check(getClass(), GpuStream.class);
         this.device = Objects.requireNonNull(device, "device");
-        CompletionReactor reactor = device.reactor();
-        this.record = new StreamRecord(reactor.config());
-        this.faults = device.faults.sink(port, record);
-        this.backend = device.streamBackendOf(this);
-        CombinedSubmission c = reactor.config().submission() == Submission.COMBINING
-                ? new CombinedSubmission(new CombiningHost(), record, reactor.config()) : null;
-        this.combiner = c;
-        if (c != null) {
-            record.onGateOpen(c::gateOpened);
-        }
-        reactor.streamOpened(port);
+        this.owner = device.reactor().openStream(device.streamBackendOf(this), this);
         this.lease = device.ledger.open(LiveResources.Kind.STREAM);
     }
 
@@ -114,7 +75,7 @@ public abstract class GpuStream implements AutoCloseable {
         ResourceLedger ledger = device.ledger;
         ledger.awaitBegun();
         try {
-            device.reactor().await(this, required(), true, false, 0L);
+            device.reactor().await(owner, owner.required(), true, false, 0L);
         } finally {
             ledger.awaitEnded();
         }
@@ -133,20 +94,17 @@ public abstract class GpuStream implements AutoCloseable {
      * in the queue for room in the driver.
      */
     public final long submissionCount() {
-        CombinedSubmission c = combiner;
-        // The drainer arming its direct tracker reads the proof its write carries: what it submitted.
-        return c == null ? record.submissions.get() : c.isDirect() ? c.submitted() : c.appended();
+        return owner.submissionCount();
     }
 
     /**
      * What an await, event or memory close made now requires: every work entry appended so far.
      * Direct: the submission count. Combining: the position after the last work entry appended
-     * ({@link CombinedSubmission#workThrough()}), which the library's own flag writes behind it do
+     * ({@code CombinedSubmission#workThrough()}), which the library's own flag writes behind it do
      * not raise, so an await with no new work since the last one is known complete at once.
      */
     final long required() {
-        CombinedSubmission c = combiner;
-        return c == null ? record.submissions.get() : c.workThrough();
+        return owner.required();
     }
 
     /**
@@ -160,77 +118,19 @@ public abstract class GpuStream implements AutoCloseable {
      * drains everything appended before it.
      */
     public final void noteExternalSubmission() {
-        CombinedSubmission c = combiner;
-        if (c != null) {
-            c.append(CombinedSubmission.EXTERNAL); // one position, behind the raw work enqueued before the call
-            return;
-        }
-        admit();
-        noteSubmission();
+        owner.noteExternalSubmission();
     }
 
     // ---- what the backends do, through BackendAccess.Hooks (which documents each) --------------
 
-    final boolean admit() {
-        if (combiner != null) {
-            return false; // combining: no admission (a backend that calls the driver itself counts its entry in noteSubmission)
-        }
-        long waited = record.admit(port);
-        if (waited > 0) {
-            device.reactor().countAdmissionWait(waited);
-        }
-        return waited >= 0;
+    /** The reactor's object for this stream, as the backend's stream submits to it. */
+    final StreamSubmission submission() {
+        return owner;
     }
 
-    final void submissionFailed(boolean admitted) {
-        if (admitted) {
-            record.admissionUnused();
-        }
-    }
-
-    final void noteSubmission() {
-        CombinedSubmission c = combiner;
-        if (c != null) {
-            // Combining, for a backend that made its own driver call: one position, behind the entry
-            // already in the driver (as noteExternalSubmission).
-            c.append(CombinedSubmission.EXTERNAL);
-            return;
-        }
-        record.submissions.incrementAndGet();
-        record.afterSubmission(port);
-    }
-
-    final void noteCompletedThrough(long count) {
-        completedThrough(count);
-    }
-
-    /** Whether this stream submits by combining ({@link Submission#COMBINING}). */
-    final boolean combining() {
-        return combiner != null;
-    }
-
-    /** Appends a backend's work entry (checked, lifetimes entered) to the queue; combining only. */
-    final boolean append(io.cudaloom.spi.StreamOp op) {
-        CombinedSubmission c = Objects.requireNonNull(combiner, "not combining");
-        return c.append(op);
-    }
-
-    /** Waits until everything appended before the call is submitted (combining; no-op otherwise). */
-    final void flush() {
-        CombinedSubmission c = combiner;
-        if (c != null) {
-            c.flush();
-        }
-    }
-
-    /** The combiner's probe: positions submitted, queued, trackers made; null when direct. */
-    final long @Nullable [] submissionProbe() {
-        CombinedSubmission c = combiner;
-        return c == null ? null : new long[] {c.appended(), c.submitted(), c.queued(), c.trackers()};
-    }
-
-    final FaultSink faultSink() {
-        return faults;
+    /** The reactor's object for this stream (the facade and the events hand it to the parts). */
+    final ReactorStream owner() {
+        return owner;
     }
 
     /**
@@ -246,7 +146,7 @@ public abstract class GpuStream implements AutoCloseable {
             return;
         }
         java.util.function.Consumer<@Nullable RuntimeException> once = failure -> done.run();
-        StreamDrain closedDrain = drain;
+        StreamDrain closedDrain = owner.drain();
         try {
             if (closedDrain == null) {
                 device.reactor().register(this, once);
@@ -256,18 +156,12 @@ public abstract class GpuStream implements AutoCloseable {
             done.run(); // the device's close frees what its work held (the context goes with it)
             return;
         } catch (IllegalStateException e) {
-            closedDrain = drain; // the stream closed meanwhile: its drain covers the work before the close
+            closedDrain = owner.drain(); // the stream closed meanwhile: its drain covers the work before the close
             if (closedDrain == null) {
                 throw e;
             }
         }
         closedDrain.subscribe(once);
-    }
-
-    /** Whether the calling thread may park for admission: not one the stream's completions depend on. */
-    boolean mayParkForAdmission() {
-        return !isOwnWorkerThread() && !FallbackRegistration.onHostCallback()
-                && Thread.currentThread() != device.reactor().scannerThread();
     }
 
     // ---- work, the same on every backend ------------------------------------------------------------
@@ -344,7 +238,7 @@ public abstract class GpuStream implements AutoCloseable {
 
     /** Whether {@link #close()} was called. */
     public final boolean isClosed() {
-        return drain != null;
+        return owner.isClosed();
     }
 
     /**
@@ -359,28 +253,14 @@ public abstract class GpuStream implements AutoCloseable {
      */
     @Override
     public final void close() {
-        if (drain != null) {
-            return;
-        }
-        // Registered while the backend still takes flag writes: it stops only in shutdown() below.
-        StreamDrain d = StreamDrain.register(port);
-        if (!DRAIN.compareAndSet(this, null, d)) {
-            // A concurrent close won and serves the events; this registration completes unobserved
-            // (or was refused, if the winner's backend had stopped taking flag writes): nothing leaks.
-            return;
+        // The drain registered while the backend still takes flag writes, published, then the
+        // backend's shutdown behind everything submitted before it, and the gate (ReactorStream#close).
+        StreamDrain d = owner.close();
+        if (d == null) {
+            return; // closed already: the first close serves the events
         }
         lease.run();
-        CombinedSubmission c = combiner;
-        if (c != null) {
-            // Behind every entry appended before the close (the drain's flag write among them); a
-            // call racing the close finds itself behind it and is refused (CombinedSubmission.appendShutdown).
-            c.appendShutdown(() -> StreamDrain.shutDown(port, backend::shutdown));
-            record.openGate();
-        } else {
-            record.openGate(); // closed: let submitters parked for room through, to find out
-            StreamDrain.shutDown(port, backend::shutdown); // what it throws is logged: close() never throws
-        }
-        device.reactor().streamClosed(port);
+        device.reactor().streamClosed(owner);
         d.published(); // once the drain has succeeded too, the backend may release the stream (drained())
     }
 
@@ -398,242 +278,24 @@ public abstract class GpuStream implements AutoCloseable {
      * call: cheap enough for a gauge. A closed stream is not asked (its count stays as it was).
      */
     public long workInFlight() {
-        device.reactor().checks().proveIfIdle(port);
-        return Math.max(0, submissionCount() - record.completedThrough());
+        device.reactor().checks().proveIfIdle(owner);
+        return Math.max(0, owner.submissionCount() - owner.completedThrough());
     }
 
     // ---- the reactor's bookkeeping ----------------------------------------------------------------
 
     /** The drain that serves this stream's events once it is closed; null while it is open. */
     @Nullable StreamDrain drainAfterClose() {
-        return drain;
-    }
-
-    /**
-     * True if counted work was submitted after the last proof of completion, so the stream is
-     * probably busy and a waiter may register without asking the driver first (registering on an
-     * idle stream is correct too: its flag write lands at once).
-     */
-    boolean hasWorkNotKnownComplete() {
-        return submissionCount() > record.completedThrough(); // combining: positions, so a gauge's idle query proves the trailing flag write too
+        return owner.drain();
     }
 
     /** Whether the first {@code required} counted submissions are proven complete (no driver call). */
     boolean isKnownComplete(long required) {
-        return record.completedThrough() >= required;
+        return owner.isKnownComplete(required);
     }
 
-    /** Records a proof that the first {@code count} counted submissions are complete (see StreamRecord). */
+    /** Records a proof that the first {@code count} counted submissions are complete. */
     void completedThrough(long count) {
-        CombinedSubmission c = combiner;
-        if (c != null) {
-            c.completedThrough(count); // the raise, then the drain (SubmissionRoom's hand-over)
-        } else {
-            record.completedThrough(count);
-        }
-    }
-
-    StreamRecord record() {
-        return record;
-    }
-
-    // ---- the reactor's view of the backend ----------------------------------------------------
-    // Final: a stream of this package (a test double) must not override them by accident.
-
-    /**
-     * The stream's state: FAULTED at once, with no driver call, once a fault is recorded; else the
-     * backend's answer. A FAULTED answer is always recorded by the time it is returned (a backend
-     * reports first; one that did not gets {@link DeviceFaults#UNREPORTED}), so that whoever sees
-     * it can build the exception ({@link DeviceFaults.Sink#neverCompletes}).
-     */
-    final StreamState queryState() {
-        if (faults.hasFaulted()) {
-            return StreamState.FAULTED;
-        }
-        CombinedSubmission c = combiner;
-        // Combining: an idle answer proves only what was submitted before the query; callers read
-        // the count before calling this, so IDLE is answered only if every position appended before
-        // these reads was submitted (CombinedSubmission, one coordinate).
-        long appended = c == null ? 0 : c.appended();
-        long submitted = c == null ? 0 : c.submitted();
-        StreamState state = backend.queryState();
-        if (state == StreamState.FAULTED) {
-            faults.answeredFaulted();
-        }
-        if (state == StreamState.IDLE && submitted < appended) {
-            return StreamState.BUSY;
-        }
-        return state;
-    }
-
-    final DeviceFaults.Sink faults() {
-        return faults;
-    }
-
-    final boolean enqueueFlagWrite(FlagMemory memory, int slot) {
-        CombinedSubmission c = combiner;
-        if (c == null || c.isDirect()) {
-            return backend.enqueueFlagWrite(memory, slot);
-        }
-        if (isClosed() || faults.hasFaulted()) {
-            return false; // refused at the append only
-        }
-        return c.append(c.flagWrite(memory, slot)); // false: it raced the close and came after it
-    }
-
-    final boolean enqueueHostCallback(Runnable callback) {
-        CombinedSubmission c = combiner;
-        if (c == null || c.isDirect()) {
-            return backend.enqueueHostCallback(callback);
-        }
-        if (isClosed() || faults.hasFaulted()) {
-            return false;
-        }
-        return c.append(c.hostCallback(callback));
-    }
-
-
-
-    final boolean flagWritesSettled() {
-        return backend.flagWritesSettled();
-    }
-
-    final void drained() {
-        backend.drained();
-    }
-
-    final boolean isOwnWorkerThread() {
-        return backend.runsOnCurrentThread();
-    }
-
-    /** This stream as the reactor's parts see it. */
-    final ReactorStream port() {
-        return port;
-    }
-
-    /** What this stream's combiner needs of it (submission by combining). */
-    private final class CombiningHost implements CombinedSubmission.Host {
-        @Override
-        public ReactorStream port() {
-            return port;
-        }
-
-        @Override
-        public boolean backendFlagWrite(FlagMemory memory, int slot) {
-            return backend.enqueueFlagWrite(memory, slot);
-        }
-
-        @Override
-        public boolean backendHostCallback(Runnable callback) {
-            return backend.enqueueHostCallback(callback);
-        }
-
-        @Override
-        public boolean reactorClosed() {
-            return device.reactor().isClosed();
-        }
-
-        @Override
-        public java.util.concurrent.Executor executor() {
-            return device.reactor().callbackExecutor();
-        }
-
-        @Override
-        public void trackDirect(Completion tracker) {
-            device.reactor().trackDirect(port, tracker);
-        }
-    }
-
-    /** The reactor's view of this stream: forwards to the stream's package-private methods above. */
-    private final class Port implements ReactorStream {
-        @Override
-        public long submissionCount() {
-            return GpuStream.this.submissionCount();
-        }
-
-        @Override
-        public void completedThrough(long count) {
-            GpuStream.this.completedThrough(count);
-        }
-
-        @Override
-        public boolean isKnownComplete(long required) {
-            return GpuStream.this.isKnownComplete(required);
-        }
-
-        @Override
-        public boolean hasWorkNotKnownComplete() {
-            return GpuStream.this.hasWorkNotKnownComplete();
-        }
-
-        @Override
-        public boolean isClosed() {
-            return GpuStream.this.isClosed();
-        }
-
-        @Override
-        public boolean isOwnWorkerThread() {
-            return GpuStream.this.isOwnWorkerThread();
-        }
-
-        @Override
-        public boolean mayParkForAdmission() {
-            return GpuStream.this.mayParkForAdmission();
-        }
-
-        @Override
-        public StreamState queryState() {
-            return GpuStream.this.queryState();
-        }
-
-        @Override
-        public DeviceFaults.Sink faults() {
-            return faults;
-        }
-
-        @Override
-        public boolean enqueueFlagWrite(FlagMemory memory, int slot) {
-            return GpuStream.this.enqueueFlagWrite(memory, slot);
-        }
-
-        @Override
-        public boolean enqueueHostCallback(Runnable callback) {
-            return GpuStream.this.enqueueHostCallback(callback);
-        }
-
-        @Override
-        public boolean flagWritesSettled() {
-            return GpuStream.this.flagWritesSettled();
-        }
-
-        @Override
-        public void drained() {
-            GpuStream.this.drained();
-        }
-
-        @Override
-        public StreamRecord record() {
-            return record;
-        }
-
-        @Override
-        public void track() {
-            device.reactor().track(this);
-        }
-
-        @Override
-        public Registration registerCompletion(Consumer<@Nullable RuntimeException> onDone) {
-            return device.reactor().register(this, onDone);
-        }
-
-        @Override
-        public String deviceName() {
-            return device.name();
-        }
-
-        @Override
-        public String toString() {
-            return GpuStream.this.toString();
-        }
+        owner.completedThrough(count);
     }
 }

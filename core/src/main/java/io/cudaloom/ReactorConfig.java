@@ -164,7 +164,7 @@ public final class ReactorConfig {
          * (each caller calls the driver, parking for admission while the stream is full) or
          * {@link Submission#COMBINING} (callers append to the stream's submission queue and return;
          * one thread per stream drains it). Default: the system property
-         * {@value Submission#PROPERTY}, else {@code DIRECT} (why: {@link Submission}).
+         * {@value Submission#PROPERTY}, else {@code COMBINING} (why: {@link Submission}).
          */
         public Builder submission(Submission submission) {
             this.submission = Objects.requireNonNull(submission, "submission");

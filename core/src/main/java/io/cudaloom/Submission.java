@@ -8,7 +8,8 @@ public enum Submission {
     /**
      * Each caller makes its own driver call, on its own thread, after taking room in the stream's
      * admission bound (a fair semaphore that parks it while {@link ReactorConfig#admissionLimit()}
-     * entries are in flight). Flag writes and host callbacks go straight to the driver.
+     * entries are in flight). Flag writes and host callbacks go straight to the driver. Kept for
+     * comparison and for users who call raw JCuda on the same streams from many threads.
      */
     DIRECT,
     /**
@@ -16,25 +17,25 @@ public enum Submission {
      * the stream's submission queue and returns; the thread that finds the queue not being drained
      * submits everything queued, in order, within the stream's room. No caller parks for room; at
      * most one thread per stream is in the driver. Flag writes and host callbacks take the same
-     * queue, so a registration never blocks or spins. See {@code io.cudaloom.reactor.CombinedSubmission}.
+     * queue, so a registration never blocks or spins. The default. See
+     * {@code io.cudaloom.reactor.CombinedSubmission}.
      */
     COMBINING;
 
-    /** The system property that picks the default ({@code DIRECT} or {@code COMBINING}; unset: {@code DIRECT}). */
+    /** The system property that picks the default ({@code DIRECT} or {@code COMBINING}; unset: {@code COMBINING}). */
     public static final String PROPERTY = "cudaloom.submission";
 
     /**
-     * The default: the system property {@value #PROPERTY} if set, else {@link #DIRECT}. Combining is
-     * not the default yet: on the H100 (s12-run10/12, docs/issue37/s12-run10-15-h100) it cut the
-     * CPU per completion (the demo's 64.1 us to 35.9 us, the 10 us sweep's 26.4 us to 15.1 us) but
-     * halved the completions/s (169,736 to 78,673; 367,055 to 167,319): the drainer stops when the
-     * stream's room is used up and room comes back only when a proof lands, which then covers
-     * everything drained, so the driver's queue empties between refills.
+     * The default: the system property {@value #PROPERTY} if set, else {@link #COMBINING}. In one
+     * run on an H100 (s13-run17, docs/issue37/s13-run16-17-h100) combining gave the demo 190,046
+     * completions/s at 57.5 us of CPU each against direct's 160,077 at 72.6 us, and the 10 us sweep
+     * 447,819/s at 24.1 us against 337,184/s at 29.4 us, once its drainer paced trackers a quarter
+     * of the room apart and the scanner handed its drains off (before that it ran at half direct's rate).
      */
     static Submission defaultMode() {
         String v = System.getProperty(PROPERTY);
         if (v == null || v.isBlank()) {
-            return DIRECT;
+            return COMBINING;
         }
         try {
             return valueOf(v.trim().toUpperCase(java.util.Locale.ROOT));

@@ -29,8 +29,9 @@ import org.junit.jupiter.api.Test;
  * <p>{@link #theReactorsPartsAreInNoCycle}: no reactor part (a class of {@code io.cudaloom.reactor} or a
  * package under it, which the module does not export) is in any cycle. The parts name each other one way only; they reach what sits above them through interfaces they
  * declare ({@code Scanner.Owner}, {@code FallbackRegistration.Owner},
- * {@code SharedCounters.ScannerCounts}, {@code StreamRecord.Stream}, {@code DeviceFaults.Stream},
- * {@code Monitoring.Observed}) and a stream through its port ({@code ReactorStream}),
+ * {@code SharedCounters.ScannerCounts}, {@code ReactorStream.Reactor}, {@code DeviceFaults.Stream},
+ * {@code StreamDrain.Stream}, {@code Monitoring.Observed}) and a stream through the
+ * reactor's own object for it ({@code ReactorStream}, which holds the backend's {@code StreamBackend}),
  * never through the public stream, device, event or the facade.
  *
  * <p>{@link #noReactorPartNamesTheFacade}: the facade builds the parts and hands each what it uses.

@@ -90,6 +90,7 @@ class CombinedSubmissionTest {
         long launches = (long) threads * iterations / streams.size();
         for (SimulatedStream stream : streams) {
             assertEquals(1, stream.maxThreadsInSubmission(), "one thread at a time in the driver for " + stream);
+            assertEquals(0, stream.submissionsByScanner(), "the scanner hands its drains off on " + stream);
             assertEquals(launches, stream.queuedWorkRun(), "every launch ran once on " + stream);
             assertEquals(0, stream.queuedWorkOutOfOrder(), "in position order on " + stream);
             long[] probe = probe(stream);
@@ -190,6 +191,34 @@ class CombinedSubmissionTest {
         assertNothingLeaked(device);
     }
 
+    /**
+     * Pacing: the drainer places a tracker after every quarter of the work limit, so room comes
+     * back a quarter at a time while the driver still has work queued. With only the stalled
+     * pass's tracker (behind everything drained) the driver's queue ran empty before room came
+     * back; on an H100 that halved combining's rate.
+     */
+    @Test
+    void theDrainerPlacesATrackerEveryQuarterOfTheRoomSoRoomComesBackBeforeTheDriverRunsDry() throws Exception {
+        SimulatedDevice device = device(ReactorConfig.builder().admissionLimit(16));
+        SimulatedStream stream = device.newStream();
+        CountDownLatch held = gate(stream); // one work entry, then the drainer's pass fills the room
+        for (int i = 0; i < 200; i++) {
+            stream.launchKernel(Duration.ZERO);
+        }
+        long[] held1 = probe(stream);
+        assertTrue(held1[2] >= 200 - 16, "premise: the room is full and the rest waits in the queue: " + held1[2]);
+        // 16 work entries drained behind the held one: trackers after the 4th, 8th, 12th and 16th
+        // (the stalled pass then finds them in flight). Only the stalled pass's would be 1.
+        assertEquals(4, held1[3], "one tracker per quarter of the room: " + stream);
+        held.countDown();
+        await().atMost(LONG).until(() -> probe(stream)[2] == 0 && stream.workInFlight() == 0);
+        long trackers = probe(stream)[3];
+        assertTrue(trackers >= 200 / 4, "a tracker per quarter of the room as it refills: " + trackers);
+        assertEquals(200, stream.queuedWorkRun() - 1); // and the gate
+        assertEquals(0, stream.queuedWorkOutOfOrder());
+        assertNothingLeaked(device);
+    }
+
     @Test
     void aDriverErrorFaultsTheStreamNamingTheCallAndTheEntriesAfterItAreDiscarded() throws Exception {
         SimulatedDevice device = device(ReactorConfig.builder());
@@ -217,8 +246,8 @@ class CombinedSubmissionTest {
                 }
             }
         };
-        BackendAccess.hooks().append(stream, failing);
-        BackendAccess.hooks().append(stream, after);
+        BackendAccess.hooks().submission(stream).submit(failing);
+        BackendAccess.hooks().submission(stream).submit(after);
         GpuFaultException e = assertThrows(GpuFaultException.class, stream::await);
         assertTrue(String.valueOf(e.getMessage()).contains("cuLaunchKernel(scale_f32) failed: CUDA_ERROR_LAUNCH_FAILED"),
                 e.getMessage());
@@ -281,7 +310,7 @@ class CombinedSubmissionTest {
     }
 
     private static long[] probe(SimulatedStream stream) {
-        long[] p = BackendAccess.hooks().submissionProbe(stream);
+        long[] p = ((GpuStream) stream).owner().probe();
         assertNotNull(p, "a combining stream");
         return p;
     }

@@ -68,7 +68,7 @@ class DeviceFaultsTest {
                     reporters.add(Thread.ofPlatform().start(() -> {
                         ready.countDown();
                         spinUntilOpen(go);
-                        won[me] = stream.faultSink().streamFaulted(errors[me], causes[me]);
+                        won[me] = stream.owner().faults().streamFaulted(errors[me], causes[me]);
                     }));
                 }
                 ready.await();
@@ -79,7 +79,7 @@ class DeviceFaultsTest {
                 DeviceFaults.Fault first = device.faults.first();
                 assertNotNull(first, "the device has a first fault");
                 for (int s = 0; s < streams.length; s++) {
-                    DeviceFaults.Fault recorded = streams[s].faults().fault();
+                    DeviceFaults.Fault recorded = streams[s].owner().faults().fault();
                     assertNotNull(recorded);
                     int winners = 0;
                     for (int i = s; i < n; i += streams.length) {
@@ -90,13 +90,13 @@ class DeviceFaultsTest {
                         }
                     }
                     assertEquals(1, winners, "exactly one report wins on a stream");
-                    assertSame(streams[s].faults(), recorded.on());
-                    if (first.on() == streams[s].faults()) {
+                    assertSame(streams[s].owner().faults(), recorded.on());
+                    if (first.on() == streams[s].owner().faults()) {
                         assertSame(first, recorded, "the device's first fault is its stream's fault");
                     }
                 }
                 assertEquals(first.error() + " on " + first.on().stream, device.fault());
-                assertFalse(streams[0].faultSink().streamFaulted("LATE", null), "a later report is dropped");
+                assertFalse(streams[0].owner().faults().streamFaulted("LATE", null), "a later report is dropped");
                 assertSame(first, device.faults.first(), "and changes nothing");
             } finally {
                 device.close();
@@ -117,13 +117,13 @@ class DeviceFaultsTest {
                     while (device.faults.first() == null) {
                         Thread.onSpinWait();
                     }
-                    if (!stream.faultSink().hasFaulted()) {
+                    if (!stream.owner().faults().hasFaulted()) {
                         sawStreamHealthy.set(true);
                     }
                 });
                 Thread reporter = Thread.ofPlatform().start(() -> {
                     spinUntilOpen(go);
-                    stream.faultSink().streamFaulted("RACED", null);
+                    stream.owner().faults().streamFaulted("RACED", null);
                 });
                 go.countDown();
                 reporter.join();
@@ -164,7 +164,7 @@ class DeviceFaultsTest {
         CompletableFuture<?> future = faulty.event().toCompletableFuture();
         IllegalArgumentException cause = new IllegalArgumentException("the kernel's exception (test)");
 
-        assertTrue(faulty.faultSink().streamFaulted("ILLEGAL_ADDRESS (test)", cause));
+        assertTrue(faulty.owner().faults().streamFaulted("ILLEGAL_ADDRESS (test)", cause));
         String expected = faulty + " of " + device.name() + ": its work can never complete (ILLEGAL_ADDRESS (test))";
 
         assertTrue(waiter.join(LONG), "the parked waiter is woken by the fault probe");
@@ -180,9 +180,9 @@ class DeviceFaultsTest {
         assertEquals(expected, timed.getMessage());
 
         assertEquals("ILLEGAL_ADDRESS (test) on " + faulty, device.fault());
-        assertFalse(healthy.faultSink().hasFaulted(), "the device's first fault is not its other streams'");
-        assertNull(healthy.faults().fault());
-        assertTrue(healthy.faultSink().streamFaulted("ANOTHER (test)", null), "another stream's own first fault");
+        assertFalse(healthy.owner().faults().hasFaulted(), "the device's first fault is not its other streams'");
+        assertNull(healthy.owner().faults().fault());
+        assertTrue(healthy.owner().faults().streamFaulted("ANOTHER (test)", null), "another stream's own first fault");
         assertEquals("ILLEGAL_ADDRESS (test) on " + faulty, device.fault(), "the device's first stays");
         ReactorTestSupport.assertNothingLeaked(device); // the failed slot was quarantined, then recycled (settled)
     }
@@ -211,13 +211,12 @@ class DeviceFaultsTest {
     void aReportOpensTheStreamsAdmissionGateAndAFailureNeedsAFault() {
         InstantDevice device = instant();
         InstantStream stream = device.newStream();
-        assertThrows(IllegalStateException.class, () -> stream.faultSink().failure("work refused"),
+        assertThrows(IllegalStateException.class, () -> stream.owner().faults().failure("work refused"),
                 "no exception for a fault nobody reported");
-        assertTrue(stream.record().admit(stream.port()) >= 0, "healthy: admission takes a permit");
-        stream.record().admissionUnused();
-        stream.faultSink().streamFaulted("GATE (test)", null);
-        assertEquals(-1L, stream.record().admit(stream.port()), "faulted: the gate is open, no permit is taken");
-        GpuFaultException f = assertInstanceOf(GpuFaultException.class, stream.faultSink().failure("work refused, the stream faulted earlier"));
+        assertFalse(stream.owner().gateOpen(), "healthy: the admission gate is closed");
+        stream.owner().faults().streamFaulted("GATE (test)", null);
+        assertTrue(stream.owner().gateOpen(), "faulted: the gate is open, no room is taken any more");
+        GpuFaultException f = assertInstanceOf(GpuFaultException.class, stream.owner().faults().failure("work refused, the stream faulted earlier"));
         assertEquals(stream + " of " + device.name() + ": work refused, the stream faulted earlier (GATE (test))", f.getMessage());
         assertNull(f.getCause());
     }
@@ -229,34 +228,34 @@ class DeviceFaultsTest {
         List<RuntimeException> reported = new ArrayList<>();
 
         InstantStream healthy = device.newStream();
-        assertNull(faults.probe(healthy.port(), reported::add), "a busy stream's registrations stay");
+        assertNull(faults.probe(healthy.owner(), reported::add), "a busy stream's registrations stay");
 
         InstantStream faulted = device.newStream();
         faulted.faulted = true; // the "driver" says so; the query reports it
-        DeviceFaults.Verdict verdict = faults.probe(faulted.port(), reported::add);
+        DeviceFaults.Verdict verdict = faults.probe(faulted.owner(), reported::add);
         assertNotNull(verdict);
         assertEquals(InstantStream.FAULT, verdict.error());
         assertEquals(faulted + " of " + device.name() + ": its work can never complete (" + InstantStream.FAULT + ")",
                 verdict.failure().getMessage());
-        assertTrue(faulted.faultSink().hasFaulted(), "the query's answer was recorded");
+        assertTrue(faulted.owner().faults().hasFaulted(), "the query's answer was recorded");
 
         InstantStream unqueryable = device.newStream();
         IllegalStateException queryFailure = new IllegalStateException("query failed (test)");
         unqueryable.queryFailureEverywhere = queryFailure;
-        DeviceFaults.Verdict failedQuery = faults.probe(unqueryable.port(), reported::add);
+        DeviceFaults.Verdict failedQuery = faults.probe(unqueryable.owner(), reported::add);
         assertNotNull(failedQuery);
         assertSame(queryFailure, failedQuery.failure().getCause());
         assertTrue(failedQuery.failure().getMessage().startsWith(unqueryable + " of " + device.name()
                 + ": its work is taken as failed: the backend could not query it ("), failedQuery.failure().getMessage());
         assertEquals(List.of(queryFailure), reported, "the throwing hook is reported");
-        assertFalse(unqueryable.faultSink().hasFaulted(), "a failed query is not a recorded fault");
-        assertEquals(-1L, unqueryable.record().admit(unqueryable.port()), "but its gate opens");
+        assertFalse(unqueryable.owner().faults().hasFaulted(), "a failed query is not a recorded fault");
+        assertTrue(unqueryable.owner().gateOpen(), "but its gate opens");
         unqueryable.queryFailureEverywhere = null;
 
         faulted.settled = false;
-        assertFalse(faults.mayRecycle(faulted.port(), reported::add), "a write of the stream may still land: keep the slot");
+        assertFalse(faults.mayRecycle(faulted.owner(), reported::add), "a write of the stream may still land: keep the slot");
         faulted.settled = true;
-        assertTrue(faults.mayRecycle(faulted.port(), reported::add), "settled: the slot may be reused");
+        assertTrue(faults.mayRecycle(faulted.owner(), reported::add), "settled: the slot may be reused");
         assertEquals(1, reported.size());
     }
 }

@@ -182,17 +182,17 @@ abstract class EventCoverageSemantics extends SemanticsSuite {
             gauged.launchKernel(Duration.ofMillis(1));
             GpuEvent event = polled.event();
             awaitUntil(mode + "the backend reports both streams idle",
-                    () -> polled.queryState() == StreamState.IDLE && gauged.queryState() == StreamState.IDLE);
-            assertTrue(polled.record().completedThrough() < polled.submissionCount(),
+                    () -> polled.owner().queryState() == StreamState.IDLE && gauged.owner().queryState() == StreamState.IDLE);
+            assertTrue(polled.owner().completedThrough() < polled.submissionCount(),
                     mode + "the premise: no proof of the kernel recorded yet");
-            assertTrue(gauged.record().completedThrough() < gauged.submissionCount(),
+            assertTrue(gauged.owner().completedThrough() < gauged.submissionCount(),
                     mode + "the premise: no proof of the other kernel recorded yet");
 
             assertTrue(event.isDone(), mode + "the kernel finished: its event is done, though nobody awaited it");
             assertTrue(polled.event().isDone(), mode + "a new event of the idle stream is done");
             assertEquals(0, polled.workInFlight(), mode + "the stream's work in flight fell with it");
             assertEquals(0.0, gauge.value(), mode + "the gauge reads 0 on idle streams whose work nobody awaited");
-            assertEquals(gauged.submissionCount(), gauged.record().completedThrough(),
+            assertEquals(gauged.submissionCount(), gauged.owner().completedThrough(),
                     mode + "the gauge's read recorded the other stream's proof");
             assertEquals(0, gauged.workInFlight(), mode);
             ReactorStats s = device.reactor().stats();

@@ -193,7 +193,7 @@ final class InstantDevice extends GpuDevice {
                 return StreamState.BUSY;
             }
             if (reportsFaults) {
-                faultSink().streamFaulted(FAULT, null);
+                owner().faults().streamFaulted(FAULT, null);
             }
             return StreamState.FAULTED;
         }
@@ -255,11 +255,15 @@ final class InstantDevice extends GpuDevice {
          */
         Gate hold() {
             Gate gate = new Gate();
-            admit();
-            synchronized (this) {
-                held.add(gate);
-            }
-            noteSubmission();
+            submission().submit(new io.cudaloom.spi.StreamOp(true) {
+                @Override
+                public @Nullable String submit(long position) {
+                    synchronized (InstantStream.this) {
+                        held.add(gate);
+                    }
+                    return null;
+                }
+            });
             return gate;
         }
 

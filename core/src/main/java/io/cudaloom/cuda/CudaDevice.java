@@ -161,7 +161,7 @@ public final class CudaDevice extends GpuDevice {
         }
         CudaDevice d = new CudaDevice(ordinal);
         try {
-            API.startReactor(d, config, d.new Backend(), s -> new CudaStream.Backend((CudaStream) s));
+            API.startReactor(d, config, d.new Backend(), s -> ((CudaStream) s).new Backend());
         } catch (RuntimeException e) {
             d.closed = true;
             d.startRelease(); // no stream yet: released here

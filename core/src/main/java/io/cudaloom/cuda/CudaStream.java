@@ -7,8 +7,10 @@ import io.cudaloom.GpuFaultException;
 import io.cudaloom.GpuKernel;
 import io.cudaloom.HostMemory;
 import io.cudaloom.GpuStream;
+import io.cudaloom.spi.FaultSink;
 import io.cudaloom.spi.FlagMemory;
 import io.cudaloom.spi.StreamBackend;
+import io.cudaloom.spi.StreamSubmission;
 import io.cudaloom.spi.StreamState;
 import io.cudaloom.internal.WorkChecks;
 import io.cudaloom.protocol.LifetimeGuard;
@@ -38,10 +40,15 @@ public final class CudaStream extends GpuStream {
     private final CudaDevice device;
     /** The driver's stream; every call on it is admitted by its guard ({@link StreamHandle}). */
     private final StreamHandle stream;
+    /** The reactor's object for this stream: every work call is handed to it ({@link StreamSubmission#submit}). */
+    private final StreamSubmission submission;
+    /** Set once by {@link Backend#shutdown()}: no flag write or host function is taken after it. */
+    private volatile boolean shutDown;
 
     CudaStream(CudaDevice device) {
         super(device);
         this.device = device;
+        this.submission = CudaDevice.API.submission(this);
         StreamHandle handle;
         try {
             handle = new StreamHandle(this, device); // cuStreamCreate, under the device's guard (newStream)
@@ -69,7 +76,7 @@ public final class CudaStream extends GpuStream {
      * and count raw work with {@link #noteExternalSubmission()}.
      */
     public CUstream handle() {
-        CudaDevice.API.flush(this);
+        submission.flush();
         return stream.raw();
     }
 
@@ -108,41 +115,27 @@ public final class CudaStream extends GpuStream {
             throw new IllegalArgumentException("kernel " + kernel.name() + " was loaded on "
                     + kernel.module().device().name() + ", not on " + device.name());
         }
-        if (CudaDevice.API.combining(this)) {
-            appendLaunch(kernel, gridX, gridY, gridZ, blockX, blockY, blockZ, sharedBytes, args);
-            return;
-        }
         int entered = enterBuffers(args);
+        boolean handedOver = false;
+        boolean inModule = false;
         try {
+            checkUsable();
             Pointer params = KernelArgs.pack(kernel.name(), args);
-            kernel.module().enterLaunch(kernel.name()); // the module stays loaded until the call returned
-            boolean admitted;
-            int r;
-            try {
-                admitted = admitWork();
-                try {
-                    r = cuLaunchKernel(kernel.function(), gridX, gridY, gridZ, blockX, blockY, blockZ, sharedBytes,
-                            stream.raw(), params, null);
-                } finally {
-                    stream.exit();
-                }
-            } finally {
-                kernel.module().exitLaunch();
-            }
-            if (r != CUresult.CUDA_SUCCESS) {
-                CudaDevice.API.submissionFailed(this, admitted);
-                check(r, "cuLaunchKernel(" + kernel.name() + ")"); // the message is built on failure only
-            }
-            CudaDevice.API.noteSubmission(this);
-            if (entered > 0) {
-                for (Object a : args) {
-                    if (a instanceof DeviceBuffer b) {
-                        b.lifetime.usedOn(this);
-                    }
-                }
+            kernel.module().enterLaunch(kernel.name()); // exited by the entry once made or discarded (finish)
+            inModule = true;
+            LaunchOp op = new LaunchOp(kernel, gridX, gridY, gridZ, blockX, blockY, blockZ, sharedBytes, params, args,
+                    entered);
+            handedOver = true; // the entry exits the lifetimes now, whatever happens
+            if (!submission.submit(op)) {
+                throw refusal(); // raced the close and came after it (combining)
             }
         } finally {
-            exitBuffers(args, entered);
+            if (!handedOver) {
+                exitBuffers(args, entered);
+                if (inModule) {
+                    kernel.module().exitLaunch();
+                }
+            }
         }
     }
 
@@ -195,28 +188,7 @@ public final class CudaStream extends GpuStream {
         WorkChecks.copy(device, src, srcOffset, dst, dstOffset, bytes);
         PinnedBuffer host = (PinnedBuffer) src; // the checks above: allocated by this CUDA device
         DeviceBuffer memory = (DeviceBuffer) dst;
-        if (CudaDevice.API.combining(this)) {
-            appendCopy(host, memory, true, srcOffset, dstOffset, bytes);
-            return;
-        }
-        enterBoth(host, memory);
-        try {
-            CUdeviceptr to = memory.rawPointer().withByteOffset(dstOffset);
-            Pointer from = host.rawPointer().withByteOffset(srcOffset);
-            boolean admitted = admitWork();
-            int r;
-            try {
-                r = cuMemcpyHtoDAsync(to, from, bytes, stream.raw());
-            } finally {
-                stream.exit();
-            }
-            submitted(admitted, r, "cuMemcpyHtoDAsync");
-            host.lifetime.usedOn(this);
-            memory.lifetime.usedOn(this);
-        } finally {
-            memory.lifetime.exit();
-            host.lifetime.exit();
-        }
+        submitCopy(host, memory, true, srcOffset, dstOffset, bytes);
     }
 
     /**
@@ -239,28 +211,7 @@ public final class CudaStream extends GpuStream {
         WorkChecks.copy(device, dst, dstOffset, src, srcOffset, bytes);
         DeviceBuffer memory = (DeviceBuffer) src;
         PinnedBuffer host = (PinnedBuffer) dst;
-        if (CudaDevice.API.combining(this)) {
-            appendCopy(host, memory, false, dstOffset, srcOffset, bytes);
-            return;
-        }
-        enterBoth(host, memory);
-        try {
-            Pointer to = host.rawPointer().withByteOffset(dstOffset);
-            CUdeviceptr from = memory.rawPointer().withByteOffset(srcOffset);
-            boolean admitted = admitWork();
-            int r;
-            try {
-                r = cuMemcpyDtoHAsync(to, from, bytes, stream.raw());
-            } finally {
-                stream.exit();
-            }
-            submitted(admitted, r, "cuMemcpyDtoHAsync");
-            host.lifetime.usedOn(this);
-            memory.lifetime.usedOn(this);
-        } finally {
-            memory.lifetime.exit();
-            host.lifetime.exit();
-        }
+        submitCopy(host, memory, false, dstOffset, srcOffset, bytes);
     }
 
     /** Async fill of {@code count} 32-bit words of {@code dst} with {@code value}. */
@@ -271,50 +222,19 @@ public final class CudaStream extends GpuStream {
         if (!memory.lifetime.enter()) {
             throw memory.closedError();
         }
-        if (CudaDevice.API.combining(this)) {
-            boolean appended = false;
-            try {
-                checkUsable();
-                boolean taken = CudaDevice.API.append(this, new MemsetOp(memory, value, count));
-                appended = true; // the entry exits the lifetime now, taken or not
-                if (!taken) {
-                    throw refusal(); // raced the close and came after it
-                }
-            } finally {
-                if (!appended) {
-                    memory.lifetime.exit();
-                }
-            }
-            return;
-        }
+        boolean handedOver = false;
         try {
-            CUdeviceptr to = memory.rawPointer();
-            boolean admitted = admitWork();
-            int r;
-            try {
-                r = cuMemsetD32Async(to, value, count, stream.raw());
-            } finally {
-                stream.exit();
+            checkUsable();
+            MemsetOp op = new MemsetOp(memory, value, count);
+            handedOver = true; // the entry exits the lifetime now, whatever happens
+            if (!submission.submit(op)) {
+                throw refusal(); // raced the close and came after it (combining)
             }
-            submitted(admitted, r, "cuMemsetD32Async");
-            memory.lifetime.usedOn(this);
         } finally {
-            memory.lifetime.exit();
+            if (!handedOver) {
+                memory.lifetime.exit();
+            }
         }
-    }
-
-    /**
-     * The backend's half of {@link #close()}, once, after the stream was marked closed: nothing to
-     * do here, since every call checks {@link #isClosed()} once admitted, so the stream takes no
-     * more work, flag writes or host functions. The destroy follows the drain ({@link #drained()}).
-     */
-    private void shutdown() {
-        // see above
-    }
-
-    /** The close's drain completed without failure: destroy the stream once it is idle. */
-    private void drained() {
-        stream.destroyOnceIdle();
     }
 
     /** The device's release: destroy the stream now (see {@link StreamHandle#closeForRelease()}). */
@@ -325,104 +245,6 @@ public final class CudaStream extends GpuStream {
     @Override
     public String toString() {
         return "cuda-stream@" + Integer.toHexString(System.identityHashCode(this));
-    }
-
-    // ---- backend side -------------------------------------------------------------------------
-
-    private StreamState queryState() {
-        if (CudaDevice.API.faultSink(this).hasFaulted()) {
-            return StreamState.FAULTED;
-        }
-        LifetimeGuard admitted = stream.enterQuery();
-        if (admitted == null) {
-            return stateAfterDestroy();
-        }
-        int r;
-        try {
-            cuCtxSetCurrent(device.contextHandle());
-            r = cuStreamQuery(stream.raw());
-        } finally {
-            admitted.exit();
-        }
-        if (r == CUresult.CUDA_SUCCESS) {
-            return StreamState.IDLE;
-        }
-        if (r == CUresult.CUDA_ERROR_NOT_READY) {
-            return StreamState.BUSY;
-        }
-        noteFault(r);
-        return StreamState.FAULTED;
-    }
-
-    /**
-     * The state of a stream whose handle is destroyed or about to be: idle if it was when destroyed;
-     * else (its destroy still waits for work that raced the close, or it was destroyed busy by the
-     * device's release) busy, or faulted once the device is.
-     */
-    private StreamState stateAfterDestroy() {
-        if (CudaDevice.API.faultSink(this).hasFaulted()) {
-            return StreamState.FAULTED;
-        }
-        if (stream.isDestroyed() && stream.wasIdleAtDestroy()) {
-            return StreamState.IDLE;
-        }
-        String deviceFault = device.fault();
-        if (deviceFault == null) {
-            return StreamState.BUSY;
-        }
-        // Its work died with the context: reported as this stream's fault (FaultSink: before FAULTED).
-        CudaDevice.API.faultSink(this).streamFaulted("the context faulted: " + deviceFault, null);
-        return StreamState.FAULTED;
-    }
-
-    private boolean enqueueFlagWrite(FlagMemory memory, int slot) {
-        CUdeviceptr target = device.flagPointer(memory, slot);
-        if (target == null || !stream.enter()) {
-            return false;
-        }
-        int r;
-        try {
-            // Combining: the closed check was made at the append (entries appended before a close are submitted after it).
-            if ((isClosed() && !CudaDevice.API.combining(this)) || CudaDevice.API.faultSink(this).hasFaulted()) {
-                return false;
-            }
-            cuCtxSetCurrent(device.contextHandle());
-            // Flags 0 (default): the write is preceded by a memory fence, so everything the stream's
-            // earlier work wrote is visible once the host observes the flag.
-            r = cuStreamWriteValue32(stream.raw(), target, 1, 0);
-        } finally {
-            stream.exit();
-        }
-        if (r != CUresult.CUDA_SUCCESS) {
-            if (Cuda.isStickyFault(r)) {
-                noteFault(r);
-            }
-            return false; // refused: the reactor falls back to a host function
-        }
-        return true;
-    }
-
-    private boolean enqueueHostCallback(Runnable callback) {
-        if (!stream.enter()) {
-            return false;
-        }
-        int r;
-        try {
-            if ((isClosed() && !CudaDevice.API.combining(this)) || CudaDevice.API.faultSink(this).hasFaulted()) {
-                return false;
-            }
-            cuCtxSetCurrent(device.contextHandle());
-            r = cuLaunchHostFunc(stream.raw(), StreamHandle.hostFunction(callback), null);
-        } finally {
-            stream.exit();
-        }
-        if (r != CUresult.CUDA_SUCCESS) {
-            if (Cuda.isStickyFault(r)) {
-                noteFault(r);
-            }
-            return false;
-        }
-        return true;
     }
 
     /**
@@ -446,7 +268,7 @@ public final class CudaStream extends GpuStream {
     @org.jetbrains.annotations.Blocking
     public void synchronize() {
         long counted = submissionCount(); // before the call: all of it is done once it returns
-        CudaDevice.API.flush(this); // combining: everything counted above is in the driver's queue first
+        submission.flush(); // combining: everything counted above is in the driver's queue first
         enter();
         int r;
         try {
@@ -455,77 +277,23 @@ public final class CudaStream extends GpuStream {
             stream.exit();
         }
         check(r, "cuStreamSynchronize");
-        CudaDevice.API.noteCompletedThrough(this, counted); // a proof: returns the admission room of that work
+        submission.completedThrough(counted); // a proof: returns the admission room of that work
     }
 
-    private boolean flagWritesSettled() {
-        if (device.isContextGone()) {
-            return true; // nothing of the context can run any more
-        }
-        if (CudaDevice.API.faultSink(this).hasFaulted()) {
-            return false; // dead context still allocated: wait for CudaDevice.close() to reset it
-        }
-        LifetimeGuard admitted = stream.enterQuery();
-        if (admitted == null) {
-            return stream.isDestroyed() && stream.wasIdleAtDestroy(); // else the destroy still waits for work
-        }
-        int r;
-        try {
-            cuCtxSetCurrent(device.contextHandle());
-            r = cuStreamQuery(stream.raw());
-        } finally {
-            admitted.exit();
-        }
-        if (r == CUresult.CUDA_SUCCESS) {
-            return true;
-        }
-        noteDriverResult(r);
-        return false;
-    }
-
-    // ---- submission by combining ----------------------------------------------------------------
-
-    /** Combining: the launch's checks done; enters the buffers' lifetimes, packs the arguments, appends. */
-    private void appendLaunch(CudaKernel kernel, int gridX, int gridY, int gridZ, int blockX, int blockY,
-            int blockZ, int sharedBytes, Object[] args) {
-        int entered = enterBuffers(args);
-        boolean appended = false;
-        boolean inModule = false;
-        try {
-            checkUsable();
-            Pointer params = KernelArgs.pack(kernel.name(), args);
-            kernel.module().enterLaunch(kernel.name()); // exited by the entry once drained or discarded (finish)
-            inModule = true;
-            boolean taken = CudaDevice.API.append(this, new LaunchOp(kernel, gridX, gridY, gridZ, blockX, blockY, blockZ,
-                    sharedBytes, params, args, entered));
-            appended = true; // the entry exits the lifetimes now, taken or not
-            if (!taken) {
-                throw refusal(); // raced the close and came after it
-            }
-        } finally {
-            if (!appended) {
-                exitBuffers(args, entered);
-                if (inModule) {
-                    kernel.module().exitLaunch();
-                }
-            }
-        }
-    }
-
-    /** Combining: a copy's checks done; enters both lifetimes, appends. */
-    private void appendCopy(PinnedBuffer host, DeviceBuffer memory, boolean toDevice, long hostOffset, long deviceOffset,
+    /** A copy's checks done: enters both lifetimes, makes the entry, hands it over ({@link StreamSubmission#submit}). */
+    private void submitCopy(PinnedBuffer host, DeviceBuffer memory, boolean toDevice, long hostOffset, long deviceOffset,
             long bytes) {
         enterBoth(host, memory);
-        boolean appended = false;
+        boolean handedOver = false;
         try {
             checkUsable();
-            boolean taken = CudaDevice.API.append(this, new CopyOp(host, memory, toDevice, hostOffset, deviceOffset, bytes));
-            appended = true; // the entry exits the lifetimes now, taken or not
-            if (!taken) {
-                throw refusal(); // raced the close and came after it
+            CopyOp op = new CopyOp(host, memory, toDevice, hostOffset, deviceOffset, bytes);
+            handedOver = true; // the entry exits the lifetimes now, whatever happens
+            if (!submission.submit(op)) {
+                throw refusal(); // raced the close and came after it (combining)
             }
         } finally {
-            if (!appended) {
+            if (!handedOver) {
                 memory.lifetime.exit();
                 host.lifetime.exit();
             }
@@ -534,7 +302,7 @@ public final class CudaStream extends GpuStream {
 
     /** A work call is refused at the call (nothing appended) once the device or stream is closed or the stream faulted. */
     private void checkUsable() {
-        if (device.isClosed() || isClosed() || CudaDevice.API.faultSink(this).hasFaulted()) {
+        if (device.isClosed() || isClosed() || faults().hasFaulted()) {
             throw refusal();
         }
     }
@@ -555,7 +323,7 @@ public final class CudaStream extends GpuStream {
         }
 
         /** The driver call itself (the context is current, the guard held). */
-        abstract int call();
+        abstract int driverCall();
 
         /** The call's name for a fault's message. */
         abstract String name();
@@ -569,7 +337,7 @@ public final class CudaStream extends GpuStream {
             try {
                 r = cuCtxSetCurrent(device.contextHandle());
                 if (r == CUresult.CUDA_SUCCESS) {
-                    r = call();
+                    r = driverCall();
                 }
             } finally {
                 stream.exit();
@@ -579,6 +347,27 @@ public final class CudaStream extends GpuStream {
             }
             made = true;
             return null;
+        }
+
+        /**
+         * Direct submission: the driver call on the caller's thread, admitted as every work call
+         * ({@link #enter()}: the guard, the device and the stream still open and unfaulted, the context
+         * current); a driver error is thrown to the caller ({@link #check}: a sticky one is the
+         * stream's fault, anything else a {@code CudaDriverException}, the stream unharmed).
+         */
+        @Override
+        public void call() {
+            enter();
+            int r;
+            try {
+                r = driverCall();
+            } finally {
+                stream.exit();
+            }
+            if (r != CUresult.CUDA_SUCCESS) {
+                check(r, name()); // the message is built on failure only
+            }
+            made = true;
         }
 
         /** Whether the driver took the entry (so its memory was used on the stream). */
@@ -616,7 +405,7 @@ public final class CudaStream extends GpuStream {
         }
 
         @Override
-        int call() {
+        int driverCall() {
             return cuLaunchKernel(kernel.function(), gridX, gridY, gridZ, blockX, blockY, blockZ, sharedBytes,
                     stream.raw(), params, null);
         }
@@ -658,7 +447,7 @@ public final class CudaStream extends GpuStream {
         }
 
         @Override
-        int call() {
+        int driverCall() {
             CUdeviceptr d = memory.rawPointer().withByteOffset(deviceOffset);
             Pointer h = host.rawPointer().withByteOffset(hostOffset);
             return toDevice ? cuMemcpyHtoDAsync(d, h, bytes, stream.raw()) : cuMemcpyDtoHAsync(h, d, bytes, stream.raw());
@@ -692,7 +481,7 @@ public final class CudaStream extends GpuStream {
         }
 
         @Override
-        int call() {
+        int driverCall() {
             return cuMemsetD32Async(memory.rawPointer(), value, count, stream.raw());
         }
 
@@ -713,27 +502,6 @@ public final class CudaStream extends GpuStream {
     // ---- helpers ------------------------------------------------------------------------------
 
     /**
-     * Before a work call: room in the stream's admission bound (which may park the caller, outside
-     * the guard, so a parked caller never holds up a destroy), then {@link #enter()}. Returns what
-     * {@code admit} returned, for {@link #submitted} (which hands it to
-     * {@code submissionFailed} if the call fails). A close or fault lets parked callers through,
-     * and enter() then refuses them as it refuses a call made after it.
-     */
-    private boolean admitWork() {
-        if (device.isClosed() || isClosed() || CudaDevice.API.faultSink(this).hasFaulted()) {
-            throw refusal(); // no room taken for a call that cannot run
-        }
-        boolean admitted = CudaDevice.API.admit(this);
-        try {
-            enter();
-        } catch (RuntimeException e) {
-            CudaDevice.API.submissionFailed(this, admitted);
-            throw e;
-        }
-        return admitted;
-    }
-
-    /**
      * Admits a work call: the guard lets it in, then the device and the stream are open and have not
      * faulted, and the context is current. The caller then makes its driver call and calls
      * {@code stream.exit()} in a {@code finally}. A call the guard refuses lost the race to a close
@@ -744,7 +512,7 @@ public final class CudaStream extends GpuStream {
         if (!stream.enter()) {
             throw refusal();
         }
-        RuntimeException refused = device.isClosed() || isClosed() || CudaDevice.API.faultSink(this).hasFaulted() ? refusal() : null;
+        RuntimeException refused = device.isClosed() || isClosed() || faults().hasFaulted() ? refusal() : null;
         int r = refused == null ? cuCtxSetCurrent(device.contextHandle()) : CUresult.CUDA_SUCCESS;
         if (refused != null || r != CUresult.CUDA_SUCCESS) {
             stream.exit();
@@ -760,19 +528,15 @@ public final class CudaStream extends GpuStream {
         if (device.isClosed()) {
             return new io.cudaloom.ReactorClosedException(device.name() + " is closed: no more work on " + this);
         }
-        if (isClosed() || !CudaDevice.API.faultSink(this).hasFaulted()) {
+        if (isClosed() || !faults().hasFaulted()) {
             return new IllegalStateException("stream " + this + " is closed");
         }
-        return CudaDevice.API.faultSink(this).failure("work refused, the stream faulted earlier");
+        return faults().failure("work refused, the stream faulted earlier");
     }
 
-    /** Checks a submission's result, then counts it (after the driver call: see GpuStream.submissionCount). */
-    private void submitted(boolean admitted, int result, String call) {
-        if (result != CUresult.CUDA_SUCCESS) {
-            CudaDevice.API.submissionFailed(this, admitted);
-            check(result, call);
-        }
-        CudaDevice.API.noteSubmission(this);
+    /** Where this stream's faults are kept (the device's fault owner, through the reactor's object for the stream). */
+    private FaultSink faults() {
+        return submission.faults();
     }
 
     private void check(int result, String call) {
@@ -781,7 +545,7 @@ public final class CudaStream extends GpuStream {
         }
         if (Cuda.isStickyFault(result)) {
             noteFault(result);
-            throw CudaDevice.API.faultSink(this).failure(call + " failed with " + Cuda.STICKY); // names the stream's (first) fault
+            throw faults().failure(call + " failed with " + Cuda.STICKY); // names the stream's (first) fault
         }
         Cuda.check(result, call + " on " + this); // a CudaDriverException
     }
@@ -795,40 +559,158 @@ public final class CudaStream extends GpuStream {
 
     /** Reports a sticky error to the device's fault owner: the stream's fault, and the device's first if none came before. */
     private void noteFault(int result) {
-        CudaDevice.API.faultSink(this).streamFaulted(Cuda.errorName(result), null);
+        faults().streamFaulted(Cuda.errorName(result), null);
     }
 
-    /** The reactor's side of this stream (the SPI), delegating to the private methods above. */
-    /** The stream's side for the reactor; made by the device's stream factory (BackendAccess.Hooks#startReactor). */
-    record Backend(CudaStream stream) implements StreamBackend {
+    /**
+     * The stream's side for the reactor (the SPI), made by the device's stream factory
+     * (BackendAccess.Hooks#startReactor) and held by the reactor's object for the stream, which calls
+     * it directly: the driver calls on the stream's handle that the reactor makes (its queries, flag
+     * writes and host functions) and the stream's end.
+     */
+    final class Backend implements StreamBackend {
+
         @Override
         public StreamState queryState() {
-            return stream.queryState();
+            if (faults().hasFaulted()) {
+                return StreamState.FAULTED;
+            }
+            LifetimeGuard admitted = stream.enterQuery();
+            if (admitted == null) {
+                return stateAfterDestroy();
+            }
+            int r;
+            try {
+                cuCtxSetCurrent(device.contextHandle());
+                r = cuStreamQuery(stream.raw());
+            } finally {
+                admitted.exit();
+            }
+            if (r == CUresult.CUDA_SUCCESS) {
+                return StreamState.IDLE;
+            }
+            if (r == CUresult.CUDA_ERROR_NOT_READY) {
+                return StreamState.BUSY;
+            }
+            noteFault(r);
+            return StreamState.FAULTED;
+        }
+
+        /**
+         * The state of a stream whose handle is destroyed or about to be: idle if it was when destroyed;
+         * else (its destroy still waits for work that raced the close, or it was destroyed busy by the
+         * device's release) busy, or faulted once the device is.
+         */
+        private StreamState stateAfterDestroy() {
+            if (faults().hasFaulted()) {
+                return StreamState.FAULTED;
+            }
+            if (stream.isDestroyed() && stream.wasIdleAtDestroy()) {
+                return StreamState.IDLE;
+            }
+            String deviceFault = device.fault();
+            if (deviceFault == null) {
+                return StreamState.BUSY;
+            }
+            // Its work died with the context: reported as this stream's fault (FaultSink: before FAULTED).
+            faults().streamFaulted("the context faulted: " + deviceFault, null);
+            return StreamState.FAULTED;
         }
 
         @Override
         public boolean enqueueFlagWrite(FlagMemory memory, int slot) {
-            return stream.enqueueFlagWrite(memory, slot);
+            CUdeviceptr target = device.flagPointer(memory, slot);
+            if (target == null || !stream.enter()) {
+                return false;
+            }
+            int r;
+            try {
+                // Refused once shut down, not once closed: with combining the entries appended before the
+                // close are submitted after it (the closed check was made at the append).
+                if (shutDown || faults().hasFaulted()) {
+                    return false;
+                }
+                cuCtxSetCurrent(device.contextHandle());
+                // Flags 0 (default): the write is preceded by a memory fence, so everything the stream's
+                // earlier work wrote is visible once the host observes the flag.
+                r = cuStreamWriteValue32(stream.raw(), target, 1, 0);
+            } finally {
+                stream.exit();
+            }
+            if (r != CUresult.CUDA_SUCCESS) {
+                if (Cuda.isStickyFault(r)) {
+                    noteFault(r);
+                }
+                return false; // refused: the reactor falls back to a host function
+            }
+            return true;
         }
 
         @Override
         public boolean enqueueHostCallback(Runnable callback) {
-            return stream.enqueueHostCallback(callback);
+            if (!stream.enter()) {
+                return false;
+            }
+            int r;
+            try {
+                if (shutDown || faults().hasFaulted()) {
+                    return false;
+                }
+                cuCtxSetCurrent(device.contextHandle());
+                r = cuLaunchHostFunc(stream.raw(), StreamHandle.hostFunction(callback), null);
+            } finally {
+                stream.exit();
+            }
+            if (r != CUresult.CUDA_SUCCESS) {
+                if (Cuda.isStickyFault(r)) {
+                    noteFault(r);
+                }
+                return false;
+            }
+            return true;
         }
 
         @Override
         public boolean flagWritesSettled() {
-            return stream.flagWritesSettled();
+            if (device.isContextGone()) {
+                return true; // nothing of the context can run any more
+            }
+            if (faults().hasFaulted()) {
+                return false; // dead context still allocated: wait for CudaDevice.close() to reset it
+            }
+            LifetimeGuard admitted = stream.enterQuery();
+            if (admitted == null) {
+                return stream.isDestroyed() && stream.wasIdleAtDestroy(); // else the destroy still waits for work
+            }
+            int r;
+            try {
+                cuCtxSetCurrent(device.contextHandle());
+                r = cuStreamQuery(stream.raw());
+            } finally {
+                admitted.exit();
+            }
+            if (r == CUresult.CUDA_SUCCESS) {
+                return true;
+            }
+            noteDriverResult(r);
+            return false;
         }
 
+        /**
+         * The backend's half of {@link #close()}, once, after the stream was marked closed and behind
+         * everything submitted before the close: no flag write or host function is taken after it
+         * (work calls check {@link #isClosed()} once admitted). The destroy follows the drain
+         * ({@link #drained()}).
+         */
         @Override
         public void shutdown() {
-            stream.shutdown();
+            shutDown = true;
         }
 
+        /** The close's drain completed without failure: destroy the stream once it is idle. */
         @Override
         public void drained() {
-            stream.drained();
+            stream.destroyOnceIdle();
         }
     }
 }

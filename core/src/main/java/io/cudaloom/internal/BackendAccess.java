@@ -7,8 +7,8 @@ import io.cudaloom.LiveResources;
 import io.cudaloom.ReactorConfig;
 import io.cudaloom.spi.DeviceBackend;
 import io.cudaloom.spi.DeviceProbes;
-import io.cudaloom.spi.FaultSink;
 import io.cudaloom.spi.StreamBackend;
+import io.cudaloom.spi.StreamSubmission;
 import java.util.List;
 import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
@@ -136,65 +136,21 @@ public final class BackendAccess {
         void notCreated(GpuStream stream);
 
         /**
-         * Before every call that enqueues work on the stream (launch, copy, memset): takes room for
-         * one entry in the stream's admission bound ({@link ReactorConfig#admissionLimit()}),
-         * parking the calling thread (FIFO, keeping its interrupt status) while the stream is full,
-         * so no thread ever waits for room inside the driver. Returns whether room was taken: if
-         * the enqueue then fails, hand that to {@link #submissionFailed}. After a successful
-         * enqueue call {@link #noteSubmission}. A thread the stream's completions depend on (the
-         * reactor's scanner, a host callback, the stream's own worker) never parks here. After it
-         * returns the backend must check again that the stream is open and unfaulted: a close or
-         * fault lets parked callers through.
+         * The reactor's own object for {@code stream}, to which the backend's stream hands every work
+         * call ({@link StreamSubmission#submit}: a launch, copy or memset made into one
+         * {@link io.cudaloom.spi.StreamOp}), reports its faults ({@link StreamSubmission#faults()},
+         * the device's fault owner: the first report wins, so the backend keeps no copy) and a
+         * synchronize's proof. One per stream, for its whole life: a backend asks once, after
+         * {@link GpuStream}'s constructor, and keeps it. Its mode (direct, or by combining) was chosen
+         * from the device's configuration when the stream was made; the backend's code is the same for
+         * both: with combining its flag write and host callback are submitted after the close for the
+         * entries appended before it, so the backend refuses them only once {@link StreamBackend#shutdown()}
+         * has run.
          */
-        boolean admit(GpuStream stream);
+        StreamSubmission submission(GpuStream stream);
 
-        /** The enqueue after {@link #admit} failed; {@code admitted} is what admit returned. */
-        void submissionFailed(GpuStream stream, boolean admitted);
-
-        /** After each submission's driver call (or enqueue) has returned. */
-        void noteSubmission(GpuStream stream);
-
-        /**
-         * The first {@code count} counted submissions are known complete (e.g. a blocking
-         * synchronize returned after {@code submissionCount()} read {@code count}): a proof, which
-         * returns their admission room.
-         */
-        void noteCompletedThrough(GpuStream stream, long count);
-
-        /**
-         * Whether {@code stream} submits by combining ({@code Submission.COMBINING}): then a work call,
-         * after its checks and with its memory lifetimes entered, makes a {@link io.cudaloom.spi.StreamOp} and
-         * {@link #append}s it instead of calling the driver ({@link #admit} and
-         * {@link #noteSubmission} are not used), and the backend's flag write and host callback skip
-         * their closed check (the stream checked it at the append; the drainer submits the entries
-         * appended before a close after it).
-         */
-        boolean combining(GpuStream stream);
-
-        /** What a wait for the work appended to {@code stream} so far requires (its count, or the position after its last work entry when combining). */
+        /** What a wait for the work submitted to {@code stream} so far requires (its count, or the position after its last work entry when combining). */
         long required(GpuStream stream);
-
-        /**
-         * Appends {@code op} to the stream's submission queue and returns (combining only); never parks
-         * for room. False: the call raced the stream's close and came after it; the entry is discarded
-         * by the drainer (its {@code finish(false)} exits its lifetimes: the caller must not), and the
-         * caller throws the closed stream's exception.
-         */
-        boolean append(GpuStream stream, io.cudaloom.spi.StreamOp op);
-
-        /** Waits until everything appended to the stream before the call is submitted (combining; no-op otherwise). */
-        void flush(GpuStream stream);
-
-        /** For tests: {appended, submitted, queued, trackers} of a combining stream, null for a direct one. */
-        long @org.jspecify.annotations.Nullable [] submissionProbe(GpuStream stream);
-
-        /**
-         * Where to report that {@code stream} faulted, and ask whether it has: the device's fault
-         * owner keeps the fault (the first report wins), so the backend keeps no copy. Report a
-         * fault before {@link StreamBackend#queryState()} answers {@code FAULTED}; throw
-         * {@link FaultSink#failure}{@code ("work refused, ...")} for a call refused after it.
-         */
-        FaultSink faultSink(GpuStream stream);
 
         // ---- memory -----------------------------------------------------------------------------
 

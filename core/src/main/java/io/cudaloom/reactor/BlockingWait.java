@@ -244,7 +244,7 @@ public final class BlockingWait {
                 ticket = registrar.syntheticTicket();
                 registration = drain.enlist(waiter, ticket); // delivered at once if the drain settled meanwhile
             } else {
-                long decided = spinPolicy.decide(stream.record().recentWaitNanos(), inside, table.armedCount());
+                long decided = spinPolicy.decide(stream.recentWaitNanos(), inside, table.armedCount());
                 CoalescedWait shared = coalesced;
                 if (shared == null) {
                     ticket = registrar.tryArm(stream, waiter);
@@ -260,10 +260,9 @@ public final class BlockingWait {
                 } else {
                     // The path: coalesced exactly when this await shares a write it did not arm
                     // itself (Counter#COALESCED); a group of its own waits as on its own slot.
-                    StreamRecord record = stream.record();
                     WaitGroup.Member member = new WaitGroup.Member(waiter, registrar.syntheticTicket());
                     for (;;) {
-                        WaitGroup last = record.lastGroup;
+                        WaitGroup last = stream.lastGroup;
                         if (last != null && last.covers(required)) {
                             if (last.join(member)) {
                                 counters.increment(Counter.COALESCED);
@@ -286,12 +285,12 @@ public final class BlockingWait {
                                 return COMPLETED;
                             }
                         }
-                        WaitGroup open = record.commit.open();
+                        WaitGroup open = stream.commit.open();
                         if (open != null && open.isOpen()) { // CoalescedWait ordering 1: required was read before this
                             if (open.join(member)) {
                                 counters.increment(Counter.COALESCED);
                                 waiter.path = SlowAwaitEvent.COALESCED;
-                                shared.armOpenIfRoom(stream, record);
+                                shared.armOpenIfRoom(stream);
                                 break;
                             }
                             if (open.deliveredFailure() == null) { // armed and delivered since: it covered us
@@ -304,9 +303,9 @@ public final class BlockingWait {
                             }
                             continue;
                         }
-                        if (record.commit.tryReserve()) {
+                        if (stream.commit.tryReserve()) {
                             // A group of its own, as a lone waiter's own slot: parked (the default), inline or fallback.
-                            CoalescedWait.Delivery own = shared.armFresh(stream, record, member);
+                            CoalescedWait.Delivery own = shared.armFresh(stream, member);
                             if (!Registrar.armed(own.ticket) && own.ticket != CoalescedWait.ARM_FAILED) {
                                 waiter.path = SlowAwaitEvent.FALLBACK;
                             } else if (Registrar.armed(own.ticket)) {
@@ -318,10 +317,10 @@ public final class BlockingWait {
                         }
                         WaitGroup gathering = WaitGroup.open(shared.relay);
                         gathering.join(member);
-                        if (record.commit.installOpen(open, gathering)) {
+                        if (stream.commit.installOpen(open, gathering)) {
                             counters.increment(Counter.COALESCED); // it shares the next write with whoever gathers with it
                             waiter.path = SlowAwaitEvent.COALESCED;
-                            shared.armOpenIfRoom(stream, record); // CoalescedWait ordering 2: installed, now look for room
+                            shared.armOpenIfRoom(stream); // CoalescedWait ordering 2: installed, now look for room
                             break;
                         }
                         member = new WaitGroup.Member(waiter, registrar.syntheticTicket()); // lost the race: try theirs
@@ -411,7 +410,7 @@ public final class BlockingWait {
                 // look at its flag), not when this thread got to run again: a late wake-up must not
                 // teach the next wait to sleep longer.
                 long landed = waiter.landedAt();
-                stream.record().recordWait((landed != 0L && landed - start > 0 && landed - now <= 0 ? landed : now) - start);
+                stream.recordWait((landed != 0L && landed - start > 0 && landed - now <= 0 ? landed : now) - start);
                 latency.record(now - start);
                 if (outcome == AwaitOutcome.TIMEOUT) {
                     counters.increment(Counter.TIMEOUTS);

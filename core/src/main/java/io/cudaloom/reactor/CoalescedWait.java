@@ -10,7 +10,7 @@ import org.jspecify.annotations.Nullable;
  * on the membership). A waiter that needs the first {@code required} counted submissions of its
  * stream, in this order:
  * <ol>
- *   <li>joins the stream's newest armed group ({@link StreamRecord#lastGroup}) if its flag write
+ *   <li>joins the stream's newest armed group ({@link ReactorStream#lastGroup}) if its flag write
  *       covers that work ({@code covered >= required}, see {@link WaitGroup});
  *   <li>else joins the stream's open group (the stream's open group), not yet armed, if
  *       there is one;
@@ -66,27 +66,27 @@ final class CoalescedWait {
      * Returns the group's payload, whose {@link Delivery#ticket} is the slot's ticket, or a negative
      * value: the reason a host callback serves it ({@link Registrar#armed}), or {@link #ARM_FAILED}.
      */
-    Delivery armFresh(ReactorStream stream, StreamRecord record, WaitGroup.Member member) {
+    Delivery armFresh(ReactorStream stream, WaitGroup.Member member) {
         WaitGroup fresh = new WaitGroup(stream.submissionCount(), relay);
         fresh.join(member);
         Delivery delivery = new Delivery(this, stream, fresh);
-        delivery.ticket = arm(stream, record, fresh, delivery, true);
+        delivery.ticket = arm(stream, fresh, delivery, true);
         return delivery;
     }
 
     /** Arms the stream's open group if there is room for its write (ordering 2); any thread but a host callback. */
-    void armOpenIfRoom(ReactorStream stream, StreamRecord record) {
-        WaitGroup taken = record.commit.takeIfRoom(WaitGroup::startArming);
+    void armOpenIfRoom(ReactorStream stream) {
+        WaitGroup taken = stream.commit.takeIfRoom(WaitGroup::startArming);
         if (taken != null) {
-            armTaken(stream, record, taken);
+            armTaken(stream, taken);
         }
     }
 
     /** Arms a group taken from open (its reservation held); the count is read now, after its compare-and-set. */
-    private void armTaken(ReactorStream stream, StreamRecord record, WaitGroup group) {
+    private void armTaken(ReactorStream stream, WaitGroup group) {
         group.armedAt(stream.submissionCount()); // ordering 1: after startArming's compare-and-set
         // Not a registration of its own: every member, the one that opened it too, counted as coalesced.
-        arm(stream, record, group, new Delivery(this, stream, group), false);
+        arm(stream, group, new Delivery(this, stream, group), false);
     }
 
     /**
@@ -95,8 +95,8 @@ final class CoalescedWait {
      * host callback serves it ({@link Registrar#armed}), or {@link #ARM_FAILED}. On failure every
      * member that joined gets the error.
      */
-    private long arm(ReactorStream stream, StreamRecord record, WaitGroup group, Delivery delivery, boolean counted) {
-        record.lastGroup = group; // ordering 3: covered was written before
+    private long arm(ReactorStream stream, WaitGroup group, Delivery delivery, boolean counted) {
+        stream.lastGroup = group; // ordering 3: covered was written before
         try {
             long ticket = registrar.tryArm(stream, delivery, counted);
             if (!Registrar.armed(ticket)) {
@@ -117,8 +117,8 @@ final class CoalescedWait {
      * reservation still held, gathered in an open group and waited for the scanner to wake it).
      * Returns the group taken (its reservation held), to be armed by {@link #armAfterDelivery}.
      */
-    private @Nullable WaitGroup returnReservation(StreamRecord record) {
-        return record.commit.delivered(WaitGroup::startArming);
+    private @Nullable WaitGroup returnReservation(ReactorStream stream) {
+        return stream.commit.delivered(WaitGroup::startArming);
     }
 
     /**
@@ -127,15 +127,15 @@ final class CoalescedWait {
      * own worker, where CUDA forbids driver calls: there the arming is handed to the reactor's
      * callback executor.
      */
-    private void armAfterDelivery(ReactorStream stream, StreamRecord record, @Nullable WaitGroup taken) {
+    private void armAfterDelivery(ReactorStream stream, @Nullable WaitGroup taken) {
         if (taken == null) {
-            record.groupDelivered(stream); // no next write: admission's progress rule, once more
+            stream.groupDelivered(); // no next write: admission's progress rule, once more
             return;
         }
         if (FallbackRegistration.onHostCallback() || stream.isOwnWorkerThread()) {
-            callbackExecutor.execute(() -> armTaken(stream, record, taken));
+            callbackExecutor.execute(() -> armTaken(stream, taken));
         } else {
-            armTaken(stream, record, taken);
+            armTaken(stream, taken);
         }
     }
 
@@ -155,7 +155,6 @@ final class CoalescedWait {
 
         @Override
         public void complete(long ticket, @Nullable RuntimeException failure) {
-            StreamRecord record = stream.record();
             WaitGroup next;
             try {
                 if (failure == null) {
@@ -164,12 +163,12 @@ final class CoalescedWait {
                     stream.completedThrough(group.coveredCount());
                 }
             } finally {
-                next = owner.returnReservation(record); // before the wake-ups (see there)
+                next = owner.returnReservation(stream); // before the wake-ups (see there)
             }
             try {
                 group.complete(ticket, failure);
             } finally {
-                owner.armAfterDelivery(stream, record, next);
+                owner.armAfterDelivery(stream, next);
             }
         }
     }

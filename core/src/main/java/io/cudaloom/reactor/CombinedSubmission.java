@@ -3,7 +3,8 @@ package io.cudaloom.reactor;
 import io.cudaloom.ReactorConfig;
 import io.cudaloom.spi.StreamOp;
 import io.cudaloom.spi.FlagMemory;
-import java.util.concurrent.Executor;
+import io.cudaloom.protocol.DrainHandOff;
+import io.cudaloom.spi.StreamBackend;
 import io.cudaloom.protocol.SubmissionQueue;
 import io.cudaloom.protocol.SubmissionRoom;
 import java.util.concurrent.RejectedExecutionException;
@@ -28,7 +29,7 @@ import org.jspecify.annotations.Nullable;
  * positions are complete (sound). {@link #submitted} counts the positions whose driver call has
  * returned (or that were discarded), written only by the drainer, after the call: an idle answer of
  * the stream ({@code cuStreamQuery}) proves only what was submitted before it, so
- * {@code GpuStream.queryState()} reads {@code appended()}, then {@link #submitted}, then asks the
+ * {@code ReactorStream.queryState()} ({@link #hasUnsubmitted}) reads {@code appended()}, then {@link #submitted}, then asks the
  * backend, and answers BUSY, not IDLE, unless every position appended before the read was
  * submitted: every caller reads its count before the query, so an IDLE answer covers it.
  *
@@ -37,10 +38,9 @@ import org.jspecify.annotations.Nullable;
  * admissionLimit}; a flag write or host callback while {@code drained - completedThrough <}
  * {@code entryLimit} (896 by default, below the driver's ~1,000-entry stream queue and the simulated
  * device's 1,024), so the driver's queue never fills and nobody spins in it. An entry without room
- * waits in the queue (in Java), never its caller. Every raise of the proof
- * ({@code GpuStream.completedThrough(long)}: the scanner's delivery, a woken waiter's normal return,
- * a host callback, an idle query, a synchronize) calls {@link #completedThrough}, which drains if entries
- * are queued.
+ * waits in the queue (in Java), never its caller. Every raise of the proof (the scanner's delivery,
+ * a woken waiter's normal return, a host callback, an idle query, a synchronize) goes through
+ * {@link #completedThrough(long)}, which raises it, then drains if entries are queued.
  *
  * <p><b>Ordering of the hand-over (no entry stranded when room comes back)</b>: the proof is
  * raised, then the queue read ({@link SubmissionRoom#proofRaised}); the drainer claims its position,
@@ -49,16 +49,26 @@ import org.jspecify.annotations.Nullable;
  *
  * <h2>Progress while full (liveness)</h2>
  * A drainer that stops for want of room ({@link #stalled}) makes sure a proof is on its way: unless
- * its own tracker is in flight, it submits one <em>directly</em> (it holds the stream exclusively, so
+ * one of its trackers is in flight, it submits one <em>directly</em> (it holds the stream exclusively, so
  * the flag write goes behind everything drained, with the proof {@link #submitted}, which exceeds
  * {@code completedThrough} since the stream is full); it must not queue behind the entry that waits
  * for room (it would never reach the driver). Argument: an entry waits for room only after a pass
- * of the drainer found none and ran {@code stalled()}; then a tracker is in flight whose proof is
- * above {@code completedThrough} at that time. Its landing clears {@link #trackerInFlight} and
- * then raises the proof (at least to its own), and so calls {@link #completedThrough}, which drains: the
- * drainer's next pass finds the room, or finds none with no tracker in flight and makes the next
- * (covering more). A fault or the device's close ends the stream: then every queued entry is
+ * of the drainer found none and ran {@code stalled()}; then at least one tracker is in flight. Each
+ * landing takes itself off {@link #trackersInFlight} and then raises the proof (at least to its
+ * own), and so calls {@link #completedThrough}, which drains: the drainer's next pass finds the
+ * room, or finds none; then either another tracker is still in flight (its landing drains again)
+ * or none is, and the pass makes the next (covering everything drained). A fault or the device's close ends the stream: then every queued entry is
  * discarded (its lifetimes exited), and the awaits covering them fail through the fault path.
+ *
+ * <h2>Proofs while the room is full (pacing)</h2>
+ * Under load the reactor's flag writes (a waiter's own, or a group commit's) are appended behind
+ * work that waits for room, so they reach the driver only after that work. The drainer therefore
+ * places a tracker itself after every quarter of the work limit it submits with no flag write or
+ * host callback behind it ({@link #paceProofs}): room comes back a quarter at a time while the
+ * driver still has the rest queued. (With one tracker at a time the next would go behind
+ * everything drained whenever the previous landed, and the queue would run empty again.) A tracker
+ * takes no position and no room; at most about five are in flight (one per quarter of the work
+ * limit, and the stalled pass's), which the driver's queue has headroom for above the entry limit.
  *
  * <h2>Registrations never wait</h2>
  * Flag writes and host callbacks are appended and answered at once: refused only if the stream is
@@ -82,53 +92,38 @@ import org.jspecify.annotations.Nullable;
  * (SubmissionQueue ordering 1-2), so everything the caller wrote before the append (the entry's
  * packed arguments, its entered lifetimes) is visible to the drainer. {@link #submitted}: a volatile
  * increment after each driver call returned, read by the idle query's guard before it asks the
- * backend. {@link #trackerInFlight}: volatile, written true by the drainer before it arms the
- * tracker and false by the tracker's landing before that raises the proof; the landing's drain
- * request (an increment of the queue's drain counter) follows, so a drainer still in its pass goes
- * round again and reads it false. {@link #direct}: a plain field written and read by the drainer's
+ * backend. {@link #trackersInFlight}: incremented by the drainer before it arms a tracker and
+ * decremented (atomically) by the tracker's landing before that raises the proof; the landing's
+ * drain request (an increment of the queue's drain counter) follows, so a drainer still in its
+ * pass goes round again and reads the decremented count. {@link #direct}: a plain field written and read by the drainer's
  * own thread (others read some other thread or null, never themselves).
  *
- * <h2>Threads that must not call the driver</h2>
+ * <h2>Threads that do not drain</h2>
  * A host callback and the stream's own worker never drain (CUDA forbids driver calls on a host
- * callback): they {@link SubmissionQueue#enqueue} and hand {@code drain()} to the reactor's
- * callback executor ({@link #drainSafely}).
+ * callback), and neither does the reactor's scanner: its deliveries raise the proofs of every
+ * stream, so if it drained it would become the one submitting thread of the whole device, and the
+ * waiters it is to wake would wait behind its driver calls (on an H100 that capped combining at
+ * one thread's submission rate: 88 k demo steps/s against direct's 171 k). They
+ * {@link SubmissionQueue#enqueue} and hand {@code drain()} to the reactor's callback executor
+ * ({@link #drainSafely}), at most one hand-off pending per stream ({@link DrainHandOff}: a request
+ * that finds one pending was made before that task's drain, which sees it; its jcstress test and
+ * broken twin).
  */
-public final class CombinedSubmission implements SubmissionRoom.Driver<StreamOp> {
-    /** What the combiner needs of its stream (the stream implements it; no reference back to the stream's class). */
-    public interface Host {
-        /** The stream as the reactor's parts see it (faults, proofs, its own worker). */
-        ReactorStream port();
-
-        /** The backend's flag write (the drainer's submission of a queued one, or its direct tracker). */
-        boolean backendFlagWrite(FlagMemory memory, int slot);
-
-        /** The backend's host callback. */
-        boolean backendHostCallback(Runnable callback);
-
-        /** Whether the device's reactor is closed. */
-        boolean reactorClosed();
-
-        /** Where a drain goes from a thread that must not call the driver: the reactor's callback executor. */
-        Executor executor();
-
-        /** Arms {@code tracker} on the stream (its flag write or host callback goes to the driver directly). */
-        void trackDirect(Completion tracker);
-    }
-
+public final class CombinedSubmission extends ReactorStream implements SubmissionRoom.Driver<StreamOp> {
     /** The ring's size: half for work ({@link #awaitWorkBound}), half the reactor's reserve. */
     static final int RING = 1 << 16;
 
-    private final Host stream;
-    private final StreamRecord record;
     private final SubmissionRoom<StreamOp> room;
     private final SubmissionQueue<StreamOp> queue;
     /** The proof's raise and the drain the hand-over runs, made once (no allocation per proof). */
     private final java.util.function.LongConsumer raise;
     private final Runnable drainSafely = this::drainSafely;
+    /** Drains handed to the executor, at most one pending (class comment, threads that do not drain). */
+    private final DrainHandOff handOff;
     /** Positions submitted (or discarded): written by the drainer after each driver call returned. */
     private final AtomicLong submitted = new AtomicLong();
-    /** Set by the drainer when it submits a tracker, cleared by the tracker's landing or failure. */
-    private volatile boolean trackerInFlight;
+    /** Trackers armed and not yet landed or failed: incremented by the drainer, decremented by each landing or failure. */
+    private final java.util.concurrent.atomic.AtomicInteger trackersInFlight = new java.util.concurrent.atomic.AtomicInteger();
     /**
      * The drainer while it submits its tracker: its flag write (or callback) goes to the driver
      * directly, and the stream's {@code submissionCount()} reads {@link #submitted} on that thread
@@ -143,17 +138,105 @@ public final class CombinedSubmission implements SubmissionRoom.Driver<StreamOp>
     private final java.util.concurrent.atomic.AtomicReferenceArray<FlagWrite @Nullable []> flagWrites;
     /** Trackers made (for tests and stats). */
     private final AtomicLong trackers = new AtomicLong();
+    /** Work entries submitted behind the newest proof-bearing entry before a tracker is placed (a quarter of the room). */
+    private final int trackerSpacing;
+    /**
+     * Work entries the drainer submitted since the last entry that brings a proof back (a flag
+     * write, a host callback, a tracker): written and read by the drainer only (the queue's drain
+     * hands the drainer's role over with a volatile read-modify-write, SubmissionQueue ordering 2,
+     * which orders the last drainer's writes before the next one's reads).
+     */
+    private int workSinceProof;
 
-    public CombinedSubmission(Host stream, StreamRecord record, ReactorConfig config) {
-        this.stream = stream;
-        this.record = record;
+    public CombinedSubmission(ReactorConfig config, StreamBackend backend, DeviceFaults faultOwner, Reactor reactor,
+            Object named) {
+        super(config, backend, faultOwner, reactor, named);
         int workLimit = config.admissionLimit();
         this.room = new SubmissionRoom<>(RING, workLimit, Math.max(workLimit, ReactorConfig.MAX_ADMISSION_LIMIT),
-                record::completedThrough, this);
+                this::completedThrough, this);
         this.queue = room.queue();
-        this.raise = record::completedThrough;
+        this.handOff = new DrainHandOff(queue::drain);
+        this.trackerSpacing = Math.max(1, workLimit / 4);
+        this.raise = this::raiseProof;
         this.flagWrites = new java.util.concurrent.atomic.AtomicReferenceArray<>(
                 (config.capacity() + (1 << FLAG_WRITE_CHUNK_BITS) - 1) >>> FLAG_WRITE_CHUNK_BITS);
+    }
+
+    // ---- the stream's submission (ReactorStream) --------------------------------------------------
+
+    /** Appends {@code op} ({@link #append}): the backend's one path of work. */
+    @Override
+    public boolean submit(StreamOp op) {
+        return append(op);
+    }
+
+    /**
+     * The queue position: every position appended. The drainer arming its direct tracker reads the
+     * proof its write carries: what it submitted.
+     */
+    @Override
+    public long submissionCount() {
+        return isDirect() ? submitted() : appended();
+    }
+
+    /** The position after the last work entry appended ({@link #workThrough()}). */
+    @Override
+    public long required() {
+        return workThrough();
+    }
+
+    /** One position, behind the raw work enqueued before the call; no driver call, never parks. */
+    @Override
+    public void noteExternalSubmission() {
+        append(EXTERNAL);
+    }
+
+    /**
+     * An idle answer proves only what was submitted before the query: the count is read before this
+     * ({@code appended}, then {@link #submitted}), so IDLE is answered only if every position appended
+     * before these reads was submitted (one coordinate, class comment).
+     */
+    @Override
+    boolean hasUnsubmitted() {
+        long appended = appended();
+        return submitted.get() < appended;
+    }
+
+    @Override
+    public boolean enqueueFlagWrite(FlagMemory memory, int slot) {
+        if (isDirect()) {
+            return backend.enqueueFlagWrite(memory, slot);
+        }
+        if (isClosed() || faults().hasFaulted()) {
+            return false; // refused at the append only
+        }
+        return append(flagWrite(memory, slot)); // false: it raced the close and came after it
+    }
+
+    @Override
+    public boolean enqueueHostCallback(Runnable callback) {
+        if (isDirect()) {
+            return backend.enqueueHostCallback(callback);
+        }
+        if (isClosed() || faults().hasFaulted()) {
+            return false;
+        }
+        return append(hostCallback(callback));
+    }
+
+    /**
+     * Behind every entry appended before the close (the drain's flag write among them); a call racing
+     * the close finds itself behind it and is refused ({@link #appendShutdown}).
+     */
+    @Override
+    void shutDown() {
+        appendShutdown(() -> StreamDrain.shutDown(this, backend::shutdown));
+        openGate();
+    }
+
+    @Override
+    public long[] probe() {
+        return new long[] {appended(), submitted(), queued(), trackers()};
     }
 
     // ---- callers ------------------------------------------------------------------------------
@@ -169,7 +252,7 @@ public final class CombinedSubmission implements SubmissionRoom.Driver<StreamOp>
             awaitWorkBound();
         }
         long p;
-        if (mustNotCallDriver()) {
+        if (drainsElsewhere()) {
             p = queue.enqueue(op);
             drainSafely();
         } else {
@@ -181,7 +264,7 @@ public final class CombinedSubmission implements SubmissionRoom.Driver<StreamOp>
                 // raced another work append of this stream: retry to the maximum
             }
         }
-        return !(stream.port().isClosed() && p > shutdownPosition()); // false: behind the shutdown, discarded
+        return !(isClosed() && p > shutdownPosition()); // false: behind the shutdown, discarded
     }
 
     /**
@@ -296,29 +379,31 @@ public final class CombinedSubmission implements SubmissionRoom.Driver<StreamOp>
         }
     }
 
-    /** Drains here, or on the reactor's executor from a thread that must not call the driver. */
+    /** Drains here, or on the reactor's executor from a thread that does not drain (class comment). */
     private void drainSafely() {
-        if (!mustNotCallDriver()) {
+        if (!drainsElsewhere()) {
             queue.drain();
             return;
         }
         try {
-            stream.executor().execute(queue::drain);
+            handOff.request(reactor.callbackExecutor());
         } catch (RejectedExecutionException e) {
             if (discarding()) {
-                queue.drain();
+                queue.drain(); // no driver call is made for a discarded entry: any thread may
             }
         }
     }
 
-    private boolean mustNotCallDriver() {
-        return FallbackRegistration.onHostCallback() || stream.port().isOwnWorkerThread();
+    /** Whether the calling thread hands its drains to the executor: a host callback, the stream's worker, the scanner. */
+    private boolean drainsElsewhere() {
+        return FallbackRegistration.onHostCallback() || isOwnWorkerThread()
+                || Thread.currentThread() == reactor.scannerThread();
     }
 
     /** The stream can take nothing any more: its queued entries are discarded. */
     @Override
     public boolean discarding() {
-        return stream.port().faults().hasFaulted() || stream.reactorClosed();
+        return faults().hasFaulted() || reactor.isClosed();
     }
 
     // ---- the drainer (SubmissionRoom.Driver) -------------------------------------------------
@@ -342,39 +427,63 @@ public final class CombinedSubmission implements SubmissionRoom.Driver<StreamOp>
                 if (fault == null) {
                     ok = true;
                 } else {
-                    stream.port().faults().streamFaulted(fault, null); // the awaits covering it fail (GpuFaultException)
+                    faults().streamFaulted(fault, null); // the awaits covering it fail (GpuFaultException)
                 }
             }
         } catch (RuntimeException | Error e) {
-            stream.port().faults().streamFaulted("submission failed: " + e, e);
+            faults().streamFaulted("submission failed: " + e, e);
         } finally {
             submitted.incrementAndGet(); // after the driver call returned (the one coordinate)
-            record.submissions.incrementAndGet();
             try {
                 op.finish(ok);
             } catch (RuntimeException e) {
                 // an exit of a lifetime never throws; nothing of the stream depends on it
             }
         }
+        if (ok) {
+            paceProofs(op.isWork());
+        }
+    }
+
+    /**
+     * Pacing (class comment, "Proofs while the room is full"): after {@code trackerSpacing} work
+     * entries with no proof-bearing entry behind them, the drainer places a tracker, so that room
+     * comes back a quarter at a time while the driver still has the rest queued. Without it
+     * the reactor's flag writes, appended behind work that waits for room, never reach the driver
+     * while the stream is full; the only proof is the tracker of {@link #stalled}, placed behind
+     * everything drained, and the driver's queue runs empty before room comes back (measured on
+     * an H100: combining at half the rate of direct submission). Called by the drainer only.
+     */
+    private void paceProofs(boolean work) {
+        if (!work) {
+            workSinceProof = 0; // a flag write or host callback: a proof is on its way behind what went before
+        } else if (++workSinceProof >= trackerSpacing) {
+            placeTracker();
+        }
     }
 
     /** No room: make sure a proof is on its way (class comment, progress while full). Called by the drainer only. */
     @Override
     public void stalled() {
-        if (trackerInFlight) {
-            return;
+        if (trackersInFlight.get() == 0) {
+            placeTracker();
         }
+    }
+
+    /** Submits a tracker directly behind everything drained, its proof {@link #submitted}. Called by the drainer only. */
+    private void placeTracker() {
         long proof = submitted.get(); // every position drained so far has returned from its driver call
-        if (proof <= record.completedThrough()) {
-            return; // cannot be: the stream is full of drained work (see the class comment)
+        if (proof <= completedThrough()) {
+            return; // everything submitted is proven (pacing); when stalled it cannot be: the stream is full of drained work
         }
-        trackerInFlight = true;
+        trackersInFlight.incrementAndGet();
+        workSinceProof = 0;
         direct = Thread.currentThread();
         try {
-            stream.trackDirect((ticket, failure) -> trackerDone(proof, failure == null));
+            reactor.track(this, (ticket, failure) -> trackerDone(proof, failure == null));
             trackers.incrementAndGet();
         } catch (RuntimeException e) {
-            trackerInFlight = false; // closed or faulted: nothing will be submitted any more
+            trackersInFlight.decrementAndGet(); // closed or faulted: nothing will be submitted any more
         } finally {
             direct = null;
         }
@@ -382,9 +491,9 @@ public final class CombinedSubmission implements SubmissionRoom.Driver<StreamOp>
 
     /** The tracker landed (proof recorded) or failed: clear the mark, then drain (class comment). */
     private void trackerDone(long proof, boolean landed) {
-        trackerInFlight = false;
+        trackersInFlight.decrementAndGet();
         if (landed) {
-            stream.port().completedThrough(proof); // raises the proof, then drains (the hand-over)
+            completedThrough(proof); // raises the proof, then drains (the hand-over)
         } else {
             gateOpened();
         }
@@ -434,13 +543,13 @@ public final class CombinedSubmission implements SubmissionRoom.Driver<StreamOp>
 
         @Override
         public @Nullable String submit(long position) {
-            if (stream.backendFlagWrite(memory, slot)) {
+            if (backend.enqueueFlagWrite(memory, slot)) {
                 return null;
             }
             // Refused (no stream memory operations, a transient error): the same write from the
             // host, by a host callback in the same place in the stream; refused too: a fault.
-            if (!stream.port().faults().hasFaulted()
-                    && stream.backendHostCallback(() -> memory.flags().setRelease(slot, 1))) {
+            if (!faults().hasFaulted()
+                    && backend.enqueueHostCallback(() -> memory.flags().setRelease(slot, 1))) {
                 return null;
             }
             return "cuStreamWriteValue32 and cuLaunchHostFunc refused by the driver";
@@ -452,7 +561,7 @@ public final class CombinedSubmission implements SubmissionRoom.Driver<StreamOp>
         return new StreamOp(false) {
             @Override
             public @Nullable String submit(long position) {
-                return stream.backendHostCallback(callback) ? null : "cuLaunchHostFunc refused by the driver";
+                return backend.enqueueHostCallback(callback) ? null : "cuLaunchHostFunc refused by the driver";
             }
         };
     }
@@ -479,9 +588,4 @@ public final class CombinedSubmission implements SubmissionRoom.Driver<StreamOp>
             return null;
         }
     };
-
-    @Override
-    public String toString() {
-        return "CombinedSubmission[" + queue + ", submitted " + submitted.get() + "]";
-    }
 }

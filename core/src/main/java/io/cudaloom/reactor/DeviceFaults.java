@@ -39,7 +39,7 @@ import org.jspecify.annotations.Nullable;
  *   <li><b>Who writes.</b> Whichever thread sees the fault reports it: a simulated stream's worker
  *       (the kernel that threw), a thread whose CUDA call on the stream returned a sticky error (a
  *       submitter, a registrant, the scanner's probe), or the reactor for a backend that answered
- *       {@code FAULTED} without reporting (GpuStream#queryState). Readers only load: volatile
+ *       {@code FAULTED} without reporting (ReactorStream#queryState). Readers only load: volatile
  *       reads, no driver call.
  *   <li><b>Both directions are visible.</b> A report sets the device's first fault before the
  *       stream's, and a stream's fault reads as "its own, else the device's first if that is on
@@ -50,7 +50,7 @@ import org.jspecify.annotations.Nullable;
  *   <li><b>Concurrent reports on one stream agree.</b> A report that loses the device's
  *       compare-and-set to a fault on the same stream records that fault, not its own, so a
  *       stream's fault is always the device's first when the device's first is on it.
- *   <li><b>A fault opens the stream's admission gate</b> ({@link StreamRecord#openGate}) as it is
+ *   <li><b>A fault opens the stream's admission gate</b> ({@link ReactorStream#openGate}) as it is
  *       reported: a faulted stream releases no permit again, so submitters parked for room are let
  *       through, and find the fault.
  * </ol>
@@ -69,9 +69,8 @@ import org.jspecify.annotations.Nullable;
  */
 public final class DeviceFaults {
     /**
-     * What the fault owner asks of a stream ({@link ReactorStream} extends it): its state, its
-     * fault record, whether its flag writes have settled, its admission record, and names for
-     * messages.
+     * What the fault owner asks of a stream ({@link ReactorStream} implements it): its state, its
+     * fault record, whether its flag writes have settled, its gate, and names for messages.
      */
     interface Stream {
         StreamState queryState();
@@ -80,7 +79,8 @@ public final class DeviceFaults {
 
         boolean flagWritesSettled();
 
-        StreamRecord record();
+        /** The stream can take nothing any more: let whoever waits for room through ({@link ReactorStream#openGate}). */
+        void openGate();
 
         String deviceName();
     }
@@ -99,9 +99,9 @@ public final class DeviceFaults {
         }
     }
 
-    /** The fault record of {@code stream}, whose reactor record is {@code record}; made once, by its constructor. */
-    public Sink sink(Stream stream, StreamRecord record) {
-        return new Sink(this, stream, record);
+    /** The fault record of {@code stream}; made once, by its constructor. */
+    public Sink sink(Stream stream) {
+        return new Sink(this, stream);
     }
 
     /** The device's first fault, or null while none of its streams has faulted. */
@@ -133,15 +133,13 @@ public final class DeviceFaults {
 
         private final DeviceFaults owner;
         public final Stream stream;
-        private final StreamRecord record;
         /** Set once, through {@link #FAULT} from null; read with volatile loads (invariants 1, 3). */
         @SuppressWarnings("unused") // through FAULT
         private volatile @Nullable Fault fault;
 
-        private Sink(DeviceFaults owner, Stream stream, StreamRecord record) {
+        private Sink(DeviceFaults owner, Stream stream) {
             this.owner = owner;
             this.stream = stream;
-            this.record = record;
         }
 
         @Override
@@ -154,7 +152,7 @@ public final class DeviceFaults {
             Fault deviceFirst = owner.first.compareAndExchange(null, mine); // the device's first (invariant 3)
             Fault recorded = deviceFirst != null && deviceFirst.on == this ? deviceFirst : mine; // invariant 4
             FAULT.compareAndSet(this, null, recorded);
-            record.openGate(); // invariant 5
+            stream.openGate(); // invariant 5
             return fault() == mine;
         }
 
@@ -223,13 +221,13 @@ public final class DeviceFaults {
             state = stream.queryState();
         } catch (RuntimeException e) {
             errors.accept(e);
-            stream.record().openGate();
+            stream.openGate();
             return new Verdict("the stream could not be queried: " + e, queryFailed(stream, e));
         }
         if (state != StreamState.FAULTED) {
             return null;
         }
-        Sink faults = stream.faults(); // recorded by now: GpuStream.queryState
+        Sink faults = stream.faults(); // recorded by now: ReactorStream.queryState
         return new Verdict(Objects.requireNonNull(faults.fault(), "recorded").error(), faults.neverCompletes());
     }
 

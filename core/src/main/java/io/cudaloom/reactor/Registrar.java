@@ -117,7 +117,7 @@ public final class Registrar implements FallbackRegistration.Owner {
             return FallbackReason.WRITE_REFUSED.answer();
         }
         slotStream[slot] = stream; // published to the consumer by publish's bit update
-        stream.record().enqueuedProof(proof);
+        stream.enqueuedProof(proof);
         counters.increment(Counter.FLAG_WRITES);
         if (counted) {
             counters.increment(Counter.REGISTRATIONS);
@@ -164,7 +164,7 @@ public final class Registrar implements FallbackRegistration.Owner {
             refusal = e;
         }
         if (enqueued) {
-            stream.record().enqueuedProof(fb.proof);
+            stream.enqueuedProof(fb.proof);
             counters.increment(Counter.FALLBACKS); // only now: a refused callback is no fallback (it is an error)
             if (JfrEvents.fallbackEnabled()) { // asked first: the event's values are gathered only for a recording
                 JfrEvents.fallback(stream.deviceName(), stream, reason.eventReason);

@@ -74,7 +74,7 @@ public final class RegistrationChecks {
      *
      * <p>Ordering: the count is read before the query. A submission is counted only after its
      * enqueue returned ({@code GpuStream.submissionCount}), so an IDLE answer that follows the read
-     * covers every counted entry, and the proof it records ({@link StreamRecord#completedThrough},
+     * covers every counted entry, and the proof it records ({@link ReactorStream#completedThrough()},
      * a compare-and-set that only raises) is never ahead of the work. The proof's volatile write is
      * what later readers of the counts (the gauges, {@code isKnownComplete}) observe.
      *

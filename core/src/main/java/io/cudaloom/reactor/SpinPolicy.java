@@ -9,7 +9,7 @@ import io.cudaloom.ReactorConfig;
  * park) and the policy holds no per-await state.
  *
  * <p>Inputs: what the waiter knows then, the stream's recent waits
- * ({@link StreamRecord#recentWaitNanos}), how many threads are inside the blocking wait (itself
+ * ({@link ReactorStream#recentWaitNanos}), how many threads are inside the blocking wait (itself
  * included), and how many slots of the table are armed. The answer is one {@code long}, so that a
  * decision allocates nothing:
  * <ul>

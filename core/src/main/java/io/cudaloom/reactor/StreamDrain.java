@@ -33,9 +33,10 @@ import org.jspecify.annotations.Nullable;
  *
  * <h2>Access modes</h2>
  * <ol>
- * <li><b>The drain itself</b> is published by the compare-and-set of {@code GpuStream.drain} from
- *     null (a volatile write) and read by volatile loads of that field
- *     ({@link io.cudaloom.GpuStream#isClosed()}, {@link io.cudaloom.GpuStream#drainAfterClose()}). Everything the closing
+ * <li><b>The drain itself</b> is published by the compare-and-set of the stream's drain
+ *     ({@code ReactorStream.drain}, by {@link ReactorStream#close()}) from null (a volatile write)
+ *     and read by volatile loads of that field ({@link ReactorStream#isClosed()},
+ *     {@link ReactorStream#drain()}; {@link io.cudaloom.GpuStream#isClosed()} reads it there). Everything the closing
  *     thread did before the compare-and-set (reading {@link #covered}, registering, the backend's
  *     enqueue of the flag write) happens-before whatever a thread that read the drain does with
  *     it. The backend stops taking flag writes and host callbacks only once {@code isClosed()} is
@@ -44,7 +45,7 @@ import org.jspecify.annotations.Nullable;
  * <li><b>The outcome</b> is written once, by whichever thread delivers the registration (the
  *     scanner, a host-callback thread, the closing thread of the device, or the stream's closing
  *     thread itself when the outcome was known at once): on success it first raises
- *     {@link io.cudaloom.GpuStream#completedThrough} to {@link #covered} (a volatile compare-and-set), then
+ *     the stream's proof ({@link ReactorStream#completedThrough(long)}) to {@link #covered} (a volatile compare-and-set), then
  *     completes {@link #outcome} (a compare-and-set of the future's result field). Readers see it
  *     through the future's volatile reads of that field ({@code isDone}) or as its dependents,
  *     which the future runs after the result was written. That is enough: the delivering thread
@@ -89,7 +90,7 @@ public final class StreamDrain {
 
     /** The stream's submission count when the drain was registered: the events it serves need no more. */
     public final long covered;
-    private final ReactorStream stream;
+    private final Stream stream;
     /**
      * Completed with the outcome; the subscriptions and the blocking waits' enlistments depend on it,
      * nothing waits on it (a blocking wait parks on its own Waiter, {@link BlockingWait#acquire}).
@@ -98,7 +99,7 @@ public final class StreamDrain {
     /** {@link #PUBLISHED} and {@link #SUCCEEDED}, each added once: the second tells the backend. */
     private final AtomicInteger steps = new AtomicInteger();
 
-    private StreamDrain(ReactorStream stream, long covered) {
+    private StreamDrain(Stream stream, long covered) {
         this.stream = stream;
         this.covered = covered;
     }
@@ -108,7 +109,7 @@ public final class StreamDrain {
      * registration itself: a refusal (a closed reactor, a stream that refused both the flag write
      * and the host callback) becomes the drain's outcome. The stream must still take flag writes.
      */
-    public static StreamDrain register(ReactorStream stream) {
+    public static StreamDrain register(Stream stream) {
         StreamDrain drain = new StreamDrain(stream, stream.submissionCount()); // before the query and the flag write
         StreamState state;
         try {
@@ -142,7 +143,7 @@ public final class StreamDrain {
     }
 
     /** The backend's shutdown, for the close: what it throws is logged, since close() never throws. */
-    public static void shutDown(ReactorStream stream, Runnable shutdown) {
+    public static void shutDown(Stream stream, Runnable shutdown) {
         try {
             shutdown.run();
         } catch (RuntimeException e) {
@@ -231,6 +232,24 @@ public final class StreamDrain {
     private static RuntimeException runtime(Throwable t) {
         Throwable cause = t instanceof CompletionException && t.getCause() != null ? t.getCause() : t;
         return cause instanceof RuntimeException r ? r : new IllegalStateException(cause);
+    }
+
+    /**
+     * What a drain asks of its stream ({@link ReactorStream} implements it): its count, its state, a
+     * registration for its work so far, its proof, the backend's release, and names for messages.
+     */
+    interface Stream {
+        long submissionCount();
+
+        StreamState queryState();
+
+        Registration registerCompletion(Consumer<@Nullable RuntimeException> onDone);
+
+        void completedThrough(long count);
+
+        void drained();
+
+        String deviceName();
     }
 
     @Override

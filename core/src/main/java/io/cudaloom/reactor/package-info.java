@@ -7,7 +7,8 @@
  * and ReactorStats, and no file of core reaches itself through its imports (FileImportCycleTest): a
  * part reaches what sits above it through an interface it declares, or is handed a value.
  *
- * <p>Three packages. This one: the registration, the wait, the scanner and the streams' records.
+ * <p>Three packages. This one: the registration, the wait, the scanner and the reactor's object for each stream
+ * (ReactorStream).
  * {@code reactor.metrics} (below it: it names no other part, every part reports through it): the
  * counters (Counter, CounterSnapshot, SharedCounters), the await latency (LatencyRecorder,
  * LatencySnapshot, AwaitOutcome), the JFR events (JfrEvents and the event classes,
@@ -72,8 +73,12 @@
  * metrics.SharedCounters: the multi-writer counters and the stats snapshot; metrics.JfrEvents: the JFR
  * events, each allocation-free while disabled; metrics.Monitoring: the
  * ReactorMXBean and the periodic JFR hook, installed when the reactor opens and removed
- * when it closes; metrics.LatencyRecorder: the await-latency histogram and the await listeners; StreamRecord: each stream's
- * admission, group-commit sequence, completion proof and wait average; StreamDrain: the one
+ * when it closes; metrics.LatencyRecorder: the await-latency histogram and the await listeners; ReactorStream: the reactor's
+ * one object per stream, made with it and chosen once from the config as DirectSubmission (the caller
+ * submits, within an admission semaphore that parks it while the stream is full) or CombinedSubmission
+ * (a queue and one drainer, no parks), holding the completion proof, the group commit, the wait
+ * average, the fault state, the close's drain and the backend's StreamBackend, which it calls
+ * directly (the backend's stream hands it every work call as a StreamOp); StreamDrain: the one
  * registration a stream's close leaves (a blocking wait on a closed stream enlists its Waiter there
  * and parks in acquire, as on a slot); Waiter and WaitGroup: the hand-offs; PreWake: the waiters'
  * planned wake-ups, which the scanner serves (over the protocol's WakeBoard); TimerSlack: the
@@ -87,20 +92,24 @@
  * to its drain by its state; SpinPolicy.decide; the registration: with coalescing a
  * WaitGroup.Member joined to the stream's armed or open group, or a group of its own armed through
  * CoalescedWait.armFresh; else Registrar.tryArm: SlotTable.claim, the flag reset, the stream's flag
- * write through its ReactorStream port, SlotTable.publish, the first publish into an idle table
+ * write through its ReactorStream (direct: straight to the backend's StreamBackend), SlotTable.publish, the first publish into an idle table
  * waking the scanner; the spin, sleeping through a prediction with PreWake; then LockSupport.park
  * until Waiter.isDelivered), woken by the scanner's Runner.turn → Scanner.doWork
  * (SlotTable.scanOnce: the flag read 1, the payload taken, Waiter.deliver: the volatile ticket write,
  * then LockSupport.unpark).
  *
  * <p>The types whose code the waiter's thread runs in a default await() (coalesced, parked), in that
- * order: GpuEvent, ResourceLedger, CompletionReactor, GpuStream (its drain read and its Port),
- * BlockingWait, RegistrationChecks, LifecycleState, JfrEvents, SpinPolicy.Predictive, StreamRecord,
- * GroupCommit, Waiter, WaitGroup (and its Member), CoalescedWait (and its Delivery), Registrar,
- * SlotTable, the backend's stream, SharedCounters, PreWake, WakeBoard, LatencyRecorder. Issue #41
- * item 1 took CoalescedWait.Parking (the interface the coalesced wait parked through) off this
- * path, and CompletableFuture off a closed stream's; GpuStream.await() still calls the facade's
- * open-stream await (CompletionReactor.await) directly.
+ * order: GpuEvent, ResourceLedger, CompletionReactor, GpuStream (its owner read), BlockingWait,
+ * RegistrationChecks, LifecycleState, JfrEvents, SpinPolicy.Predictive, ReactorStream (the
+ * stream's one object: DirectSubmission by default), GroupCommit, Waiter, WaitGroup (and its
+ * Member), CoalescedWait (and its Delivery), Registrar, SlotTable, the backend's StreamBackend (e.g.
+ * CudaStream.Backend: its flag write, called by the ReactorStream directly), SharedCounters, PreWake,
+ * WakeBoard, LatencyRecorder. Issue #41 item 1 took CoalescedWait.Parking (the interface the
+ * coalesced wait parked through) off this path, and CompletableFuture off a closed stream's; issue
+ * #37 item 3 took GpuStream's Port (the reactor's adapter of the stream, forwarding each call to the
+ * stream), the StreamRecord beside it and the backends' Backend records (forwarding to the stream's
+ * private methods) off it: GpuStream.await() calls the facade's open-stream await
+ * (CompletionReactor.await) with the stream's ReactorStream, which the parts use throughout.
  */
 @NullMarked
 package io.cudaloom.reactor;

@@ -122,7 +122,7 @@ public final class SimulatedDevice extends GpuDevice {
             public DeviceProbes probes() {
                 return device.probes;
             }
-        }, s -> new SimulatedStream.Backend((SimulatedStream) s));
+        }, s -> ((SimulatedStream) s).new Backend());
         return device;
     }
 

@@ -9,6 +9,7 @@ import io.cudaloom.ReactorClosedException;
 import io.cudaloom.spi.FlagMemory;
 import io.cudaloom.spi.StreamBackend;
 import io.cudaloom.spi.StreamState;
+import io.cudaloom.spi.StreamSubmission;
 import io.cudaloom.internal.KernelRuns;
 import io.cudaloom.internal.WorkChecks;
 import java.lang.ref.WeakReference;
@@ -39,16 +40,19 @@ public final class SimulatedStream extends GpuStream {
     private final Thread worker;
     private final Runnable workerStop;
     /**
-     * Set by {@link #shutdown()} as it queues {@link Command#SHUTDOWN}, read by {@link #enqueue};
+     * Set by {@link Backend#shutdown()} as it queues {@link Command#SHUTDOWN}, read by {@link #enqueue};
      * guarded by {@link #queue}'s monitor, so that nothing is ever queued behind SHUTDOWN (it would
      * never run, and the stream would never settle): a command whose closed check passed just
      * before a concurrent close is refused here instead.
      */
     private boolean shutDown;
+    /** The reactor's object for this stream: every command is handed to it ({@link StreamSubmission#submit}). */
+    private final StreamSubmission submission;
 
     SimulatedStream(SimulatedDevice device, int id) {
         super(device);
         this.device = device;
+        this.submission = SimulatedDevice.API.submission(this);
         this.name = "sim-stream-" + id;
         LinkedBlockingQueue<Command> commands = queue; // the stop action holds the queue, not the stream
         this.workerStop = () -> commands.add(Command.SHUTDOWN);
@@ -134,52 +138,17 @@ public final class SimulatedStream extends GpuStream {
 
     /**
      * Submits the command {@code make} prepares, which uses {@code uses}: inside each memory's
-     * lifetime ({@link io.cudaloom.internal.MemoryLifetime}: entered before anything is checked,
-     * exited after the submission was counted and the stream recorded), so that a close frees the
-     * memory only after the command ran. The command checks on the stream's thread that none of
-     * its memory was freed meanwhile (a fault naming the command and the memory if so).
+     * lifetime ({@link io.cudaloom.internal.MemoryLifetime}: entered here, at the call, before
+     * anything is checked; the entry holds them until its command is in the stream's queue, or was
+     * discarded, and exits them then, {@link SimOp#finish}), so that a close frees the memory only
+     * after the command ran. The command checks on the stream's thread that none of its memory was
+     * freed meanwhile (a fault naming the command and the memory if so).
      *
      * @throws IllegalStateException if a memory is closed (nothing is enqueued)
      */
     private void submitUsing(String what, SimulatedMemory[] uses, java.util.function.Supplier<Command> make) {
-        if (SimulatedDevice.API.combining(this)) {
-            appendUsing(what, uses, make);
-            return;
-        }
         int entered = 0;
-        try {
-            for (SimulatedMemory m : uses) {
-                if (!m.lifetime.enter()) {
-                    throw m.closedError();
-                }
-                entered++;
-            }
-            Command c = make.get();
-            String stream = name;
-            submit(() -> {
-                for (SimulatedMemory m : uses) {
-                    m.checkNotFreed(what, stream);
-                }
-                c.run();
-            });
-            for (SimulatedMemory m : uses) {
-                m.lifetime.usedOn(this);
-            }
-        } finally {
-            for (int i = 0; i < entered; i++) {
-                uses[i].lifetime.exit();
-            }
-        }
-    }
-
-    /**
-     * Submission by combining: the same lifetimes, entered here at the call; the entry holds them
-     * until the drainer has handed its command to the stream's queue (or discarded it), then exits
-     * them ({@link SimOp#finish}).
-     */
-    private void appendUsing(String what, SimulatedMemory[] uses, java.util.function.Supplier<Command> make) {
-        int entered = 0;
-        boolean appended = false;
+        boolean handedOver = false;
         try {
             for (SimulatedMemory m : uses) {
                 if (!m.lifetime.enter()) {
@@ -196,13 +165,12 @@ public final class SimulatedStream extends GpuStream {
                 }
                 c.run();
             }, uses);
-            boolean taken = SimulatedDevice.API.append(this, op);
-            appended = true; // the entry exits the lifetimes now, taken or not
-            if (!taken) {
-                throw closed(); // raced the close and came after it
+            handedOver = true; // the entry exits the lifetimes now, whatever happens
+            if (!submission.submit(op)) {
+                throw closed(); // raced the close and came after it (combining)
             }
         } finally {
-            if (!appended) {
+            if (!handedOver) {
                 for (int i = 0; i < entered; i++) {
                     uses[i].lifetime.exit();
                 }
@@ -212,7 +180,10 @@ public final class SimulatedStream extends GpuStream {
 
     private static final SimulatedMemory[] NO_MEMORY = new SimulatedMemory[0];
 
-    /** A work entry of the stream's submission queue (combining): the command, handed to the stream's queue by the drainer. */
+    /**
+     * A work entry: the command, handed to the stream's queue by the caller (direct, {@link #call()})
+     * or by the drainer of the submission queue (combining, {@link #submit}).
+     */
     private static final class SimOp extends io.cudaloom.spi.StreamOp {
         private final SimulatedStream stream;
         private final Command command;
@@ -231,6 +202,16 @@ public final class SimulatedStream extends GpuStream {
             // Refused only after the close's shutdown (work that raced the close): dropped, no fault.
             queued = stream.enqueue(stream.inOrder(position, command));
             return null;
+        }
+
+        /** Direct: queued on the caller's thread, after the checks again (a close or fault lets parked callers through). */
+        @Override
+        public void call() {
+            stream.checkUsable();
+            if (!stream.enqueue(command)) {
+                throw stream.closed(); // closed since the check above
+            }
+            queued = true;
         }
 
         @Override
@@ -270,6 +251,17 @@ public final class SimulatedStream extends GpuStream {
     public int maxThreadsInSubmission() {
         return maxInSubmission.get();
     }
+
+    /**
+     * Submissions made on a reactor's scanner thread (named {@value #SCANNER_THREAD_PREFIX}...):
+     * 0 under submission by combining, whose scanner hands its drains off.
+     */
+    public long submissionsByScanner() {
+        return submissionsByScanner.sum();
+    }
+
+    private static final String SCANNER_THREAD_PREFIX = "cuda-loom-scanner-";
+    private final java.util.concurrent.atomic.LongAdder submissionsByScanner = new java.util.concurrent.atomic.LongAdder();
 
     /** Work entries of the submission queue (combining) that ran on this stream: each once, in position order. */
     public long queuedWorkRun() {
@@ -317,84 +309,26 @@ public final class SimulatedStream extends GpuStream {
         return device;
     }
 
-    /**
-     * The backend's half of {@link #close()}, once, after the stream was marked closed and its
-     * drain's flag write or host callback was queued: commands already queued still run, then the
-     * stream's thread ends.
-     */
-    private void shutdown() {
-        synchronized (queue) {
-            shutDown = true;
-            queue.add(Command.SHUTDOWN);
-        }
-    }
-
     @Override
     public String toString() {
         return name;
-    }
-
-    // ---- backend side -------------------------------------------------------------------------
-
-    private StreamState queryState() {
-        // The count first: the worker reports a fault before it counts the failed command as
-        // finished, so a query that sees every command finished also sees the fault.
-        boolean idle = finished.get() == submitted.get();
-        if (SimulatedDevice.API.faultSink(this).hasFaulted()) {
-            return StreamState.FAULTED;
-        }
-        return idle ? StreamState.IDLE : StreamState.BUSY;
-    }
-
-    private boolean enqueueFlagWrite(FlagMemory memory, int slot) {
-        // Combining: the closed check was made at the append; the drainer submits entries appended before the close after it.
-        if (SimulatedDevice.API.faultSink(this).hasFaulted() || (isClosed() && !SimulatedDevice.API.combining(this))) {
-            return false;
-        }
-        return enqueue(() -> device.writeFlag(memory, slot));
-    }
-
-    private boolean enqueueHostCallback(Runnable callback) {
-        if (SimulatedDevice.API.faultSink(this).hasFaulted() || (isClosed() && !SimulatedDevice.API.combining(this))) {
-            return false;
-        }
-        return enqueue(callback::run);
-    }
-
-    private boolean flagWritesSettled() {
-        return finished.get() == submitted.get();
     }
 
     // ---- the stream's thread ------------------------------------------------------------------
 
     private void submit(Command c) {
         checkUsable();
-        if (SimulatedDevice.API.combining(this)) {
-            if (!SimulatedDevice.API.append(this, new SimOp(this, c, NO_MEMORY))) {
-                throw closed(); // raced the close and came after it
-            }
-            return;
+        if (!submission.submit(new SimOp(this, c, NO_MEMORY))) {
+            throw closed(); // raced the close and came after it (combining)
         }
-        boolean admitted = SimulatedDevice.API.admit(this); // may park while the stream is full (GpuStream#admit)
-        try {
-            checkUsable(); // a close or fault lets parked submitters through
-        } catch (RuntimeException e) {
-            SimulatedDevice.API.submissionFailed(this, admitted);
-            throw e;
-        }
-        if (!enqueue(c)) {
-            SimulatedDevice.API.submissionFailed(this, admitted);
-            throw closed(); // closed since the check above
-        }
-        SimulatedDevice.API.noteSubmission(this); // after the enqueue: see GpuStream.submissionCount
     }
 
     private void checkUsable() {
         if (isClosed() || device.isClosed()) {
             throw closed();
         }
-        if (SimulatedDevice.API.faultSink(this).hasFaulted()) {
-            throw SimulatedDevice.API.faultSink(this).failure("work refused, the stream faulted earlier");
+        if (submission.faults().hasFaulted()) {
+            throw submission.faults().failure("work refused, the stream faulted earlier");
         }
     }
 
@@ -418,6 +352,9 @@ public final class SimulatedStream extends GpuStream {
     private boolean enqueue(Command c) {
         int inside = inSubmission.incrementAndGet(); // threads inside a submission of this stream
         maxInSubmission.accumulateAndGet(inside, Math::max);
+        if (Thread.currentThread().getName().startsWith(SCANNER_THREAD_PREFIX)) {
+            submissionsByScanner.increment();
+        }
         try {
             if (submitted.get() - finished.get() >= device.queueEntries()) {
                 waitForRoom();
@@ -499,15 +436,15 @@ public final class SimulatedStream extends GpuStream {
     }
 
     private void execute(Command c) {
-        if (!SimulatedDevice.API.faultSink(this).hasFaulted()) {
+        if (!submission.faults().hasFaulted()) {
             try {
                 c.run();
             } catch (InjectedFault | SimulatedMemory.UseAfterFree e) {
-                SimulatedDevice.API.faultSink(this).streamFaulted(String.valueOf(e.getMessage()), null);
+                submission.faults().streamFaulted(String.valueOf(e.getMessage()), null);
             } catch (KernelRuns.KernelFailed e) { // a GpuKernel's body: names the kernel and the thread
-                SimulatedDevice.API.faultSink(this).streamFaulted(String.valueOf(e.getMessage()), e.getCause());
+                submission.faults().streamFaulted(String.valueOf(e.getMessage()), e.getCause());
             } catch (RuntimeException | Error e) { // a task of launch(Runnable)
-                SimulatedDevice.API.faultSink(this).streamFaulted("kernel failed: " + e, e); // the kernel's exception: every fault's cause
+                submission.faults().streamFaulted("kernel failed: " + e, e); // the kernel's exception: every fault's cause
             }
         }
         finished.incrementAndGet(); // executed or discarded after a fault; after the report (queryState)
@@ -544,37 +481,64 @@ public final class SimulatedStream extends GpuStream {
         }
     }
 
-    /** The reactor's side of this stream (the SPI), delegating to the private methods above. */
-    /** The stream's side for the reactor; made by the device's stream factory (BackendAccess.Hooks#startReactor). */
-    record Backend(SimulatedStream stream) implements StreamBackend {
+    /**
+     * The stream's side for the reactor (the SPI), made by the device's stream factory
+     * (BackendAccess.Hooks#startReactor) and held by the reactor's object for the stream, which calls
+     * it directly: the stream's state, the flag writes and host callbacks queued on its thread, and
+     * its end.
+     */
+    final class Backend implements StreamBackend {
+
         @Override
         public StreamState queryState() {
-            return stream.queryState();
+            // The count first: the worker reports a fault before it counts the failed command as
+            // finished, so a query that sees every command finished also sees the fault.
+            boolean idle = finished.get() == submitted.get();
+            if (submission.faults().hasFaulted()) {
+                return StreamState.FAULTED;
+            }
+            return idle ? StreamState.IDLE : StreamState.BUSY;
         }
 
         @Override
         public boolean enqueueFlagWrite(FlagMemory memory, int slot) {
-            return stream.enqueueFlagWrite(memory, slot);
+            // Refused once shut down (enqueue), not once closed: with combining the drainer submits the
+            // entries appended before the close after it (the closed check was made at the append).
+            if (submission.faults().hasFaulted()) {
+                return false;
+            }
+            return enqueue(() -> device.writeFlag(memory, slot));
         }
 
         @Override
         public boolean enqueueHostCallback(Runnable callback) {
-            return stream.enqueueHostCallback(callback);
+            if (submission.faults().hasFaulted()) {
+                return false;
+            }
+            return enqueue(callback::run);
         }
 
         @Override
         public boolean flagWritesSettled() {
-            return stream.flagWritesSettled();
+            return finished.get() == submitted.get();
+        }
+
+        /**
+         * The backend's half of {@link #close()}, once, after the stream was marked closed and its
+         * drain's flag write or host callback was queued: commands already queued still run, then the
+         * stream's thread ends.
+         */
+        @Override
+        public void shutdown() {
+            synchronized (queue) {
+                shutDown = true;
+                queue.add(Command.SHUTDOWN);
+            }
         }
 
         @Override
         public boolean runsOnCurrentThread() {
-            return Thread.currentThread() == stream.worker;
-        }
-
-        @Override
-        public void shutdown() {
-            stream.shutdown();
+            return Thread.currentThread() == worker;
         }
     }
 }

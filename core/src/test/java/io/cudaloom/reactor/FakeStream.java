@@ -2,67 +2,37 @@ package io.cudaloom.reactor;
 
 import io.cudaloom.ReactorConfig;
 import io.cudaloom.spi.FlagMemory;
+import io.cudaloom.spi.StreamBackend;
 import io.cudaloom.spi.StreamState;
+import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import org.jspecify.annotations.Nullable;
 
-/** A stream whose work is always running; its flag write is recorded for the test to land. */
-final class FakeStream implements ReactorStream {
-    final AtomicLong submissions = new AtomicLong();
+/**
+ * A stream whose work is always running, for the parts' own tests: the backend (its flag write is
+ * recorded for the test to land) and the reactor under a real {@link DirectSubmission}, the
+ * reactor's object for the stream ({@link #stream}).
+ */
+final class FakeStream implements StreamBackend, ReactorStream.Reactor {
     final AtomicInteger flagSlot = new AtomicInteger(-1);
-    final StreamRecord record;
-    final DeviceFaults.Sink faults;
+    /** The reactor's object for this fake stream: what the parts are handed. */
+    final DirectSubmission stream;
+    private final Thread noScanner = new Thread(() -> { });
 
-    FakeStream(ReactorConfig config) {
-        this.record = new StreamRecord(config);
-        this.faults = new DeviceFaults().sink(this, record);
+    /** A fake stream with {@code submissions} work entries submitted (reported as raw work), still running. */
+    FakeStream(ReactorConfig config, int submissions) {
+        this.stream = new DirectSubmission(config, this, new DeviceFaults(), this, "fake stream");
+        for (int i = 0; i < submissions; i++) {
+            stream.noteExternalSubmission();
+        }
     }
 
-    @Override
-    public long submissionCount() {
-        return submissions.get();
-    }
-
-    @Override
-    public void completedThrough(long count) {
-        record.completedThrough(count);
-    }
-
-    @Override
-    public boolean isKnownComplete(long required) {
-        return record.completedThrough() >= required;
-    }
-
-    @Override
-    public boolean hasWorkNotKnownComplete() {
-        return submissions.get() > record.completedThrough();
-    }
-
-    @Override
-    public boolean isClosed() {
-        return false;
-    }
-
-    @Override
-    public boolean isOwnWorkerThread() {
-        return false;
-    }
-
-    @Override
-    public boolean mayParkForAdmission() {
-        return true;
-    }
+    // ---- the backend ----------------------------------------------------------------------------
 
     @Override
     public StreamState queryState() {
         return StreamState.BUSY;
-    }
-
-    @Override
-    public DeviceFaults.Sink faults() {
-        return faults;
     }
 
     @Override
@@ -82,28 +52,40 @@ final class FakeStream implements ReactorStream {
     }
 
     @Override
-    public void drained() {}
+    public void shutdown() {}
+
+    // ---- the reactor ----------------------------------------------------------------------------
 
     @Override
-    public StreamRecord record() {
-        return record;
+    public void track(ReactorStream s, Completion tracker) {
+        throw new UnsupportedOperationException("no tracker here");
     }
 
     @Override
-    public void track() {}
-
-    @Override
-    public Registration registerCompletion(Consumer<@Nullable RuntimeException> onDone) {
+    public Registration register(ReactorStream s, Consumer<@Nullable RuntimeException> onDone) {
         throw new UnsupportedOperationException("no drain here");
     }
 
     @Override
-    public String deviceName() {
-        return "parts";
+    public boolean isClosed() {
+        return false;
     }
 
     @Override
-    public String toString() {
-        return "fake stream";
+    public Executor callbackExecutor() {
+        return Runnable::run;
+    }
+
+    @Override
+    public Thread scannerThread() {
+        return noScanner;
+    }
+
+    @Override
+    public void countAdmissionWait(long nanos) {}
+
+    @Override
+    public String deviceName() {
+        return "parts";
     }
 }

@@ -24,7 +24,7 @@ import org.junit.jupiter.api.Test;
 /**
  * The reactor's parts built alone, with no device, no facade and no public stream: the real
  * {@link BlockingWait} registers through the real {@link Registrar} on a real {@link SlotTable},
- * on a fake {@link ReactorStream} whose "device" is this test, and the real {@link Scanner}'s
+ * on a fake stream ({@link FakeStream}: a real {@link ReactorStream} over a fake backend) whose "device" is this test, and the real {@link Scanner}'s
  * {@link Scanner#step}, driven by this thread, delivers it. What {@code ClassCycleTest} says of the
  * structure, run: each part takes only what it uses.
  */
@@ -50,8 +50,8 @@ class PartsStandAloneTest {
                 new LatencyRecorder(CONFIG.slowAwaitFactor()), "parts", blocker, Runnable::run));
         Scanner scanner = new Scanner(OPEN, registrar, table, CONFIG, new DeviceFaults(), new PreWake(CONFIG, () -> { }), blocker);
 
-        FakeStream stream = new FakeStream(CONFIG);
-        stream.submissions.set(1); // one kernel "launched", still running
+        FakeStream fake = new FakeStream(CONFIG, 1); // one kernel "launched", still running
+        ReactorStream stream = fake.stream;
         AtomicBoolean completed = new AtomicBoolean();
         Thread waiter = Thread.ofVirtual().start(() -> {
             try {
@@ -60,13 +60,13 @@ class PartsStandAloneTest {
                 throw new AssertionError(e);
             }
         });
-        await().atMost(Duration.ofSeconds(10)).until(() -> stream.flagSlot.get() >= 0
+        await().atMost(Duration.ofSeconds(10)).until(() -> fake.flagSlot.get() >= 0
                 && TestAccess.parkedOn(waiter, blocker));
         assertEquals(1, table.armedCount(), "premise: the waiter armed one slot and parked on it");
         assertEquals(1, wakeUps.get(), "premise: the idle-to-active arm woke the scanner once");
         assertTrue(waiter.isAlive() && !completed.get(), "premise: nothing delivered yet");
 
-        flags.setRelease(stream.flagSlot.get(), 1); // the device's write lands
+        flags.setRelease(fake.flagSlot.get(), 1); // the device's write lands
         scanner.resume();
         await().atMost(Duration.ofSeconds(10)).until(() -> {
             scanner.doWork();

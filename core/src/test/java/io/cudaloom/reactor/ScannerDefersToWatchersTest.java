@@ -59,9 +59,8 @@ class ScannerDefersToWatchersTest {
         Scanner scanner = new Scanner(PartsStandAloneTest.OPEN, registrar, table, config, new DeviceFaults(), preWake, new Object());
         Scanner.Runner runner = scanner.runner(parker, Scanner.UNTIMED_PARK_BOX_NANOS);
         for (int i = 0; i < armed; i++) {
-            FakeStream stream = new FakeStream(config);
-            stream.submissions.set(1); // its kernel runs for good
-            long ticket = registrar.tryArm(stream, (t, failure) -> { throw new AssertionError("delivered"); });
+            FakeStream fake = new FakeStream(config, 1); // its kernel runs for good
+            long ticket = registrar.tryArm(fake.stream, (t, failure) -> { throw new AssertionError("delivered"); });
             assertTrue(Registrar.armed(ticket), "premise: armed");
         }
         assertEquals(armed, table.armedCount(), "premise: the armed count");
@@ -125,14 +124,15 @@ class ScannerDefersToWatchersTest {
                 new LatencyRecorder(0), "defer", blocker, Runnable::run));
         Scanner scanner = new Scanner(PartsStandAloneTest.OPEN, registrar, table, config, new DeviceFaults(), preWake,
                 blocker);
-        FakeStream stream = new FakeStream(config);
+        FakeStream fake = new FakeStream(config, 0);
+        ReactorStream stream = fake.stream;
         int caughtAsleep = 0;
         for (int attempt = 1; attempt <= 20 && caughtAsleep == 0; attempt++) {
             for (int i = 0; i < 40; i++) {
-                stream.record.recordWait(9_000_000L); // the stream's recent waits: 9 ms
+                stream.recordWait(9_000_000L); // the stream's recent waits: 9 ms
             }
-            stream.flagSlot.set(-1);
-            stream.submissions.set(attempt); // one more kernel, running
+            fake.flagSlot.set(-1);
+            stream.noteExternalSubmission(); // one more kernel, running: attempt in all
             long required = attempt;
             AtomicBoolean completed = new AtomicBoolean();
             Thread waiter = Thread.ofVirtual().start(() -> {
@@ -154,8 +154,8 @@ class ScannerDefersToWatchersTest {
                 caughtAsleep++;
                 assertFalse(watched, "asleep through its prediction, the waiter does not watch its flag");
             }
-            await().atMost(Duration.ofSeconds(10)).until(() -> stream.flagSlot.get() >= 0);
-            flags.setRelease(stream.flagSlot.get(), 1); // the kernel lands, early for the prediction
+            await().atMost(Duration.ofSeconds(10)).until(() -> fake.flagSlot.get() >= 0);
+            flags.setRelease(fake.flagSlot.get(), 1); // the kernel lands, early for the prediction
             scanner.resume();
             await().atMost(Duration.ofSeconds(10)).until(() -> {
                 scanner.doWork();

@@ -88,12 +88,11 @@ class ScannerRunnerTest {
 
         /** Arms a slot whose work has already landed; returns the latch its delivery counts down. */
         CountDownLatch armLanded() {
-            FakeStream stream = new FakeStream(CONFIG);
-            stream.submissions.set(1);
+            FakeStream fake = new FakeStream(CONFIG, 1);
             CountDownLatch delivered = new CountDownLatch(1);
-            long ticket = registrar.tryArm(stream, (t, failure) -> delivered.countDown());
+            long ticket = registrar.tryArm(fake.stream, (t, failure) -> delivered.countDown());
             assertTrue(Registrar.armed(ticket), "premise: armed");
-            flags.setRelease(stream.flagSlot.get(), 1); // the device's write has landed
+            flags.setRelease(fake.flagSlot.get(), 1); // the device's write has landed
             return delivered;
         }
 

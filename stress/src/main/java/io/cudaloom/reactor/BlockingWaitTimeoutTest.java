@@ -12,6 +12,7 @@ import io.cudaloom.reactor.metrics.Counter;
 import io.cudaloom.reactor.metrics.LatencyRecorder;
 import io.cudaloom.reactor.metrics.SharedCounters;
 import io.cudaloom.spi.FlagMemory;
+import io.cudaloom.spi.StreamBackend;
 import io.cudaloom.spi.StreamState;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -26,8 +27,8 @@ import org.openjdk.jcstress.infra.results.IIII_Result;
 
 /**
  * A timed-out blocking await, run by the reactor's own {@link BlockingWait}: it registers through
- * the real {@link Registrar} on the real {@link SlotTable} (one slot), its stream is a fake
- * {@link ReactorStream} whose device is the other actor, and the real {@link Scanner#step}
+ * the real {@link Registrar} on the real {@link SlotTable} (one slot), its stream is a real
+ * {@link ReactorStream} over a fake backend whose device is the other actor, and the real {@link Scanner#step}
  * delivers. No model of the await: the code under test is the code the reactor runs.
  *
  * <p>The waiter actor's first await has a deadline that has passed by the time it has registered,
@@ -85,14 +86,14 @@ public class BlockingWaitTimeoutTest {
             new LatencyRecorder(0), "jcstress", BLOCKER, Runnable::run));
     final Scanner scanner = new Scanner(ScannerParkGateTest.OPEN, registrar, table, CONFIG, new DeviceFaults(),
             new PreWake(CONFIG, () -> { }), BLOCKER); // its steps only: no park is made (a timed park would only wait)
-    final FakeStream stream = new FakeStream();
+    final FakeStream fake = new FakeStream();
 
     @Actor
     public void waiter(IIII_Result r) {
         try {
-            r.r1 = wait.await(stream, 1, false, true, TIMEOUT_NANOS) ? 1 : 0;
+            r.r1 = wait.await(fake.stream, 1, false, true, TIMEOUT_NANOS) ? 1 : 0;
             r.r2 = (int) counters.snapshot(table, scanner, NOT_THE_WAITER, 0, 0).get(Counter.ABANDONED);
-            r.r3 = wait.await(stream, 2, false, true, TIMEOUT_NANOS) ? 1 : 0;
+            r.r3 = wait.await(fake.stream, 2, false, true, TIMEOUT_NANOS) ? 1 : 0;
         } catch (InterruptedException e) {
             throw new AssertionError("uninterruptible awaits", e);
         }
@@ -100,7 +101,7 @@ public class BlockingWaitTimeoutTest {
 
     @Actor
     public void deviceAndScanner(IIII_Result r) {
-        r.r4 = landAndScan(stream, flags, table, scanner);
+        r.r4 = landAndScan(fake, flags, table, scanner);
     }
 
     /**
@@ -134,56 +135,25 @@ public class BlockingWaitTimeoutTest {
     }
 
 
-    /** A stream with two launches that never complete by themselves; its flag writes are recorded for the device actor. */
-    static final class FakeStream implements ReactorStream {
+    /**
+     * A stream with two launches that never complete by themselves, its flag writes recorded for the
+     * device actor: a fake backend and reactor under the real {@link DirectSubmission} ({@link #stream}).
+     */
+    static final class FakeStream implements StreamBackend, ReactorStream.Reactor {
         final AtomicInteger firstFlag = new AtomicInteger(-1);
         final AtomicInteger flagWrites = new AtomicInteger();
-        final StreamRecord record = new StreamRecord(CONFIG);
-        final DeviceFaults.Sink faults = new DeviceFaults().sink(this, record);
+        private final Thread noScanner = new Thread(() -> { });
+        /** The reactor's object for this stream: what the wait is handed. */
+        final DirectSubmission stream = new DirectSubmission(CONFIG, this, new DeviceFaults(), this, "jcstress stream");
 
-        @Override
-        public long submissionCount() {
-            return 2;
-        }
-
-        @Override
-        public void completedThrough(long count) {
-            record.completedThrough(count);
-        }
-
-        @Override
-        public boolean isKnownComplete(long required) {
-            return record.completedThrough() >= required;
-        }
-
-        @Override
-        public boolean hasWorkNotKnownComplete() {
-            return record.completedThrough() < 2;
-        }
-
-        @Override
-        public boolean isClosed() {
-            return false;
-        }
-
-        @Override
-        public boolean isOwnWorkerThread() {
-            return false;
-        }
-
-        @Override
-        public boolean mayParkForAdmission() {
-            return true;
+        FakeStream() {
+            stream.noteExternalSubmission(); // two launches, running for good
+            stream.noteExternalSubmission();
         }
 
         @Override
         public StreamState queryState() {
             return StreamState.BUSY;
-        }
-
-        @Override
-        public DeviceFaults.Sink faults() {
-            return faults;
         }
 
         @Override
@@ -204,29 +174,39 @@ public class BlockingWaitTimeoutTest {
         }
 
         @Override
-        public void drained() {}
+        public void shutdown() {}
 
         @Override
-        public StreamRecord record() {
-            return record;
+        public void track(ReactorStream s, Completion tracker) {
+            throw new UnsupportedOperationException("no tracker here");
         }
 
         @Override
-        public void track() {}
-
-        @Override
-        public Registration registerCompletion(Consumer<@Nullable RuntimeException> onDone) {
+        public Registration register(ReactorStream s, Consumer<@Nullable RuntimeException> onDone) {
             throw new UnsupportedOperationException("no drain here");
         }
 
         @Override
-        public String deviceName() {
-            return "jcstress";
+        public boolean isClosed() {
+            return false;
         }
 
         @Override
-        public String toString() {
-            return "jcstress stream";
+        public java.util.concurrent.Executor callbackExecutor() {
+            return Runnable::run;
+        }
+
+        @Override
+        public Thread scannerThread() {
+            return noScanner;
+        }
+
+        @Override
+        public void countAdmissionWait(long nanos) {}
+
+        @Override
+        public String deviceName() {
+            return "jcstress";
         }
     }
 }

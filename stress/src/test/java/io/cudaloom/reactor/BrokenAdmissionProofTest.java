@@ -13,9 +13,9 @@ import org.openjdk.jcstress.annotations.State;
 import org.openjdk.jcstress.infra.results.JJ_Result;
 
 /**
- * {@link AdmissionProofTest} run on {@link BrokenStreamRecord} (the proof is read, then written, in two steps): jcstress must report a FORBIDDEN outcome. Original documentation follows.
+ * {@link AdmissionProofTest} run on {@link BrokenDirectSubmission} (the proof is read, then written, in two steps): jcstress must report a FORBIDDEN outcome. Original documentation follows.
  *
- * <p>Admission (StreamRecord): two proofs recorded at once (the scanner retiring one slot, a
+ * <p>Admission (DirectSubmission): two proofs recorded at once (the scanner retiring one slot, a
  * waiter returning from another) must return each covered entry's permit exactly once and leave
  * the highest proof: 5 permits for proofs 5 and 3, whatever the order. More would let the stream
  * exceed its bound (the driver's queue fills again); fewer would leak permits until the stream
@@ -30,7 +30,8 @@ import org.openjdk.jcstress.infra.results.JJ_Result;
 @State
 public class BrokenAdmissionProofTest {
     static final ReactorConfig CONFIG = ReactorConfig.builder().admissionLimit(8).build();
-    final BrokenStreamRecord record = new BrokenStreamRecord(CONFIG);
+    final BrokenDirectSubmission record = new BrokenDirectSubmission(CONFIG, AdmissionProofTest.QUIET, new DeviceFaults(),
+            AdmissionProofTest.QUIET, "jcstress stream");
 
     @Actor
     public void scanner() {

@@ -52,15 +52,15 @@ public class BrokenBlockingWaitTimeoutTest {
             Runnable::run));
     final Scanner scanner = new Scanner(ScannerParkGateTest.OPEN, registrar, table, BlockingWaitTimeoutTest.CONFIG,
             new DeviceFaults(), new PreWake(BlockingWaitTimeoutTest.CONFIG, () -> { }), BlockingWaitTimeoutTest.BLOCKER);
-    final BlockingWaitTimeoutTest.FakeStream stream = new BlockingWaitTimeoutTest.FakeStream();
+    final BlockingWaitTimeoutTest.FakeStream fake = new BlockingWaitTimeoutTest.FakeStream();
 
     @Actor
     public void waiter(IIII_Result r) {
         try {
-            r.r1 = wait.await(stream, 1, false, true, BlockingWaitTimeoutTest.TIMEOUT_NANOS) ? 1 : 0;
+            r.r1 = wait.await(fake.stream, 1, false, true, BlockingWaitTimeoutTest.TIMEOUT_NANOS) ? 1 : 0;
             r.r2 = (int) counters.snapshot(table, scanner, BlockingWaitTimeoutTest.NOT_THE_WAITER, 0, 0)
                     .get(Counter.ABANDONED);
-            r.r3 = wait.await(stream, 2, false, true, BlockingWaitTimeoutTest.TIMEOUT_NANOS) ? 1 : 0;
+            r.r3 = wait.await(fake.stream, 2, false, true, BlockingWaitTimeoutTest.TIMEOUT_NANOS) ? 1 : 0;
         } catch (InterruptedException e) {
             throw new AssertionError("uninterruptible awaits", e);
         }
@@ -68,6 +68,6 @@ public class BrokenBlockingWaitTimeoutTest {
 
     @Actor
     public void deviceAndScanner(IIII_Result r) {
-        r.r4 = BlockingWaitTimeoutTest.landAndScan(stream, flags, table, scanner);
+        r.r4 = BlockingWaitTimeoutTest.landAndScan(fake, flags, table, scanner);
     }
 }

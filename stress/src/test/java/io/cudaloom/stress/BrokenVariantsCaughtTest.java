@@ -45,7 +45,8 @@ class BrokenVariantsCaughtTest {
             "io.cudaloom.stress.jcstress.BrokenOrderedReleaseTest",
             "io.cudaloom.stress.jcstress.BrokenSubmissionQueueTest",
             "io.cudaloom.stress.jcstress.BrokenSubmissionRoomTest",
-            "io.cudaloom.stress.jcstress.BrokenBatchLeaveTest");
+            "io.cudaloom.stress.jcstress.BrokenBatchLeaveTest",
+            "io.cudaloom.stress.jcstress.BrokenDrainHandOffTest");
 
     @Test
     @Timeout(value = 8, unit = TimeUnit.MINUTES)

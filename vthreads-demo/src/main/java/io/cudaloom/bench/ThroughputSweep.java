@@ -162,9 +162,35 @@ final class ThroughputSweep {
         }
     }
 
+    /**
+     * The rows to run: all, or those named by {@code -Dsweep.rows=AWAIT,CEILING_8,...} (a shorter
+     * run for a device call that has little time; the ratios of a row whose partner was left out
+     * are left out too).
+     */
+    static List<Method> selectedRows(@org.jspecify.annotations.Nullable String rows) {
+        if (rows == null || rows.isBlank()) {
+            return List.of(Method.values());
+        }
+        List<Method> picked = new ArrayList<>();
+        for (String name : rows.split(",", -1)) {
+            try {
+                picked.add(Method.valueOf(name.trim().toUpperCase(Locale.ROOT)));
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("sweep.rows: no row " + name.trim() + "; rows are "
+                        + java.util.Arrays.toString(Method.values()), e);
+            }
+        }
+        return List.of(Method.values()).stream().filter(picked::contains).toList();
+    }
+
     /** The order of the rows in round {@code round} (1-based): as listed in odd rounds, reversed in even ones. */
     static List<Method> order(int round) {
-        List<Method> m = new ArrayList<>(List.of(Method.values()));
+        return order(round, List.of(Method.values()));
+    }
+
+    /** {@link #order(int)} of the rows {@code rows} only. */
+    static List<Method> order(int round, List<Method> rows) {
+        List<Method> m = new ArrayList<>(rows);
         if (round % 2 == 0) {
             java.util.Collections.reverse(m);
         }
@@ -361,12 +387,16 @@ final class ThroughputSweep {
     /** Runs the sweep: markdown on {@code out}, progress on {@code err}. */
     static void run(Settings s, PrintStream out, PrintStream err) throws Exception {
         int cores = Runtime.getRuntime().availableProcessors();
+        List<Method> selected = selectedRows(System.getProperty("sweep.rows"));
         String device;
         try (CudaDevice d = CudaDevice.open(0)) {
             device = d.name() + ", compute " + d.computeCapability();
         }
         out.printf(Locale.ROOT, "## GpuBench sweep: %s; %d cores; Java %s%n%n", device, cores, Runtime.version());
         out.printf(Locale.ROOT, "`await()` rows: %s%n%n", awaitConfig(s.threads()));
+        if (selected.size() < Method.values().length) {
+            out.printf(Locale.ROOT, "Rows run (-Dsweep.rows): %s%n%n", selected);
+        }
         out.printf(Locale.ROOT, "%d streams; every row on a freshly opened device after a warm-up (an empty kernel"
                 + " per stream, then 1/%d of the row's launches the same way); rows run in table order in odd rounds,"
                 + " reversed in even ones. Cores busy: process CPU time / wall. CPU per completion: process CPU time"
@@ -389,14 +419,14 @@ final class ThroughputSweep {
             out.flush();
             for (int round = 1; round <= s.rounds(); round++) {
                 Map<Method, Row> rows = new EnumMap<>(Method.class);
-                for (Method m : order(round)) {
+                for (Method m : order(round, selected)) {
                     int workers = (int) Math.min(m.threads(s.threads(), cores), total);
                     Row r = measure(m, workers, total, kernelNanos, round, err);
                     rows.put(m, r);
                     err.printf(Locale.ROOT, "sweep: %d us, round %d, %s: %.2f s, %,.0f/s%n", kernelUs, round,
                             m.label(workers), r.wallNanos() / 1e9, r.completionsPerSecond());
                 }
-                for (Method m : Method.values()) {
+                for (Method m : selected) {
                     out.println(markdown(rows.get(m), ratiosOf(m, rows)));
                 }
                 out.flush();

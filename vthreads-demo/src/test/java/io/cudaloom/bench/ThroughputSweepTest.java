@@ -75,6 +75,18 @@ class ThroughputSweepTest {
     }
 
     @Test
+    void sweepRowsPicksRowsInTableOrderAndRefusesAnUnknownOne() {
+        assertEquals(List.of(Method.values()), ThroughputSweep.selectedRows(null));
+        assertEquals(List.of(Method.values()), ThroughputSweep.selectedRows(" "));
+        List<Method> picked = ThroughputSweep.selectedRows("ceiling_8, AWAIT");
+        assertEquals(List.of(Method.AWAIT, Method.CEILING_8), picked, "table order, case and blanks ignored");
+        assertEquals(List.of(Method.CEILING_8, Method.AWAIT), ThroughputSweep.order(2, picked));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> ThroughputSweep.selectedRows("AWAIT,POOL"));
+        assertTrue(e.getMessage().startsWith("sweep.rows: no row POOL; rows are [AWAIT"), e.getMessage());
+    }
+
+    @Test
     void evenRoundsRunTheRowsInReverse() {
         assertEquals(List.of(Method.AWAIT, Method.BATCHED, Method.POOL_64, Method.POOL_CORES, Method.POOL_BLOCKING,
                 Method.CEILING_8, Method.CEILING_16), ThroughputSweep.order(1));

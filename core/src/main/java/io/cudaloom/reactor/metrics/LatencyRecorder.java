@@ -10,7 +10,7 @@ import org.HdrHistogram.Recorder;
 /**
  * A device's await-latency distribution (HdrHistogram): every blocking await that registered
  * records how long it waited, from registering to returning, whatever its outcome (the duration
- * {@link io.cudaloom.reactor.BlockingWait} already measures for {@link io.cudaloom.reactor.StreamRecord#recordWait}, and the same span the
+ * {@link io.cudaloom.reactor.BlockingWait} already measures for {@code ReactorStream.recordWait}, and the same span the
  * JFR event {@code io.cudaloom.SlowAwait} times). Awaits that found their work done register
  * nothing and are not recorded.
  *
