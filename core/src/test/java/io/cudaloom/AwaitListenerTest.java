@@ -5,6 +5,7 @@ import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -81,8 +82,25 @@ class AwaitListenerTest {
             assertEquals(Outcome.INTERRUPTED, interrupted.outcome());
             assertSame(waiter, interrupted.thread());
             gate.countDown();
-            stream.await();
-            assertEquals(Outcome.COMPLETED, calls.remove().outcome());
+            // A waiter known to be parked before its work completes: an await right after the
+            // gate's release may find the work already proven (the interrupted waiter's group
+            // write, which covers the gate, can land first) and then registers nothing.
+            CountDownLatch second = gate(stream);
+            AtomicReference<Throwable> completerFailed = new AtomicReference<>();
+            Thread completer = Thread.ofVirtual().start(() -> {
+                try {
+                    stream.await();
+                } catch (Throwable t) {
+                    completerFailed.set(t);
+                }
+            });
+            await().atMost(LONG).until(() -> reactor.stats().waitersNow() == 1);
+            second.countDown();
+            completer.join();
+            assertNull(completerFailed.get());
+            Call released = calls.remove();
+            assertEquals(Outcome.COMPLETED, released.outcome());
+            assertSame(completer, released.thread());
 
             SimulatedStream faulty = device.newStream();
             faulty.injectFault("an illegal address");
