@@ -147,13 +147,15 @@ public final class CudaDevice extends GpuDevice {
     /**
      * Opens CUDA device {@code ordinal} (its primary context) and starts its reactor.
      *
-     * @throws IllegalArgumentException if there is no such device
+     * @throws IllegalArgumentException if there is no such device, or the system property
+     *     {@code cudaloom.driverCalls} is neither {@code ffm} nor {@code jcuda}
      * @throws CudaDriverException if the driver cannot be initialised, or not even loaded (then the
      *     message is one line, "no CUDA driver: ...", and the cause the {@link LinkageError})
      * @throws IllegalStateException if JCuda is not on the class path (the message names its artifacts)
      */
     public static CudaDevice open(int ordinal, ReactorConfig config) {
         Objects.requireNonNull(config, "config");
+        DriverCalls.check(); // a bad cudaloom.driverCalls fails here, not as a silent fallback
         int count = Cuda.init();
         if (ordinal < 0 || ordinal >= count) {
             throw new IllegalArgumentException("CUDA device ordinal " + ordinal + " out of range: "
