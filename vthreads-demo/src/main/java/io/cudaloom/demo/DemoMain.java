@@ -88,6 +88,9 @@ public final class DemoMain {
         }
         try (device; DemoWorkload workload = DemoWorkload.forDevice(device, options.streams(), options.kernelTime())) {
             err.println("device: " + device.name() + (device.isSimulated() ? " (no GPU: embedded simulation)" : ""));
+            if (!device.isSimulated()) {
+                err.println("driver calls: " + Cuda.driverCalls());
+            }
             return switch (options.mode()) {
                 case RUN -> runAwaitDemo(options, workload, out, err);
                 case SERVE -> serve(options, workload, err);
