@@ -82,27 +82,6 @@ public final class Cuda {
         return false;
     }
 
-    /**
-     * Which binding makes the driver calls of every kernel launch, async copy and flag write of a
-     * {@link CudaStream}: {@code "ffm"} ({@code java.lang.foreign} downcalls to libcuda) or
-     * {@code "jcuda (why)"}, e.g. {@code "jcuda (the default)"}. The system property
-     * {@code cudaloom.driverCalls} ({@code jcuda} or {@code ffm}) asks for one; the choice is made
-     * once per process, by the first CUDA stream, kernel or pinned buffer, or by this method if it
-     * comes first, and a request for {@code ffm} that cannot be met (Java 21, native access not
-     * enabled, no libcuda.so.1) falls back to JCuda, logged once. For headers of benchmark output
-     * and for tests; docs/TUNING.md, "Driver calls: JCuda or FFM downcalls". Never throws.
-     */
-    public static String driverCalls() {
-        if (!isInstalled()) {
-            return "jcuda (JCuda is not on the class path: no CUDA backend)";
-        }
-        try {
-            return HotCalls.binding();
-        } catch (LinkageError e) {
-            return "jcuda (" + e + ")";
-        }
-    }
-
     /** Why {@link #isAvailable()} returned false (null if it did not). */
     public static @Nullable String unavailableReason() {
         return unavailableReason;

@@ -46,7 +46,7 @@ class HotCallsFfmTest {
     void askedForFfmItBindsTheDowncallsOrSaysWhyNot() {
         String binding = HotCalls.binding();
         System.out.println("HotCallsFfmTest: driver calls: " + binding);
-        assertEquals(binding, Cuda.driverCalls());
+        assertEquals(binding, CudaDevice.driverCalls());
         boolean libcuda = LIBCUDA.stream().map(Path::of).anyMatch(Files::exists);
         if (libcuda) {
             assertEquals("ffm", binding);

@@ -50,7 +50,7 @@ class HotCallsGpuTest {
 
     @Test
     void thisJvmsBindingGivesWhatJCudaGives(CudaDevice device) throws Exception {
-        System.out.println("HotCallsGpuTest: driver calls in this JVM: " + Cuda.driverCalls());
+        System.out.println("HotCallsGpuTest: driver calls in this JVM: " + CudaDevice.driverCalls());
         Map<String, String> r = compare(device);
         System.out.println("HotCallsGpuTest: " + r);
         assertResults(r);
@@ -99,7 +99,7 @@ class HotCallsGpuTest {
      */
     static Map<String, String> compare(CudaDevice device) throws Exception {
         Map<String, String> out = new LinkedHashMap<>();
-        out.put("binding", Cuda.driverCalls());
+        out.put("binding", CudaDevice.driverCalls());
         try (Kernels k = Kernels.load(device); CudaStream s = device.newStream();
                 HostMemory in = device.allocateHost(4L * N); HostMemory scaled = device.allocateHost(4L * N);
                 HostMemory filled = device.allocateHost(4L * N); HostMemory scaledJ = device.allocateHost(4L * N);

@@ -10,7 +10,7 @@ public final class HotCallsProbe {
 
     public static void main(String[] args) throws Exception {
         System.out.println("RESULT implementation=" + HotCalls.implementation());
-        System.out.println("RESULT binding=" + Cuda.driverCalls());
+        System.out.println("RESULT binding=" + CudaDevice.driverCalls());
         if (args.length > 0 && args[0].equals("gpu")) {
             try (CudaDevice device = CudaDevice.open(0, GpuTestSupport.reactorOnly())) {
                 for (var e : HotCallsGpuTest.compare(device).entrySet()) {

@@ -33,7 +33,7 @@ class HotCallsTest {
             assertEquals("jcuda (the default)", HotCalls.binding());
         }
         assertTrue(HotCalls.binding().startsWith("jcuda ("), HotCalls.binding());
-        assertEquals(HotCalls.binding(), Cuda.driverCalls());
+        assertEquals(HotCalls.binding(), CudaDevice.driverCalls());
         assertNull(HotCalls.paramsLayout(1, 2L), "no parameter block: JCuda packs them");
         assertEquals(0, HotCalls.handleAddress(new Pointer()));
     }
