@@ -2,13 +2,14 @@
 # gpu-final.sh: one device call that measures a build for its closing notes, most important first
 # (a call cut short still brings back what ran): the GPU suite; the lifetime stress; the demo with
 # its batched run, submission by combining against direct submission (-Dcudaloom.submission); the
-# driver's floor; the 10 us sweep both ways; the JDK's own floor for a batched blocking call
+# batched demo and the 10 us sweep with the hot driver calls as FFM downcalls (-Dcudaloom.driverCalls=ffm);
+# the driver's floor; the 10 us sweep both ways; the JDK's own floor for a batched blocking call
 # (VirtualThreadHandOff, default carriers and 4); the batched demo on 4 carriers; the one-waiter
 # latency both ways; the 200 us and 1 ms sweeps both ways; the servlet benchmark with both pools; a JFR
 # profile of the batched demo. Each step's output is one file of "$OUT/results.tgz" (packed again
 # after every step, so a call cut short still brings back what ran; a device call brings back only
 # a few files, so everything travels in that one), whose steps.txt has each step's exit code and
-# duration; "$OUT/summary.txt" is the summary. Budget about 480 s of wall time.
+# duration; "$OUT/summary.txt" is the summary. Budget about 540 s of wall time (SKIP="demo-ffm sweep-ffm": 480).
 # From the repository root, after ../shared/tools/gpu-bundle && bash vthreads-demo/scripts/gpu-trim.sh:
 #   bash vthreads-demo/scripts/gpu-final.sh > /dev/null; cat "$OUT/summary.txt"   (then unpack $OUT/results.tgz)
 # Knobs: SKIP="suite lifetime ..." leaves steps out (names as in the step lines below).
@@ -35,6 +36,12 @@ want demo && step demo demo-combining.txt 100 $J -Dcudaloom.submission=combining
   --iterations 20 --batch 64 --report "$OUT/demo-report.html"
 want demo && step demo-direct demo-direct.txt 60 $J -Dcudaloom.submission=direct io.cudaloom.demo.DemoMain \
   --iterations 20 --baseline off
+# the hot driver calls through FFM downcalls instead of JCuda (TUNING: "Driver calls: JCuda or FFM downcalls"); each
+# prints which binding it got ("driver calls: ffm", or "jcuda (why)"): the demo on stderr, the sweep in its header
+want demo-ffm && step demo-ffm demo-ffm.txt 60 $J --enable-native-access=ALL-UNNAMED -Dcudaloom.driverCalls=ffm \
+  io.cudaloom.demo.DemoMain --iterations 20 --batch 64 --baseline off
+want sweep-ffm && step sweep-ffm sweep-ffm.md 60 $J --enable-native-access=ALL-UNNAMED -Dcudaloom.driverCalls=ffm \
+  -Dsweep.rows=AWAIT,BATCHED,CEILING_8 io.cudaloom.bench.GpuBench sweep kernelsUs=10 rounds=1
 # the batched demo beside the per-op one on 4 carriers (TUNING: "Virtual-thread carriers for batched calls")
 # (200 iterations: at 800 k completions/s, 20 iterations leave a steady state of a quarter second, with the JIT still compiling)
 want demo-p4 && step demo-p4 demo-p4.txt 90 $J -Djdk.virtualThreadScheduler.parallelism=4 io.cudaloom.demo.DemoMain \
@@ -66,8 +73,10 @@ want jfr && step jfr demo-jfr.txt 60 $J -XX:StartFlightRecording=filename="$OUT/
   cat "$OUT/steps.txt"
   for f in junit junit-direct; do echo "-- $f"; grep -E "tests (found|successful|failed|aborted)|✘" "$OUT/$f.txt" 2>/dev/null | cut -c1-300; done
   grep -E "^(PASS|FAIL|ALL|NOT)" "$OUT/lifetime.txt" 2>/dev/null
-  for f in demo-combining demo-direct demo-p4 demo-long; do echo "-- $f"; grep -E "^summary|completions/s|CPU per completion" "$OUT/$f.txt" 2>/dev/null | head -8; done
-  for f in sweep-combining sweep-p4 sweep-direct sweep-long-combining sweep-long-p4 sweep-long-direct; do echo "-- $f"; grep -E "^\| (\`await|batched|ceiling: 8|pool: 64 platform threads, launch \+ .cuStream)" "$OUT/$f.md" 2>/dev/null | cut -c1-200; done
+  awk '/^== /{s=$2} /^driver calls:/{print "-- " s ": " $0}' "$OUT/stderr.log" 2>/dev/null
+  grep -H "^driver calls:" "$OUT"/sweep-*.md 2>/dev/null | sed "s|^$OUT/||"
+  for f in demo-combining demo-direct demo-ffm demo-p4 demo-long; do echo "-- $f"; grep -E "^summary|completions/s|CPU per completion" "$OUT/$f.txt" 2>/dev/null | head -8; done
+  for f in sweep-combining sweep-p4 sweep-direct sweep-ffm sweep-long-combining sweep-long-p4 sweep-long-direct; do echo "-- $f"; grep -E "^\| (\`await|batched|ceiling: 8|pool: 64 platform threads, launch \+ .cuStream)" "$OUT/$f.md" 2>/dev/null | cut -c1-200; done
   for f in latency-combining latency-direct; do echo "-- $f"; grep -E "^\| " "$OUT/$f.md" 2>/dev/null | cut -c1-160 | head -12; done
   grep -h "^| " "$OUT/handoff.md" "$OUT/handoff-p4.md" 2>/dev/null
 } > "$OUT/summary.txt"

@@ -62,7 +62,9 @@ class ClassCycleTest {
      *       device, stream and kernel they act on, and {@code GpuDevice} has them installed
      *       ({@code BackendHooks.install}) when it is initialised;
      *   <li>{@code cuda}: the backend's device, streams, buffers and kernels refer to each other
-     *       (a stream names its device and buffers, the device opens streams and loads modules);
+     *       (a stream names its device and buffers, the device opens streams and loads modules;
+     *       {@code HotCalls}, the stream's hot driver calls, takes the kernel, buffers and stream
+     *       handle they act on, whose native addresses it reads when they are made);
      *       and, apart, the driver's entry point and its exception ({@code Cuda} builds
      *       {@code CudaDriverException}, whose message names the error through {@code Cuda});
      *   <li>{@code sim}: the same for the simulated device;
@@ -75,8 +77,8 @@ class ClassCycleTest {
             "BackendChoice BackendHooks CompletionReactor DeviceMemory GpuDevice GpuEvent GpuKernel GpuStream HostMemory "
                     + "KernelThread LiveResources ResourceLedger internal.BackendAccess internal.GpuDeviceProvider",
             "cuda.Cuda cuda.CudaDriverException",
-            "cuda.CudaDevice cuda.CudaKernel cuda.CudaModule cuda.CudaStream cuda.DeviceBuffer cuda.KernelArgs "
-                    + "cuda.PinnedBuffer cuda.StreamHandle",
+            "cuda.CudaDevice cuda.CudaKernel cuda.CudaModule cuda.CudaStream cuda.DeviceBuffer cuda.HotCalls "
+                    + "cuda.KernelArgs cuda.PinnedBuffer cuda.StreamHandle",
             "junit.GpuExtension junit.GpuTest junit.LeakCheck",
             "kotlin.GpuEventCoroutines kotlin.ResumeExecutor",
             "sim.SimulatedDevice sim.SimulatedMemory sim.SimulatedStream");

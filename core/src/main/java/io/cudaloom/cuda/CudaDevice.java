@@ -139,6 +139,27 @@ public final class CudaDevice extends GpuDevice {
         return Cuda.init();
     }
 
+    /**
+     * Which binding makes the driver calls of every kernel launch, async copy and flag write of a
+     * {@link CudaStream}: {@code "ffm"} ({@code java.lang.foreign} downcalls to libcuda) or
+     * {@code "jcuda (why)"}, e.g. {@code "jcuda (the default)"}. The system property
+     * {@code cudaloom.driverCalls} ({@code jcuda} or {@code ffm}) asks for one; the choice is made
+     * once per process, by the first CUDA stream, kernel or pinned buffer, or by this method if it
+     * comes first, and a request for {@code ffm} that cannot be met (Java 21, native access not
+     * enabled, no libcuda.so.1) falls back to JCuda, logged once. For headers of benchmark output
+     * and for tests; docs/TUNING.md, "Driver calls: JCuda or FFM downcalls". Never throws.
+     */
+    public static String driverCalls() {
+        if (!Cuda.isInstalled()) {
+            return "jcuda (JCuda is not on the class path: no CUDA backend)";
+        }
+        try {
+            return HotCalls.binding();
+        } catch (LinkageError e) {
+            return "jcuda (" + e + ")";
+        }
+    }
+
     /** {@link #open(int, ReactorConfig)} with the default configuration. */
     public static CudaDevice open(int ordinal) {
         return open(ordinal, ReactorConfig.defaults());
@@ -147,13 +168,15 @@ public final class CudaDevice extends GpuDevice {
     /**
      * Opens CUDA device {@code ordinal} (its primary context) and starts its reactor.
      *
-     * @throws IllegalArgumentException if there is no such device
+     * @throws IllegalArgumentException if there is no such device, or the system property
+     *     {@code cudaloom.driverCalls} is neither {@code ffm} nor {@code jcuda}
      * @throws CudaDriverException if the driver cannot be initialised, or not even loaded (then the
      *     message is one line, "no CUDA driver: ...", and the cause the {@link LinkageError})
      * @throws IllegalStateException if JCuda is not on the class path (the message names its artifacts)
      */
     public static CudaDevice open(int ordinal, ReactorConfig config) {
         Objects.requireNonNull(config, "config");
+        DriverCalls.check(); // a bad cudaloom.driverCalls fails here, not as a silent fallback
         int count = Cuda.init();
         if (ordinal < 0 || ordinal >= count) {
             throw new IllegalArgumentException("CUDA device ordinal " + ordinal + " out of range: "

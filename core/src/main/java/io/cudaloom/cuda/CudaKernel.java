@@ -14,12 +14,15 @@ import jcuda.driver.CUfunction;
 public final class CudaKernel {
     private final CudaModule module;
     private final CUfunction function;
+    /** The function's native address, for the downcalls of {@link HotCalls} (0 where JCuda makes them). */
+    private final long functionAddress;
     private final String name;
     private final List<GpuKernel.Param> params;
 
     CudaKernel(CudaModule module, CUfunction function, String name, List<GpuKernel.Param> params) {
         this.module = Objects.requireNonNull(module, "module");
         this.function = Objects.requireNonNull(function, "function");
+        this.functionAddress = HotCalls.handleAddress(function);
         this.name = Objects.requireNonNull(name, "name");
         this.params = List.copyOf(params);
     }
@@ -35,6 +38,11 @@ public final class CudaKernel {
      */
     public CUfunction function() {
         return function;
+    }
+
+    /** {@link #function()}'s native address for {@link HotCalls}'s downcalls (0 where JCuda makes the calls). */
+    long functionAddress() {
+        return functionAddress;
     }
 
     /** The PTX entry point's name. */

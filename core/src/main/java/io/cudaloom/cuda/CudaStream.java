@@ -120,7 +120,7 @@ public final class CudaStream extends GpuStream {
         boolean inModule = false;
         try {
             checkUsable();
-            Pointer params = KernelArgs.pack(kernel.name(), args);
+            Pointer params = HotCalls.params(kernel.name(), args);
             kernel.module().enterLaunch(kernel.name()); // exited by the entry once made or discarded (finish)
             inModule = true;
             LaunchOp op = new LaunchOp(kernel, gridX, gridY, gridZ, blockX, blockY, blockZ, sharedBytes, params, args,
@@ -385,12 +385,12 @@ public final class CudaStream extends GpuStream {
         private final int blockY;
         private final int blockZ;
         private final int sharedBytes;
-        private final Pointer params;
+        private final @org.jspecify.annotations.Nullable Pointer params;
         private final Object[] args;
         private final int entered;
 
         LaunchOp(CudaKernel kernel, int gridX, int gridY, int gridZ, int blockX, int blockY, int blockZ,
-                int sharedBytes, Pointer params, Object[] args, int entered) {
+                int sharedBytes, @org.jspecify.annotations.Nullable Pointer params, Object[] args, int entered) {
             this.kernel = kernel;
             this.gridX = gridX;
             this.gridY = gridY;
@@ -406,8 +406,8 @@ public final class CudaStream extends GpuStream {
 
         @Override
         int driverCall() {
-            return cuLaunchKernel(kernel.function(), gridX, gridY, gridZ, blockX, blockY, blockZ, sharedBytes,
-                    stream.raw(), params, null);
+            return HotCalls.launchKernel(kernel, gridX, gridY, gridZ, blockX, blockY, blockZ, sharedBytes, stream,
+                    params, args);
         }
 
         @Override
@@ -448,9 +448,8 @@ public final class CudaStream extends GpuStream {
 
         @Override
         int driverCall() {
-            CUdeviceptr d = memory.rawPointer().withByteOffset(deviceOffset);
-            Pointer h = host.rawPointer().withByteOffset(hostOffset);
-            return toDevice ? cuMemcpyHtoDAsync(d, h, bytes, stream.raw()) : cuMemcpyDtoHAsync(h, d, bytes, stream.raw());
+            return toDevice ? HotCalls.memcpyHtoDAsync(memory, deviceOffset, host, hostOffset, bytes, stream)
+                    : HotCalls.memcpyDtoHAsync(host, hostOffset, memory, deviceOffset, bytes, stream);
         }
 
         @Override
@@ -633,7 +632,7 @@ public final class CudaStream extends GpuStream {
                 cuCtxSetCurrent(device.contextHandle());
                 // Flags 0 (default): the write is preceded by a memory fence, so everything the stream's
                 // earlier work wrote is visible once the host observes the flag.
-                r = cuStreamWriteValue32(stream.raw(), target, 1, 0);
+                r = HotCalls.streamWriteValue32(stream, target, 1, 0);
             } finally {
                 stream.exit();
             }

@@ -17,6 +17,8 @@ import jcuda.driver.JCudaDriver;
 public final class PinnedBuffer implements HostMemory {
     private final CudaDevice device;
     private final Pointer pointer;
+    /** The memory's native address, for the downcalls of {@link HotCalls} (0 where JCuda makes them). */
+    final long address;
     private final long bytes;
     private final ByteBuffer view;
     /** Who uses the buffer and when it is freed. */
@@ -25,6 +27,7 @@ public final class PinnedBuffer implements HostMemory {
     PinnedBuffer(CudaDevice device, Pointer pointer, long bytes) {
         this.device = device;
         this.pointer = pointer;
+        this.address = HotCalls.handleAddress(pointer);
         this.bytes = bytes;
         this.view = pointer.getByteBuffer(0, bytes).order(ByteOrder.nativeOrder());
         this.lifetime = new MemoryLifetime(device, LiveResources.Kind.HOST_MEMORY);

@@ -51,6 +51,8 @@ final class StreamHandle {
     private final CudaStream owner;
     private final CudaDevice device;
     private final CUstream stream = new CUstream();
+    /** The stream's native address, for the downcalls of {@link HotCalls} (0 where JCuda makes them). */
+    private final long address;
     private final LifetimeGuard calls = new LifetimeGuard();
     private final LifetimeGuard queries = new LifetimeGuard();
     /** Set by the device's release before it closes the guards: destroy at once, wait for nothing. */
@@ -67,12 +69,18 @@ final class StreamHandle {
         this.owner = owner;
         this.device = device;
         Cuda.check(cuStreamCreate(stream, CUstream_flags.CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+        this.address = HotCalls.handleAddress(stream);
         device.driverStreamCreated();
     }
 
     /** The raw handle, for callers mixing raw JCuda in; valid until the stream is closed. */
     CUstream raw() {
         return stream;
+    }
+
+    /** {@link #raw()}'s native address for {@link HotCalls}'s downcalls (0 where JCuda makes the calls). */
+    long address() {
+        return address;
     }
 
     // ---- calls ---------------------------------------------------------------------------------

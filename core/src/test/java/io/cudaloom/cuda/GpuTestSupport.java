@@ -42,12 +42,24 @@ public final class GpuTestSupport {
      */
     public static ChildResult runChild(Class<?> main, Map<String, String> env, Duration timeout, String... args)
             throws Exception {
+        return runChild(main, List.of("--enable-native-access=ALL-UNNAMED"), env, timeout, args);
+    }
+
+    /** {@link #runChild(Class, Map, Duration, String...)} with {@code jvmOptions} instead of {@code --enable-native-access=ALL-UNNAMED}. */
+    public static ChildResult runChild(Class<?> main, List<String> jvmOptions, Map<String, String> env, Duration timeout,
+            String... args) throws Exception {
+        return runChild(main, jvmOptions, classPath(), env, timeout, args);
+    }
+
+    /** {@link #runChild(Class, List, Map, Duration, String...)} on {@code classPath} instead of this JVM's. */
+    public static ChildResult runChild(Class<?> main, List<String> jvmOptions, String classPath, Map<String, String> env,
+            Duration timeout, String... args) throws Exception {
         List<String> cmd = new ArrayList<>();
         cmd.add(ProcessHandle.current().info().command().orElse("java"));
-        cmd.add("--enable-native-access=ALL-UNNAMED");
+        cmd.addAll(jvmOptions);
         cmd.add("-Djava.library.path=" + System.getProperty("java.library.path"));
         cmd.add("-cp");
-        cmd.add(classPath());
+        cmd.add(classPath);
         cmd.add(main.getName());
         cmd.addAll(List.of(args));
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);

@@ -393,6 +393,7 @@ final class ThroughputSweep {
             device = d.name() + ", compute " + d.computeCapability();
         }
         out.printf(Locale.ROOT, "## GpuBench sweep: %s; %d cores; Java %s%n%n", device, cores, Runtime.version());
+        out.printf(Locale.ROOT, "driver calls: %s%n%n", CudaDevice.driverCalls());
         out.printf(Locale.ROOT, "`await()` rows: %s%n%n", awaitConfig(s.threads()));
         if (selected.size() < Method.values().length) {
             out.printf(Locale.ROOT, "Rows run (-Dsweep.rows): %s%n%n", selected);

@@ -3,6 +3,7 @@ package io.cudaloom.demo;
 import io.cudaloom.GpuDevice;
 import io.cudaloom.ReactorConfig;
 import io.cudaloom.cuda.Cuda;
+import io.cudaloom.cuda.CudaDevice;
 import io.cudaloom.sim.SimulatedDevice;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -88,6 +89,9 @@ public final class DemoMain {
         }
         try (device; DemoWorkload workload = DemoWorkload.forDevice(device, options.streams(), options.kernelTime())) {
             err.println("device: " + device.name() + (device.isSimulated() ? " (no GPU: embedded simulation)" : ""));
+            if (!device.isSimulated()) {
+                err.println("driver calls: " + CudaDevice.driverCalls());
+            }
             return switch (options.mode()) {
                 case RUN -> runAwaitDemo(options, workload, out, err);
                 case SERVE -> serve(options, workload, err);
