@@ -31,6 +31,7 @@ step() { run_one_step "$@"; pack; }
 J="bash .gpu/java"
 
 want suite && step suite junit.txt 150 bash .gpu/junit
+want suite-ffm && step suite-ffm junit-ffm.txt 150 env JAVA_TOOL_OPTIONS=-Dcudaloom.driverCalls=ffm bash .gpu/junit
 want suite-direct && step suite-direct junit-direct.txt 150 env JAVA_TOOL_OPTIONS=-Dcudaloom.submission=direct bash .gpu/junit
 want demo && step demo demo-combining.txt 100 $J -Dcudaloom.submission=combining io.cudaloom.demo.DemoMain \
   --iterations 20 --batch 64 --report "$OUT/demo-report.html"
@@ -71,10 +72,11 @@ want jfr && step jfr demo-jfr.txt 60 $J -XX:StartFlightRecording=filename="$OUT/
 
 {
   cat "$OUT/steps.txt"
-  for f in junit junit-direct; do echo "-- $f"; grep -E "tests (found|successful|failed|aborted)|✘" "$OUT/$f.txt" 2>/dev/null | cut -c1-300; done
+  for f in junit junit-ffm junit-direct; do echo "-- $f"; grep -E "tests (found|successful|failed|aborted)|✘" "$OUT/$f.txt" 2>/dev/null | cut -c1-300; done
   grep -E "^(PASS|FAIL|ALL|NOT)" "$OUT/lifetime.txt" 2>/dev/null
   awk '/^== /{s=$2} /^driver calls:/{print "-- " s ": " $0}' "$OUT/stderr.log" 2>/dev/null
   grep -H "^driver calls:" "$OUT"/sweep-*.md 2>/dev/null | sed "s|^$OUT/||"
+  grep "driver calls:" "$OUT/stderr.log" 2>/dev/null | sort | uniq -c
   for f in demo-combining demo-direct demo-ffm demo-p4 demo-long; do echo "-- $f"; grep -E "^summary|completions/s|CPU per completion" "$OUT/$f.txt" 2>/dev/null | head -8; done
   for f in sweep-combining sweep-p4 sweep-direct sweep-ffm sweep-long-combining sweep-long-p4 sweep-long-direct; do echo "-- $f"; grep -E "^\| (\`await|batched|ceiling: 8|pool: 64 platform threads, launch \+ .cuStream)" "$OUT/$f.md" 2>/dev/null | cut -c1-200; done
   for f in latency-combining latency-direct; do echo "-- $f"; grep -E "^\| " "$OUT/$f.md" 2>/dev/null | cut -c1-160 | head -12; done
