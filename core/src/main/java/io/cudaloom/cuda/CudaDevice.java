@@ -142,11 +142,12 @@ public final class CudaDevice extends GpuDevice {
     /**
      * Which binding makes the driver calls of every kernel launch, async copy and flag write of a
      * {@link CudaStream}: {@code "ffm"} ({@code java.lang.foreign} downcalls to libcuda) or
-     * {@code "jcuda (why)"}, e.g. {@code "jcuda (the default)"}. The system property
-     * {@code cudaloom.driverCalls} ({@code jcuda} or {@code ffm}) asks for one; the choice is made
-     * once per process, by the first CUDA stream, kernel or pinned buffer, or by this method if it
-     * comes first, and a request for {@code ffm} that cannot be met (Java 21, native access not
-     * enabled, no libcuda.so.1) falls back to JCuda, logged once. For headers of benchmark output
+     * {@code "jcuda (why)"}, e.g. {@code "jcuda (asked for: cudaloom.driverCalls=jcuda)"}. Unset,
+     * the system property {@code cudaloom.driverCalls} means the downcalls wherever they can be
+     * made; {@code jcuda} or {@code ffm} asks for one. The choice is made once per process, by the
+     * first CUDA stream, kernel or pinned buffer, or by this method if it comes first; downcalls
+     * that cannot be made (Java 21, native access not enabled, no libcuda.so.1) leave the calls on
+     * JCuda, logged once (a WARNING if {@code ffm} was asked for). For headers of benchmark output
      * and for tests; docs/TUNING.md, "Driver calls: JCuda or FFM downcalls". Never throws.
      */
     public static String driverCalls() {

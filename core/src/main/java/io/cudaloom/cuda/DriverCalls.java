@@ -5,20 +5,56 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * The switch between the two bindings of the hot driver calls ({@link HotCalls}): the system
- * property {@value #PROPERTY}, {@code jcuda} (the default) or {@code ffm}. Shared by both versions
+ * property {@value #PROPERTY}, {@code ffm} or {@code jcuda}; unset, the downcalls are made where
+ * they can be (Java 22 or later, native access enabled, libcuda found) and JCuda is used
+ * elsewhere, quietly (the binding's text says why). Asked for explicitly, ffm that cannot be made
+ * is said with a WARNING. In one run on an H200 (s13-run20) the downcalls cut the demo's CPU per
+ * completion from 49.5-50.0 us to 43.0-43.1 us and the 10 us sweep's from 22.8 to 16.6 us. Shared by both versions
  * of {@link HotCalls} (the Java 21 one and the Java 22 overlay of the multi-release JAR), which read
  * it once, when the first CUDA stream, kernel or buffer of the process needs them; a device's open
  * checks it first ({@link #check()}), so a misspelt value fails there, with the property and the
  * value named, instead of leaving the calls on JCuda unnoticed.
  */
 final class DriverCalls {
-    /** The system property: {@code ffm} or {@code jcuda} (any case; unset or blank: {@code jcuda}). */
+    /** The system property: {@code ffm} or {@code jcuda} (any case; unset or blank: {@link Choice#UNSET}). */
     static final String PROPERTY = "cudaloom.driverCalls";
+
+    /** What the property asks for. */
+    enum Choice {
+        /** Unset or blank: the downcalls where they can be made, JCuda elsewhere, quietly. */
+        UNSET,
+        /** {@code ffm}: the downcalls; a fallback to JCuda is a WARNING. */
+        FFM,
+        /** {@code jcuda}: JCuda only. */
+        JCUDA;
+
+        /** Whether the downcalls are to be tried. */
+        boolean triesFfm() {
+            return this != JCUDA;
+        }
+    }
 
     private DriverCalls() {}
 
     /**
-     * Whether {@code value} (the property's) asks for the FFM downcalls.
+     * What {@code value} (the property's) asks for.
+     *
+     * @throws IllegalArgumentException if it is neither {@code ffm} nor {@code jcuda} (nor blank)
+     */
+    static Choice choice(@Nullable String value) {
+        if (value == null || value.isBlank()) {
+            return Choice.UNSET;
+        }
+        return ffmRequested(value) ? Choice.FFM : Choice.JCUDA;
+    }
+
+    /** The property's choice now. */
+    static Choice choice() {
+        return choice(System.getProperty(PROPERTY));
+    }
+
+    /**
+     * Whether {@code value} (the property's) asks explicitly for the FFM downcalls.
      *
      * @throws IllegalArgumentException if it is neither {@code ffm} nor {@code jcuda} (nor blank)
      */

@@ -14,8 +14,8 @@ import org.jspecify.annotations.Nullable;
  *
  * <p>Two versions of this class (a multi-release JAR): this one, for Java 21, calls JCuda; the one
  * in {@code src/main/java22} (META-INF/versions/22 of core's JAR, loaded on Java 22 and later)
- * calls libcuda through {@code java.lang.foreign} downcalls when the system property
- * {@value DriverCalls#PROPERTY} is {@code ffm}, and JCuda otherwise. Both have the same members.
+ * calls libcuda through {@code java.lang.foreign} downcalls unless the system property
+ * {@value DriverCalls#PROPERTY} is {@code jcuda} or they cannot be made there, and JCuda otherwise. Both have the same members.
  * Everything else (and every call users make on the raw handles) stays on JCuda. docs/TUNING.md,
  * "Driver calls: JCuda or FFM downcalls".
  */
@@ -24,16 +24,20 @@ final class HotCalls {
 
     static {
         String why;
+        DriverCalls.Choice choice = DriverCalls.Choice.JCUDA;
         try {
-            why = DriverCalls.ffmRequested(System.getProperty(DriverCalls.PROPERTY)) ? unavailable() : null;
+            choice = DriverCalls.choice();
+            why = choice.triesFfm() ? unavailable() : null;
         } catch (IllegalArgumentException e) {
             why = e.getMessage(); // a device's open throws it (DriverCalls.check)
         }
         if (why == null) {
-            BINDING = "jcuda (the default)";
+            BINDING = "jcuda (asked for: " + DriverCalls.PROPERTY + "=jcuda)";
         } else {
             BINDING = "jcuda (" + why + ")";
-            System.getLogger(HotCalls.class.getName()).log(System.Logger.Level.WARNING,
+            // Asked for explicitly: a WARNING; unset (the default): DEBUG only (JCuda is the default here).
+            System.getLogger(HotCalls.class.getName()).log(choice == DriverCalls.Choice.FFM
+                    ? System.Logger.Level.WARNING : System.Logger.Level.DEBUG,
                     "cuda-loom: the driver calls go through JCuda, not FFM downcalls: " + why);
         }
     }

@@ -24,9 +24,10 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * The Java 22 version of the hot driver calls (META-INF/versions/22 of core's multi-release JAR;
- * the Java 21 version, in src/main/java, says what they are). With the system property
- * {@value DriverCalls#PROPERTY}{@code =ffm} it calls libcuda through {@code java.lang.foreign}
- * downcalls; otherwise, or when they cannot be made here, through JCuda as the Java 21 version does.
+ * the Java 21 version, in src/main/java, says what they are). Unless the system property
+ * {@value DriverCalls#PROPERTY} is {@code jcuda}, it calls libcuda through {@code java.lang.foreign}
+ * downcalls; with {@code jcuda}, or when they cannot be made here, through JCuda as the Java 21
+ * version does.
  * Same members as that version, nothing public.
  *
  * <h2>The downcalls</h2>
@@ -66,8 +67,8 @@ import org.jspecify.annotations.Nullable;
  *
  * <h2>When it falls back to JCuda</h2>
  * Decided once, when the class is initialised (the first CUDA stream, kernel or pinned buffer), and
- * said once on the {@code System.Logger} named after this class (INFO: the downcalls are on;
- * WARNING: they were asked for and are not, and why): native access not enabled for this module
+ * said once on the {@code System.Logger} named after this class (asked for with {@code ffm}: INFO
+ * when they are on, WARNING when they are not, and why; the property unset: DEBUG either way): native access not enabled for this module
  * ({@code --enable-native-access=io.cudaloom} on the module path, {@code ALL-UNNAMED} on the class
  * path: without it the JDK would warn at the first restricted call, and a future JDK refuse it), no
  * libcuda.so.1, a symbol missing, JCuda's fields not found. A call never fails because of the
@@ -81,24 +82,28 @@ final class HotCalls {
 
     static {
         String why;
-        boolean requested = false;
+        DriverCalls.Choice choice = DriverCalls.Choice.JCUDA;
         try {
-            requested = DriverCalls.ffmRequested(System.getProperty(DriverCalls.PROPERTY));
-            why = requested ? unavailable() : null;
+            choice = DriverCalls.choice();
+            why = choice.triesFfm() ? unavailable() : null;
         } catch (IllegalArgumentException e) {
             why = e.getMessage(); // a device's open throws it (DriverCalls.check)
         }
-        FFM = requested && why == null;
+        FFM = choice.triesFfm() && why == null;
         System.Logger log = System.getLogger(HotCalls.class.getName());
+        // Asked for explicitly: said at INFO (on) or WARNING (not possible here). Unset (the default):
+        // said at DEBUG only, since JCuda where the downcalls cannot be made is the documented default.
+        boolean explicit = choice == DriverCalls.Choice.FFM;
         if (FFM) {
             BINDING = "ffm";
-            log.log(System.Logger.Level.INFO, "cuda-loom: " + DriverCalls.PROPERTY + "=ffm: kernel launches, async copies"
-                    + " and flag writes call libcuda.so.1 through java.lang.foreign downcalls (" + Ffm.SYMBOLS + ")");
+            log.log(explicit ? System.Logger.Level.INFO : System.Logger.Level.DEBUG, "cuda-loom: kernel launches,"
+                    + " async copies and flag writes call libcuda.so.1 through java.lang.foreign downcalls ("
+                    + Ffm.SYMBOLS + ")");
         } else if (why == null) {
-            BINDING = "jcuda (the default)";
+            BINDING = "jcuda (asked for: " + DriverCalls.PROPERTY + "=jcuda)";
         } else {
             BINDING = "jcuda (" + why + ")";
-            log.log(System.Logger.Level.WARNING,
+            log.log(explicit ? System.Logger.Level.WARNING : System.Logger.Level.DEBUG,
                     "cuda-loom: the driver calls go through JCuda, not FFM downcalls: " + why);
         }
     }

@@ -22,6 +22,18 @@ class DriverCallsTest {
     }
 
     @Test
+    void unsetOrBlankTriesTheDowncallsQuietlyFfmTriesThemAndJcudaDoesNot() {
+        assertEquals(DriverCalls.Choice.UNSET, DriverCalls.choice((String) null));
+        assertEquals(DriverCalls.Choice.UNSET, DriverCalls.choice(" "));
+        assertEquals(DriverCalls.Choice.FFM, DriverCalls.choice("FFM"));
+        assertEquals(DriverCalls.Choice.JCUDA, DriverCalls.choice("jcuda"));
+        assertTrue(DriverCalls.Choice.UNSET.triesFfm());
+        assertTrue(DriverCalls.Choice.FFM.triesFfm());
+        assertFalse(DriverCalls.Choice.JCUDA.triesFfm());
+        assertThrows(IllegalArgumentException.class, () -> DriverCalls.choice("fmm"));
+    }
+
+    @Test
     void aBadValueIsAOneLineExceptionNamingThePropertyAndTheValue() {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> DriverCalls.ffmRequested("fmm"));
         assertEquals("cudaloom.driverCalls must be ffm or jcuda, was 'fmm'", e.getMessage());

@@ -123,4 +123,26 @@ class HotCallsFfmTest {
         assertTrue(Stream.of(child.output().split("\\R")).noneMatch(l -> l.contains("restricted method")),
                 "no restricted method called, so no JDK warning: " + child.output());
     }
+
+    /** The property unset (the default): the downcalls are tried; where they cannot be made, JCuda, with no warning. */
+    @Test
+    void unsetWithoutNativeAccessItStaysOnJCudaQuietly() throws Exception {
+        GpuTestSupport.ChildResult child = GpuTestSupport.runChild(HotCallsProbe.class, List.of(), Map.of("JAVA_TOOL_OPTIONS", ""),
+                Duration.ofSeconds(60));
+        assertEquals(0, child.exitCode(), child.output());
+        assertEquals("22", child.get("implementation"), child.output());
+        assertEquals("jcuda (native access is not enabled for the class path: run java with"
+                + " --enable-native-access=ALL-UNNAMED)", child.get("binding"), child.output());
+        assertTrue(Stream.of(child.output().split("\\R")).noneMatch(l -> l.contains("WARNING")
+                || l.contains("restricted method")), "quiet: " + child.output());
+    }
+
+    @Test
+    void askedForJcudaItMakesNoDowncall() throws Exception {
+        GpuTestSupport.ChildResult child = GpuTestSupport.runChild(HotCallsProbe.class,
+                List.of("--enable-native-access=ALL-UNNAMED", "-Dcudaloom.driverCalls=jcuda"), Map.of(),
+                Duration.ofSeconds(60));
+        assertEquals(0, child.exitCode(), child.output());
+        assertEquals("jcuda (asked for: cudaloom.driverCalls=jcuda)", child.get("binding"), child.output());
+    }
 }

@@ -30,7 +30,7 @@ import org.junit.jupiter.api.Test;
  * stream's raw handle into other memory, synchronized. Both results must be the expected values and
  * equal, and the await must have been completed by a flag write (no host-function fallback).
  *
- * <p>In this JVM the binding is whatever it was started with ({@code jcuda} unless
+ * <p>In this JVM the binding is whatever it was started with ({@code ffm} by default where the downcalls can be made, {@code jcuda} unless
  * {@code -Dcudaloom.driverCalls=ffm}); {@link #theFfmBindingGivesWhatJCudaGives()} runs the
  * comparison in a child JVM with {@code -Dcudaloom.driverCalls=ffm}, whose class path puts core's
  * Java 22 overlay first when core's classes are a directory (as in the GPU bundle and under Maven),
