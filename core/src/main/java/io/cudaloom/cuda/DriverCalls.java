@@ -1,6 +1,7 @@
 package io.cudaloom.cuda;
 
 import java.util.Locale;
+import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -31,6 +32,47 @@ final class DriverCalls {
         /** Whether the downcalls are to be tried. */
         boolean triesFfm() {
             return this != JCUDA;
+        }
+    }
+
+    /**
+     * The binding's choice, made once per process by either version of {@link HotCalls}: what the
+     * property asks for, and why the downcalls cannot be made here if they were tried and cannot.
+     */
+    record Decision(Choice choice, @Nullable String whyNot) {
+        /** Reads the property; tries the downcalls (asks {@code unavailable} why not) unless it says jcuda. */
+        static Decision make(Supplier<@Nullable String> unavailable) {
+            try {
+                Choice c = DriverCalls.choice();
+                return new Decision(c, c.triesFfm() ? unavailable.get() : null);
+            } catch (IllegalArgumentException e) {
+                return new Decision(Choice.JCUDA, e.getMessage()); // a device's open throws it (check())
+            }
+        }
+
+        /** Whether the calls go through the downcalls. */
+        boolean ffm() {
+            return choice.triesFfm() && whyNot == null;
+        }
+
+        /**
+         * The binding's text ({@code ffm}, or {@code jcuda (why)}), said once on {@code log}: asked
+         * for with {@code ffm}, at INFO when on and at WARNING when not; the property unset, at
+         * DEBUG either way (JCuda where the downcalls cannot be made is the documented default).
+         * {@code onMessage} is read only when the downcalls are on.
+         */
+        String binding(System.Logger log, Supplier<String> onMessage) {
+            boolean explicit = choice == Choice.FFM;
+            if (ffm()) {
+                log.log(explicit ? System.Logger.Level.INFO : System.Logger.Level.DEBUG, onMessage.get());
+                return "ffm";
+            }
+            if (whyNot == null) {
+                return "jcuda (asked for: " + PROPERTY + "=jcuda)";
+            }
+            log.log(explicit ? System.Logger.Level.WARNING : System.Logger.Level.DEBUG,
+                    "cuda-loom: the driver calls go through JCuda, not FFM downcalls: " + whyNot);
+            return "jcuda (" + whyNot + ")";
         }
     }
 

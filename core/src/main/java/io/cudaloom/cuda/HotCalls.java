@@ -23,23 +23,9 @@ final class HotCalls {
     private static final String BINDING;
 
     static {
-        String why;
-        DriverCalls.Choice choice = DriverCalls.Choice.JCUDA;
-        try {
-            choice = DriverCalls.choice();
-            why = choice.triesFfm() ? unavailable() : null;
-        } catch (IllegalArgumentException e) {
-            why = e.getMessage(); // a device's open throws it (DriverCalls.check)
-        }
-        if (why == null) {
-            BINDING = "jcuda (asked for: " + DriverCalls.PROPERTY + "=jcuda)";
-        } else {
-            BINDING = "jcuda (" + why + ")";
-            // Asked for explicitly: a WARNING; unset (the default): DEBUG only (JCuda is the default here).
-            System.getLogger(HotCalls.class.getName()).log(choice == DriverCalls.Choice.FFM
-                    ? System.Logger.Level.WARNING : System.Logger.Level.DEBUG,
-                    "cuda-loom: the driver calls go through JCuda, not FFM downcalls: " + why);
-        }
+        // This version always says why not (unavailable), so the binding is jcuda whatever was asked.
+        BINDING = DriverCalls.Decision.make(HotCalls::unavailable)
+                .binding(System.getLogger(HotCalls.class.getName()), () -> "");
     }
 
     private HotCalls() {}

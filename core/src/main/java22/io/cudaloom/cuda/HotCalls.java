@@ -81,31 +81,11 @@ final class HotCalls {
     private static final String BINDING;
 
     static {
-        String why;
-        DriverCalls.Choice choice = DriverCalls.Choice.JCUDA;
-        try {
-            choice = DriverCalls.choice();
-            why = choice.triesFfm() ? unavailable() : null;
-        } catch (IllegalArgumentException e) {
-            why = e.getMessage(); // a device's open throws it (DriverCalls.check)
-        }
-        FFM = choice.triesFfm() && why == null;
-        System.Logger log = System.getLogger(HotCalls.class.getName());
-        // Asked for explicitly: said at INFO (on) or WARNING (not possible here). Unset (the default):
-        // said at DEBUG only, since JCuda where the downcalls cannot be made is the documented default.
-        boolean explicit = choice == DriverCalls.Choice.FFM;
-        if (FFM) {
-            BINDING = "ffm";
-            log.log(explicit ? System.Logger.Level.INFO : System.Logger.Level.DEBUG, "cuda-loom: kernel launches,"
-                    + " async copies and flag writes call libcuda.so.1 through java.lang.foreign downcalls ("
-                    + Ffm.SYMBOLS + ")");
-        } else if (why == null) {
-            BINDING = "jcuda (asked for: " + DriverCalls.PROPERTY + "=jcuda)";
-        } else {
-            BINDING = "jcuda (" + why + ")";
-            log.log(explicit ? System.Logger.Level.WARNING : System.Logger.Level.DEBUG,
-                    "cuda-loom: the driver calls go through JCuda, not FFM downcalls: " + why);
-        }
+        DriverCalls.Decision decision = DriverCalls.Decision.make(HotCalls::unavailable);
+        FFM = decision.ffm();
+        BINDING = decision.binding(System.getLogger(HotCalls.class.getName()), () -> "cuda-loom: kernel launches,"
+                + " async copies and flag writes call libcuda.so.1 through java.lang.foreign downcalls ("
+                + Ffm.SYMBOLS + ")"); // Ffm is initialised only when the downcalls are on
     }
 
     private HotCalls() {}
