@@ -50,7 +50,8 @@
  * scanner's idle strategy (an IdleStrategy, BackoffIdleStrategy by default) predicts the next
  * retirement from the recent ones, parks until shortly before it (2% of it or 5 us), in parks of
  * at most 1 ms (scannerPark's maximum: an earlier completion is seen within it), and spins
- * through it; without a prediction it spins 250 us after its last retirement, then backs off
+ * through it (a prediction of 25 minimum parks or more, 500 us by default, is polled with parks
+ * of 1% of it instead); without a prediction it spins 250 us after its last retirement, then backs off
  * with parks of 2% of the wait, at most 1 ms; with nothing armed it parks at once (no linger by
  * default, ReactorConfig.Builder.scannerLinger says why) until a registration's idle-to-active
  * wake-up. The strategy only decides; the scanner's runner (Scanner.Runner) makes every park, and

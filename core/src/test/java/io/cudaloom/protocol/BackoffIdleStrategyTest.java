@@ -95,6 +95,62 @@ class BackoffIdleStrategyTest {
     }
 
     /**
+     * Many streams' retirements: gaps that vary from a quarter to 1.75 times their mean, as the
+     * coalesced groups of 8 streams of 1 ms kernels retire (one flag write per about 60 kernels).
+     * Where a long prediction's retirement is due (1.6 ms and 7 ms here, above 25 minimum parks) the
+     * scanner polls with parks of 1% of the prediction instead of spinning: it spins almost nothing
+     * and sees the retirements no later on average than the predicted parks' cap already makes it.
+     * Spinning there instead (before) cost 106 us of spin per 1.6 ms gap and 173 us per 7 ms gap,
+     * 6.6% and 2.5% of a core, for the same mean lateness. A short prediction (100 us) is still spun
+     * for (the premise that the poll is only for long ones).
+     */
+    @ParameterizedTest(name = "mean gap {0} ns, slack {1} ns")
+    @CsvSource({"1600000, 6000", "1600000, 55000", "7000000, 6000", "100000, 6000"})
+    void aLongPredictionsVaryingRetirementsArePolledNotSpunFor(long mean, long slack) {
+        Model m = new Model(slack);
+        BackoffIdleStrategy idle = new BackoffIdleStrategy(250_000L, 0L, 20_000L, 1_000_000L, m.now);
+        java.util.Random random = new java.util.Random(42);
+        long lands = m.now;
+        long spun = 0;
+        long late = 0;
+        long parks = 0;
+        int n = 2000;
+        int measured = 0;
+        for (int i = 0; i < n; i++) {
+            lands = Math.max(lands + (long) (mean * (0.25 + 1.5 * random.nextDouble())), m.now + PASS_NANOS);
+            long s = 0;
+            long p = 0;
+            while (m.now < lands) {
+                if (m.idle(idle, true) == IdleStrategy.SPIN) {
+                    m.now += PASS_NANOS;
+                    s += PASS_NANOS;
+                } else {
+                    p++;
+                }
+            }
+            idle.progress(m.now);
+            if (i >= n / 2) {
+                spun += s;
+                late += m.now - lands;
+                parks += p;
+                measured++;
+            }
+        }
+        long spunPer = spun / measured;
+        long latePer = late / measured;
+        double parksPer = (double) parks / measured;
+        System.out.printf("mean gap %d ns, slack %d ns: spun %d ns, %.1f parks per retirement, seen %d ns late%n",
+                mean, slack, spunPer, parksPer, latePer);
+        if (mean < 25 * 20_000L) {
+            assertTrue(spunPer > 5_000L, "premise: a short prediction is spun for, spun " + spunPer + " ns per retirement");
+            return;
+        }
+        assertTrue(spunPer <= 2_000L, "spun " + spunPer + " ns per retirement of a " + mean + " ns mean gap");
+        assertTrue(parksPer <= 20, parksPer + " parks per retirement");
+        assertTrue(latePer <= 350_000L, "retirements seen " + latePer + " ns late on average (spinning: 232-320 us)");
+    }
+
+    /**
      * A prediction is a guess: under load the gaps between many streams' completions vary, and one
      * that comes far earlier than predicted must not wait for the end of the predicted park (its
      * stream's admission permits come back only when the scanner sees it). After learning 30 ms
