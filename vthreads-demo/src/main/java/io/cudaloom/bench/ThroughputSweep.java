@@ -74,7 +74,8 @@ import jcuda.driver.CUstream_flags;
  * </ol>
  * Every row makes the same number of launches ({@link #totalLaunches}), split as evenly as
  * possible over its threads ({@link #share}). Before each row: an empty kernel awaited per stream,
- * then a warm-up of 1/20 of the row's launches run the same way. Odd rounds run the rows in the
+ * then a warm-up of 1/20 of the row's launches (at least 1 s of the streams' work, at most a quarter
+ * of the row: {@link #warmUpLaunches}) run the same way. Odd rounds run the rows in the
  * order above, even rounds in reverse, so that no method always runs first. Each row reports
  * completions/s, wall time, cores busy (process CPU time / wall), process CPU time per completion,
  * and for {@code await()} the reactor's counters over the row: registrations, inline completions,
@@ -94,6 +95,23 @@ final class ThroughputSweep {
     static final long ROW_LIMIT_NANOS = 120_000_000_000L;
     /** Warm-up before each row: this fraction (1/n) of the row's launches, run the same way. */
     static final int WARM_UP_DIVISOR = 20;
+
+    /**
+     * A row's warm-up: 1/{@value #WARM_UP_DIVISOR} of its launches, or as many as keep the streams
+     * busy for 1 s if that is more (at most a quarter of the row's): with long kernels 1/20 of the
+     * row was 0.4 s, and the JIT compilers were still at work in the measured row (its JIT column).
+     */
+    static long warmUpLaunches(long total, long kernelNanos) {
+        long oneSecond = kernelNanos <= 0 ? total : 1_000_000_000L * STREAMS / kernelNanos;
+        return Math.max(1, Math.max(total / WARM_UP_DIVISOR, Math.min(total / 4, oneSecond)));
+    }
+
+    private static final java.lang.management.CompilationMXBean JIT = java.lang.management.ManagementFactory.getCompilationMXBean();
+
+    /** The JIT compilers' accumulated time (ms), or -1 where the JVM does not say. */
+    static long jitMillis() {
+        return JIT != null && JIT.isCompilationTimeMonitoringSupported() ? JIT.getTotalCompilationTime() : -1;
+    }
     /** The {@link Method#BATCHED} row's batcher: the most calls in one batch. */
     static final int BATCH_MAX = 256;
 
@@ -237,9 +255,14 @@ final class ThroughputSweep {
      * that row {@code launches} counts the calls completed, not the kernels.
      */
     record Row(Method method, int workers, int round, long launches, long wallNanos, long cpuNanos, AwaitCounts counts,
-            long batches) {
+            long batches, long jitMillis) {
         Row(Method method, int workers, int round, long launches, long wallNanos, long cpuNanos, AwaitCounts counts) {
-            this(method, workers, round, launches, wallNanos, cpuNanos, counts, -1);
+            this(method, workers, round, launches, wallNanos, cpuNanos, counts, -1, -1);
+        }
+
+        /** The same row with the JIT compilers' time over it (ms, -1 where not measured). */
+        Row withJit(long millis) {
+            return new Row(method, workers, round, launches, wallNanos, cpuNanos, counts, batches, millis);
         }
 
         /** Calls per batch over the row; 0 without batches. */
@@ -280,9 +303,10 @@ final class ThroughputSweep {
                 : String.format(Locale.ROOT, "%,.1f ms, %,d", c.admissionWaitNanos() / 1e6, c.admissionWaits());
         String scanner = c == null || c.scannerCpuNanos() < 0 || r.launches() <= 0 ? "-"
                 : String.format(Locale.ROOT, "%.2f us", c.scannerCpuNanos() / 1e3 / r.launches());
-        return String.format(Locale.ROOT, "| %s | %d | %.2f | %,.0f | %.2f | %.1f us | %s | %s | %s | %s | %s |",
+        String jit = r.jitMillis() < 0 ? "" : String.format(Locale.ROOT, " (JIT %,d ms)", r.jitMillis());
+        return String.format(Locale.ROOT, "| %s | %d | %.2f | %,.0f | %.2f | %.1f us%s | %s | %s | %s | %s | %s |",
                 r.method().label(r.workers()), r.round(), r.wallNanos() / 1e9, r.completionsPerSecond(),
-                r.coresBusy(), r.cpuMicrosPerCompletion(), counts, flagWrites, admission, scanner, ratios);
+                r.coresBusy(), r.cpuMicrosPerCompletion(), jit, counts, flagWrites, admission, scanner, ratios);
     }
 
     /**
@@ -399,7 +423,8 @@ final class ThroughputSweep {
             out.printf(Locale.ROOT, "Rows run (-Dsweep.rows): %s%n%n", selected);
         }
         out.printf(Locale.ROOT, "%d streams; every row on a freshly opened device after a warm-up (an empty kernel"
-                + " per stream, then 1/%d of the row's launches the same way); rows run in table order in odd rounds,"
+                + " per stream, then 1/%d of the row's launches, at least 1 s of the streams' work and at most a quarter"
+                + " of the row, the same way; JIT: the JIT compilers' time over the measured row); rows run in table order in odd rounds,"
                 + " reversed in even ones. Cores busy: process CPU time / wall. CPU per completion: process CPU time"
                 + " / launches. Flag writes/completion: the reactor's device flag writes over the row / launches;"
                 + " admission wait: the reactor's total time launches waited for room on a full stream, and how many"
@@ -471,13 +496,15 @@ final class ThroughputSweep {
                 if (m == Method.BATCHED) {
                     return measureBatched(d, workers, total, kernelNanos, round);
                 }
-                launchAndWait(m, workers, Math.max(1, total / WARM_UP_DIVISOR), kernelNanos, k, s);
+                launchAndWait(m, workers, warmUpLaunches(total, kernelNanos), kernelNanos, k, s);
                 ReactorStats before = d.reactor().stats();
+                long jit0 = jitMillis();
                 long cpu0 = OS.getProcessCpuTime(), t0 = System.nanoTime();
                 launchAndWait(m, workers, total, kernelNanos, k, s);
                 long wall = System.nanoTime() - t0, cpu = OS.getProcessCpuTime() - cpu0;
+                long jit = jit0 < 0 ? -1 : jitMillis() - jit0;
                 AwaitCounts counts = m == Method.AWAIT ? AwaitCounts.between(before, d.reactor().stats()) : null;
-                return new Row(m, workers, round, total, wall, cpu, counts);
+                return new Row(m, workers, round, total, wall, cpu, counts).withJit(jit);
             } finally {
                 watchdog.interrupt();
             }
@@ -519,12 +546,12 @@ final class ThroughputSweep {
     private static Row measureBatched(CudaDevice d, int workers, long total, long kernelNanos, int round)
             throws Exception {
         try (GpuBatcher<Integer, Integer> b = batcher(d, kernelNanos)) {
-            callAll(b, workers, Math.max(1, total / WARM_UP_DIVISOR));
+            callAll(b, workers, warmUpLaunches(total, kernelNanos));
             long batches0 = b.stats().batches();
             long cpu0 = OS.getProcessCpuTime(), t0 = System.nanoTime();
             callAll(b, workers, total);
             long wall = System.nanoTime() - t0, cpu = OS.getProcessCpuTime() - cpu0;
-            return new Row(Method.BATCHED, workers, round, total, wall, cpu, null, b.stats().batches() - batches0);
+            return new Row(Method.BATCHED, workers, round, total, wall, cpu, null, b.stats().batches() - batches0, -1);
         }
     }
 
@@ -601,7 +628,7 @@ final class ThroughputSweep {
                     check(cuLaunchKernel(empty, 1, 1, 1, 1, 1, 1, 0, st, null, null), "cuLaunchKernel(empty_kernel)");
                     check(cuStreamSynchronize(st), "cuStreamSynchronize");
                 }
-                blockingPool(workers, Math.max(1, total / WARM_UP_DIVISOR), kernelNanos, ctx, spin, streams);
+                blockingPool(workers, warmUpLaunches(total, kernelNanos), kernelNanos, ctx, spin, streams);
                 long cpu0 = OS.getProcessCpuTime(), t0 = System.nanoTime();
                 blockingPool(workers, total, kernelNanos, ctx, spin, streams);
                 long wall = System.nanoTime() - t0, cpu = OS.getProcessCpuTime() - cpu0;

@@ -157,13 +157,31 @@ class ThroughputSweepTest {
         assertEquals("-", ThroughputSweep.ratios(new EnumMap<>(Method.class)));
     }
 
+    /** The warm-up: 1/20 of the row, or 1 s of the streams' work if more, at most a quarter of the row. */
+    @Test
+    void theWarmUpKeepsTheStreamsBusyForASecondWithinAQuarterOfTheRow() {
+        assertEquals(50_000, ThroughputSweep.warmUpLaunches(1_000_000, 1_000_000_000L), "1/20 of the row");
+        assertEquals(40_000, ThroughputSweep.warmUpLaunches(320_000, 200_000L), "1 s of 8 streams of 200 us kernels");
+        assertEquals(8_000, ThroughputSweep.warmUpLaunches(64_000, 1_000_000L), "1 s of 8 streams of 1 ms kernels");
+        assertEquals(5_000, ThroughputSweep.warmUpLaunches(20_000, 200_000L), "a quarter of the row, not 1 s of work");
+        assertEquals(1, ThroughputSweep.warmUpLaunches(1, 10_000L));
+    }
+
+    /** The JIT compilers' time over a row is shown beside its CPU per completion, where it was measured. */
+    @Test
+    void aRowSaysTheJitCompilersTimeOverIt() {
+        Row r = row(Method.AWAIT, 10_000, 2.5, 20);
+        assertTrue(ThroughputSweep.markdown(r.withJit(120), "-").contains("| 20.0 us (JIT 120 ms) |"), ThroughputSweep.markdown(r.withJit(120), "-"));
+        assertTrue(ThroughputSweep.markdown(r, "-").contains("| 20.0 us |"), "not measured: nothing shown");
+    }
+
     @Test
     void theBatchedRowSaysItsBatchesAndItsRatios() {
         Map<Method, Row> round = new EnumMap<>(Method.class);
         round.put(Method.AWAIT, row(Method.AWAIT, 10_000, 2.5, 20));     // 400 k/s, 20 us per completion
         round.put(Method.CEILING_8, row(Method.CEILING_8, 8, 2, 8));     // 500 k/s
         // 1,000,000 calls in 1.25 s (800 k/s) on 5 s of CPU (5 us each), in 2,000 batches
-        Row b = new Row(Method.BATCHED, 10_000, 1, 1_000_000, 1_250_000_000L, 5_000_000_000L, null, 2_000);
+        Row b = new Row(Method.BATCHED, 10_000, 1, 1_000_000, 1_250_000_000L, 5_000_000_000L, null, 2_000, -1);
         round.put(Method.BATCHED, b);
         assertEquals(500.0, b.meanBatchSize(), 1e-9);
         assertEquals(0.0, row(Method.POOL_64, 64, 1, 1).meanBatchSize(), "no batches outside the batched row");
