@@ -6,7 +6,6 @@ import io.cudaloom.spi.StreamState;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.Objects;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 import org.jspecify.annotations.Nullable;
 
@@ -85,8 +84,72 @@ public final class DeviceFaults {
         String deviceName();
     }
 
-    /** The device's first fault: set once, by a compare-and-set from null (invariant 1). */
-    private final AtomicReference<@Nullable Fault> first = new AtomicReference<>();
+    /** The device's first fault: set once, by a compare-and-set from null (invariant 1); on lines of its own ({@link FirstFault}). */
+    private final FirstFault first = new FirstFault();
+
+    // ---- padding ---------------------------------------------------------------------------------
+    // Every work call of every stream reads its Sink's fault and the device's first (Sink.fault(),
+    // through hasFaulted: the backends' checks before a call, and the drainer's before each entry),
+    // and both are written once, on a fault. Objects allocated beside them are written all the time
+    // (a stream's Sink is made right after its group commit's atomics): sharing a cache line with
+    // such a write makes each of those reads a miss. A JFR profile of the demo on an H100 put 7% of
+    // its samples in Sink.fault(). So each lives between 128 bytes of padding on both sides (two
+    // lines: the adjacent-line prefetcher pairs them), laid out by inheritance, which HotSpot keeps
+    // in order (a superclass's fields before a subclass's), as JCTools pads its queue indices.
+
+    /**
+     * 128 bytes before the padded fields. The int fills the gap after a compact object header,
+     * where HotSpot would otherwise put a subclass's field (before the padding).
+     */
+    @SuppressWarnings("unused")
+    abstract static class PadBefore {
+        int gap;
+        long p00, p01, p02, p03, p04, p05, p06, p07, p08, p09, p10, p11, p12, p13, p14, p15;
+    }
+
+    /** The device's first fault's field. */
+    abstract static class FirstFaultField extends PadBefore {
+        @SuppressWarnings("unused") // through FirstFault.VALUE
+        volatile @Nullable Fault value;
+    }
+
+    /** The device's first fault, between its paddings: an AtomicReference of its own lines. */
+    @SuppressWarnings("unused")
+    static final class FirstFault extends FirstFaultField {
+        private static final VarHandle VALUE;
+
+        static {
+            try {
+                VALUE = MethodHandles.lookup().findVarHandle(FirstFaultField.class, "value", Fault.class);
+            } catch (ReflectiveOperationException e) {
+                throw new ExceptionInInitializerError(e);
+            }
+        }
+
+        long q00, q01, q02, q03, q04, q05, q06, q07, q08, q09, q10, q11, q12, q13, q14, q15;
+
+        @Nullable Fault get() {
+            return value;
+        }
+
+        @Nullable Fault compareAndExchange(@Nullable Fault expected, Fault newValue) {
+            return (Fault) VALUE.compareAndExchange(this, expected, newValue);
+        }
+    }
+
+    /** A stream's fault record's fields, read on every work call: after the padding before them. */
+    abstract static class SinkFields extends PadBefore {
+        final DeviceFaults owner;
+        public final Stream stream;
+        /** Set once, through {@link Sink#FAULT} from null; read with volatile loads (invariants 1, 3). */
+        @SuppressWarnings("unused") // through FAULT
+        volatile @Nullable Fault fault;
+
+        SinkFields(DeviceFaults owner, Stream stream) {
+            this.owner = owner;
+            this.stream = stream;
+        }
+    }
 
     /** What the reactor records for a backend that answered FAULTED without reporting a fault. */
     public static final String UNREPORTED = "the backend answered FAULTED without reporting a fault";
@@ -120,26 +183,23 @@ public final class DeviceFaults {
      * {@link #hasFaulted()} before each call, and throws {@link #failure} for a call refused after
      * the fault; the reactor reads the same record (see the class comment's invariants).
      */
-    public static final class Sink implements FaultSink {
+    @SuppressWarnings("unused")
+    public static final class Sink extends SinkFields implements FaultSink {
         private static final VarHandle FAULT;
 
         static {
             try {
-                FAULT = MethodHandles.lookup().findVarHandle(Sink.class, "fault", Fault.class);
+                FAULT = MethodHandles.lookup().findVarHandle(SinkFields.class, "fault", Fault.class);
             } catch (ReflectiveOperationException e) {
                 throw new ExceptionInInitializerError(e);
             }
         }
 
-        private final DeviceFaults owner;
-        public final Stream stream;
-        /** Set once, through {@link #FAULT} from null; read with volatile loads (invariants 1, 3). */
-        @SuppressWarnings("unused") // through FAULT
-        private volatile @Nullable Fault fault;
+        /** 128 bytes after the fields (see "padding" above). */
+        long q00, q01, q02, q03, q04, q05, q06, q07, q08, q09, q10, q11, q12, q13, q14, q15;
 
         private Sink(DeviceFaults owner, Stream stream) {
-            this.owner = owner;
-            this.stream = stream;
+            super(owner, stream);
         }
 
         @Override
