@@ -64,7 +64,10 @@ public final class FallbackRegistration implements Runnable, Registration {
 
     /** Whether the current thread is running a host callback (where a blocking wait would stall the stream). */
     public static boolean onHostCallback() {
-        return IN_CALLBACK.get() != null;
+        // Callbacks run on platform threads (StreamBackend.enqueueHostCallback): a virtual thread,
+        // the callers of every work call and await, is answered without the thread-local lookup,
+        // which also made each virtual thread a ThreadLocalMap (ThreadLocal.get() creates one).
+        return !Thread.currentThread().isVirtual() && IN_CALLBACK.get() != null;
     }
 
     /**

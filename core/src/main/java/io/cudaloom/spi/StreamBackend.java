@@ -26,7 +26,10 @@ public interface StreamBackend {
 
     /**
      * Enqueue {@code callback} to run on a host thread once the stream's prior work is done. It
-     * must be short and must not call the device (CUDA host functions may not).
+     * must be short and must not call the device (CUDA host functions may not). The thread is a
+     * platform thread (the driver's callback thread, the backend's worker), never a virtual one:
+     * the reactor tells a callback's thread from its callers' by that first (a virtual thread is
+     * never a callback's), without a thread-local lookup on every call.
      *
      * @return false if the stream cannot take it (e.g. it faulted or is closed)
      */
