@@ -8,13 +8,21 @@
 # latency-{old,new}-{1,2}.md (+ .err), sweep10-{old,new}.md (+ .err).
 # AB_STEPS picks the steps in order (default "latency sweep10"); "sweep1000" is the sweep of 1 ms
 # kernels old, new, new, old (sweep1000-{old,new}-{1,2}.md), "sweep200" that of 200 us kernels
-# old, new (sweep200-{old,new}.md), each with its .err.
+# old, new (sweep200-{old,new}.md), each with its .err; "long1000" and "long200" the await() row alone
+# of 10,000 threads x 100 awaits, old, new, new, old; "demo" the per-op demo, 200 iterations, the same.
+# With .gpu/old/core.jar (the old commit's multi-release jar) the old build is that jar with the new
+# build's other classes: the A/B is the core's change alone.
 set -u
 source .gpu/env.sh
 R=$(mktemp -d /tmp/gpu-ab.XXXXXX)
 pack() { tar czf "$OUT/ab.tgz" -C "$R" . 2>/dev/null; }
 LIBS=$(ls .gpu/lib/*.jar | grep -v 'cuda-loom-core' | tr '\n' ':')
 OLDCP=.gpu/old/core-classes:.gpu/old/vthreads-demo-classes:.gpu/cp/core-test-classes:${LIBS%:}
+if [ -f .gpu/old/core.jar ]; then
+  # The old core as its (multi-release) jar, with the new build's benchmarks: the A/B is the core's
+  # change alone, and the old core's FFM overlay is used as the new one's is.
+  OLDCP=.gpu/old/core.jar:$(ls -d .gpu/cp/* | grep -v -- 'core' | tr '\n' ':').gpu/cp/core-test-classes:${LIBS%:}
+fi
 run() { # build, output name, args...
   local b=$1 name=$2; shift 2
   local cp=$CP; [ "$b" = old ] && cp=$OLDCP
@@ -42,6 +50,22 @@ for step in ${AB_STEPS:-latency sweep10}; do
           run "$b" "sweep1000-$b-$round" io.cudaloom.bench.GpuBench sweep kernelsUs=1000 rounds=1
         done
       done ;;
+    long1000|long200)
+      # the await() row alone, old, new, new, old: 10,000 threads x 100 awaits (capped to 8 s of kernels)
+      us=${step#long}
+      for round in 1 2; do
+        order="old new"; [ "$round" = 2 ] && order="new old"
+        for b in $order; do
+          run "$b" "$step-$b-$round" -Dsweep.rows=AWAIT io.cudaloom.bench.GpuBench sweep kernelsUs=$us awaitsPerThread=100 rounds=1
+        done
+      done ;;
+    demo)
+      for round in 1 2; do
+        order="old new"; [ "$round" = 2 ] && order="new old"
+        for b in $order; do
+          run "$b" "demo-$b-$round" io.cudaloom.demo.DemoMain --iterations 200 --baseline off
+        done
+      done ;;
     sweep200)
       for b in old new; do
         run "$b" "sweep200-$b" io.cudaloom.bench.GpuBench sweep kernelsUs=200 rounds=1
@@ -49,4 +73,4 @@ for step in ${AB_STEPS:-latency sweep10}; do
     *) echo "unknown step $step" ;;
   esac
 done
-grep -h "await()" "$R"/*.md | cut -c1-240
+grep -H -E "await\(\)|^summary" "$R"/*.md | sed "s|^$R/||" | cut -c1-240

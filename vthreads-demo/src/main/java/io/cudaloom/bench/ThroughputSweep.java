@@ -74,8 +74,9 @@ import jcuda.driver.CUstream_flags;
  * </ol>
  * Every row makes the same number of launches ({@link #totalLaunches}), split as evenly as
  * possible over its threads ({@link #share}). Before each row: an empty kernel awaited per stream,
- * then a warm-up of 1/20 of the row's launches (at least 1 s of the streams' work, at most a quarter
- * of the row: {@link #warmUpLaunches}) run the same way. Odd rounds run the rows in the
+ * then, for kernels longer than 10 us, the JIT's warm-up ({@link #JIT_WARM_UP_LAUNCHES} launches of
+ * 10 us kernels), then a warm-up of 1/20 of the row's launches (at least 1 s of the streams' work,
+ * at most a quarter of the row: {@link #warmUpLaunches}), all run the same way. Odd rounds run the rows in the
  * order above, even rounds in reverse, so that no method always runs first. Each row reports
  * completions/s, wall time, cores busy (process CPU time / wall), process CPU time per completion,
  * and for {@code await()} the reactor's counters over the row: registrations, inline completions,
@@ -105,6 +106,18 @@ final class ThroughputSweep {
         long oneSecond = kernelNanos <= 0 ? total : 1_000_000_000L * STREAMS / kernelNanos;
         return Math.max(1, Math.max(total / WARM_UP_DIVISOR, Math.min(total / 4, oneSecond)));
     }
+
+    /**
+     * The JIT's warm-up before a row of kernels longer than {@value #JIT_KERNEL_NANOS} ns: this many
+     * launches of that short kernel, made the same way (same method, threads and streams). The
+     * JIT compiles a method once it has run often enough, not after a time: a row of 1 ms kernels
+     * makes 8,000 launches a second, and after its 1 s warm-up the JIT compilers still spent 0.6-0.7 s
+     * in its measured 8 s (an H100, s14-run22): a third of its CPU. The code path does not depend
+     * on the kernel's length.
+     */
+    static final long JIT_WARM_UP_LAUNCHES = 100_000;
+    /** The kernel of the JIT's warm-up (see {@link #JIT_WARM_UP_LAUNCHES}). */
+    static final long JIT_KERNEL_NANOS = 10_000;
 
     private static final java.lang.management.CompilationMXBean JIT = java.lang.management.ManagementFactory.getCompilationMXBean();
 
@@ -423,8 +436,9 @@ final class ThroughputSweep {
             out.printf(Locale.ROOT, "Rows run (-Dsweep.rows): %s%n%n", selected);
         }
         out.printf(Locale.ROOT, "%d streams; every row on a freshly opened device after a warm-up (an empty kernel"
-                + " per stream, then 1/%d of the row's launches, at least 1 s of the streams' work and at most a quarter"
-                + " of the row, the same way; JIT: the JIT compilers' time over the measured row); rows run in table order in odd rounds,"
+                + " per stream; for kernels longer than 10 us, 100,000 launches of 10 us kernels, the JIT's; then 1/%d of"
+                + " the row's launches, at least 1 s of the streams' work and at most a quarter of the row, the same way;"
+                + " JIT: the JIT compilers' time over the measured row); rows run in table order in odd rounds,"
                 + " reversed in even ones. Cores busy: process CPU time / wall. CPU per completion: process CPU time"
                 + " / launches. Flag writes/completion: the reactor's device flag writes over the row / launches;"
                 + " admission wait: the reactor's total time launches waited for room on a full stream, and how many"
@@ -495,6 +509,9 @@ final class ThroughputSweep {
                 GpuBench.warm(d, k, s);
                 if (m == Method.BATCHED) {
                     return measureBatched(d, workers, total, kernelNanos, round);
+                }
+                if (kernelNanos > JIT_KERNEL_NANOS) {
+                    launchAndWait(m, workers, JIT_WARM_UP_LAUNCHES, JIT_KERNEL_NANOS, k, s);
                 }
                 launchAndWait(m, workers, warmUpLaunches(total, kernelNanos), kernelNanos, k, s);
                 ReactorStats before = d.reactor().stats();
@@ -627,6 +644,9 @@ final class ThroughputSweep {
                 for (CUstream st : streams) {
                     check(cuLaunchKernel(empty, 1, 1, 1, 1, 1, 1, 0, st, null, null), "cuLaunchKernel(empty_kernel)");
                     check(cuStreamSynchronize(st), "cuStreamSynchronize");
+                }
+                if (kernelNanos > JIT_KERNEL_NANOS) {
+                    blockingPool(workers, JIT_WARM_UP_LAUNCHES, JIT_KERNEL_NANOS, ctx, spin, streams);
                 }
                 blockingPool(workers, warmUpLaunches(total, kernelNanos), kernelNanos, ctx, spin, streams);
                 long cpu0 = OS.getProcessCpuTime(), t0 = System.nanoTime();
