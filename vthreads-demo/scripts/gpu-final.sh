@@ -4,7 +4,7 @@
 # its batched run, submission by combining against direct submission (-Dcudaloom.submission); the
 # batched demo and the 10 us sweep with the hot driver calls as FFM downcalls (-Dcudaloom.driverCalls=ffm);
 # the driver's floor; the 10 us sweep both ways; the JDK's own floor for a batched blocking call
-# (VirtualThreadHandOff, default carriers and 4); the batched demo on 4 carriers; the one-waiter
+# (VirtualThreadHandOff, default carriers and 4, unpaced and paced at the rates of long kernels); the batched demo on 4 carriers; the one-waiter
 # latency both ways; the 200 us and 1 ms sweeps both ways; the servlet benchmark with both pools; a JFR
 # profile of the batched demo. Each step's output is one file of "$OUT/results.tgz" (packed again
 # after every step, so a call cut short still brings back what ran; a device call brings back only
@@ -66,6 +66,8 @@ want sweep-long && want sweep-long-p4 && step sweep-long-p4 sweep-long-p4.md "${
 want sweep-long && want sweep-long-direct && step sweep-long-direct sweep-long-direct.md "${LONG_LIMIT:-120}" $J "$LONG_ROWS" -Dcudaloom.submission=direct io.cudaloom.bench.GpuBench sweep kernelsUs=200,1000 awaitsPerThread="${LONG_AWAITS:-8}" rounds=1
 want handoff && step handoff handoff.md 40 $J io.cudaloom.bench.VirtualThreadHandOff threads=10000 perThread=20
 want handoff && step handoff-p4 handoff-p4.md 40 $J -Djdk.virtualThreadScheduler.parallelism=4 io.cudaloom.bench.VirtualThreadHandOff threads=10000 perThread=20
+want handoff && step handoff-paced handoff-paced.md 40 $J io.cudaloom.bench.VirtualThreadHandOff threads=8000 perThread=1 batch=1 delivery=platform rate=8000,40000
+want handoff && step handoff-paced-p4 handoff-paced-p4.md 40 $J -Djdk.virtualThreadScheduler.parallelism=4 io.cudaloom.bench.VirtualThreadHandOff threads=8000 perThread=1 batch=1 delivery=platform rate=8000,40000
 want servlet && step servlet servlet.md 200 $J io.cudaloom.bench.GpuBench servlet concurrency=100,10000 seconds=5
 want jfr && step jfr demo-jfr.txt 60 $J -XX:StartFlightRecording=filename="$OUT/batch.jfr",settings=profile \
   io.cudaloom.demo.DemoMain --iterations 20 --batch 64 --baseline off
@@ -80,7 +82,7 @@ want jfr && step jfr demo-jfr.txt 60 $J -XX:StartFlightRecording=filename="$OUT/
   for f in demo-combining demo-direct demo-ffm demo-p4 demo-long; do echo "-- $f"; grep -E "^summary|completions/s|CPU per completion" "$OUT/$f.txt" 2>/dev/null | head -8; done
   for f in sweep-combining sweep-p4 sweep-direct sweep-ffm sweep-long-combining sweep-long-p4 sweep-long-direct; do echo "-- $f"; grep -E "^\| (\`await|batched|ceiling: 8|pool: 64 platform threads, launch \+ .cuStream)" "$OUT/$f.md" 2>/dev/null | cut -c1-200; done
   for f in latency-combining latency-direct; do echo "-- $f"; grep -E "^\| " "$OUT/$f.md" 2>/dev/null | cut -c1-160 | head -12; done
-  grep -h "^| " "$OUT/handoff.md" "$OUT/handoff-p4.md" 2>/dev/null
+  for f in handoff handoff-p4 handoff-paced handoff-paced-p4; do echo "-- $f"; grep -h "^| " "$OUT/$f.md" 2>/dev/null; done
 } > "$OUT/summary.txt"
 pack
 cp "$OUT/summary.txt" "$DEST/summary.txt"
