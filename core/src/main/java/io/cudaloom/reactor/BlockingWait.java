@@ -142,12 +142,14 @@ public final class BlockingWait {
      *            slot modes:  known complete (coalescing)? return. Reactor closed? throw.
      *                         stream closed (its state)? return STREAM_CLOSED: the caller passes the drain
      *                         ask the stream (or assume busy): idle? return; faulted? throw; a poll? return false
-     * register:  waiter.reset(); spin = SpinPolicy.decide(...)              (drain mode: no spin)
-     *            drain:     subscribe the waiter to the drain (a registration to withdraw)
-     *            own slot:  Registrar.tryArm; refused: a host callback (FallbackRegistration)
-     *            coalesced: join the newest armed group that covers us, or the open group; else arm a
-     *                       group of our own if there is room (spin on its flag); else gather an open
-     *                       group; each join a WaitGroup.Member to withdraw
+     * register:  waiter.reset()
+     *            drain:     subscribe the waiter to the drain (a registration to withdraw); no spin
+     *            own slot:  spin = SpinPolicy.decide(...); Registrar.tryArm; refused: a host callback
+     *                       (FallbackRegistration)
+     *            coalesced: join the newest armed group that covers us, or the open group (no spin:
+     *                       no flag of ours to watch); else arm a group of our own if there is room
+     *                       (spin = SpinPolicy.decide(...), on its flag); else gather an open group;
+     *                       each join a WaitGroup.Member to withdraw
      * spin:      sleep through the predicted wait (PreWake), then watch the flag until the spin ends;
      *            flag set and withdrawn by us: done here (inline); taken by the scanner: wait for the
      *            delivery it is making
@@ -245,9 +247,9 @@ public final class BlockingWait {
                 ticket = registrar.syntheticTicket();
                 registration = drain.enlist(waiter, ticket); // delivered at once if the drain settled meanwhile
             } else {
-                long decided = spinPolicy.decide(stream.recentWaitNanos(), inside, table.armedCount());
                 CoalescedWait shared = coalesced;
                 if (shared == null) {
+                    long decided = decideSpin(stream, inside); // before the arm: the armed count without us
                     ticket = registrar.tryArm(stream, waiter);
                     if (!Registrar.armed(ticket)) {
                         waiter.path = SlowAwaitEvent.FALLBACK;
@@ -306,6 +308,7 @@ public final class BlockingWait {
                         }
                         if (stream.commit.tryReserve()) {
                             // A group of its own, as a lone waiter's own slot: parked (the default), inline or fallback.
+                            long decided = decideSpin(stream, inside); // before the arm, as for an own slot
                             CoalescedWait.Delivery own = shared.armFresh(stream, member);
                             if (!Registrar.armed(own.ticket) && own.ticket != CoalescedWait.ARM_FAILED) {
                                 waiter.path = SlowAwaitEvent.FALLBACK;
@@ -429,6 +432,15 @@ public final class BlockingWait {
                 latency.ended(now - start, outcome);
             }
         }
+    }
+
+    /**
+     * Whether and how this await spins ({@link SpinPolicy#decide}), asked only by an await that is
+     * about to arm a flag write of its own (its own slot, or a group of its own): one that joins
+     * another's group has no flag of its own to watch, and parks.
+     */
+    private long decideSpin(ReactorStream stream, int inside) {
+        return spinPolicy.decide(stream.recentWaitNanos(), inside, table.armedCount());
     }
 
     /**
