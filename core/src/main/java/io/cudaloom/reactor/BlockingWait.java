@@ -227,7 +227,7 @@ public final class BlockingWait {
         // Null unless a JFR recording has io.cudaloom.SlowAwait enabled: no allocation otherwise.
         // Begun before the clock starts, so that the event spans the whole wait (a timed one's
         // deadline included), however long beginning it took (the first one adds JFR hooks).
-        SlowAwaitEvent slow = JfrEvents.beginAwait();
+        SlowAwaitEvent slow = LatencyRecorder.beginAwait();
         long start = System.nanoTime();
         long deadline = timed ? start + nanos : 0L;
         AwaitOutcome outcome = AwaitOutcome.FAILED; // unless decided below
@@ -415,22 +415,15 @@ public final class BlockingWait {
                 // teach the next wait to sleep longer.
                 long landed = waiter.landedAt();
                 stream.recordWait((landed != 0L && landed - start > 0 && landed - now <= 0 ? landed : now) - start);
-                latency.record(now - start);
                 if (outcome == AwaitOutcome.TIMEOUT) {
                     counters.increment(Counter.TIMEOUTS);
                 }
             }
-            // The path says what happened to this await (Waiter#path); the relative threshold too
-            // (the drain's waits are not in the histogram: every one is slow enough to commit).
-            if (slow != null && slow.endAwait(deviceName, stream, waiter.path, JfrEvents.eventOutcome(outcome))
-                    && (!counted || latency.isSlow(System.nanoTime() - start))) {
-                slow.commit(); // here, not in endAwait: the event's stack trace starts at the await
-            }
-            if (counted) {
-                // Last: after every counter of this await (a listener reading stats() sees it counted),
-                // its histogram record, and the JFR event's end (which a slow listener must not lengthen).
-                latency.ended(now - start, outcome);
-            }
+            // Last, the one metrics call: after every counter of this await (a listener reading
+            // stats() sees it counted), its histogram record (counted only), the SlowAwait event's
+            // end and commit (the path says what happened to this await, Waiter#path), then the
+            // listeners (counted only).
+            latency.awaitEnded(now - start, outcome, counted, slow, deviceName, stream, waiter.path);
         }
     }
 
