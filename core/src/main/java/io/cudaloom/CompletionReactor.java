@@ -236,10 +236,9 @@ public final class CompletionReactor {
      * drain published by then: the wait runs again on it, with what is left of the time. Returns
      * false only when timed and the time ran out.
      */
-    boolean awaitEvent(GpuStream stream, long required, boolean interruptible, boolean timed, long nanos)
+    boolean awaitEvent(ReactorStream owner, long required, boolean interruptible, boolean timed, long nanos)
             throws InterruptedException {
         long start = timed ? System.nanoTime() : 0L;
-        ReactorStream owner = stream.owner();
         int answer = blockingWait.acquire(owner, owner.drain(), required, interruptible, timed, nanos);
         if (answer == BlockingWait.STREAM_CLOSED) {
             long left = timed ? Math.max(0L, nanos - (System.nanoTime() - start)) : 0L;
