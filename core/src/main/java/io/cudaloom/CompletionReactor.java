@@ -12,7 +12,6 @@ import io.cudaloom.reactor.PreWake;
 import io.cudaloom.reactor.ReactorStream;
 import io.cudaloom.reactor.Registrar;
 import io.cudaloom.reactor.Registration;
-import io.cudaloom.reactor.RegistrationChecks;
 import io.cudaloom.reactor.Scanner;
 import io.cudaloom.reactor.StreamDrain;
 import io.cudaloom.reactor.lifecycle.DaemonThreads;
@@ -66,7 +65,7 @@ public final class CompletionReactor {
     private final SharedCounters counters = new SharedCounters();
     private final LifecycleState state;
     private final Shutdown lifecycle;
-    private final RegistrationChecks checks;
+    private final BlockingWait.Checks checks;
     private final Registrar registrar;
     private final BlockingWait blockingWait;
     private final CallbackRegistrations callbacks;
@@ -104,7 +103,7 @@ public final class CompletionReactor {
         this.latency = new LatencyRecorder(config.slowAwaitFactor());
         this.state = new LifecycleState(device.name());
         this.lifecycle = new Shutdown(state, flagMemory);
-        this.checks = new RegistrationChecks(state, counters, device.name(), this::scannerThread);
+        this.checks = new BlockingWait.Checks(state, counters, device.name(), this::scannerThread);
         this.registrar = new Registrar(state, this::wakeScanner, table, flagMemory, counters,
                 config.strategy() == CompletionStrategy.REACTOR);
         int id = IDS.incrementAndGet();
@@ -213,7 +212,7 @@ public final class CompletionReactor {
      * Work entries submitted to this device's open streams and not yet proven complete: the sum of
      * {@link GpuStream#workInFlight()} (a closed stream's last work is not counted). Like it, a
      * stream whose counts show unproven work is asked once whether it is idle
-     * ({@link RegistrationChecks#proveIfIdle}), so work that finished unawaited leaves the sum.
+     * ({@link BlockingWait.Checks#proveIfIdle}), so work that finished unawaited leaves the sum.
      * The streams are copied under the set's lock and queried outside it.
      */
     long workInFlight() {
@@ -237,10 +236,9 @@ public final class CompletionReactor {
      * drain published by then: the wait runs again on it, with what is left of the time. Returns
      * false only when timed and the time ran out.
      */
-    boolean awaitEvent(GpuStream stream, long required, boolean interruptible, boolean timed, long nanos)
+    boolean awaitEvent(ReactorStream owner, long required, boolean interruptible, boolean timed, long nanos)
             throws InterruptedException {
         long start = timed ? System.nanoTime() : 0L;
-        ReactorStream owner = stream.owner();
         int answer = blockingWait.acquire(owner, owner.drain(), required, interruptible, timed, nanos);
         if (answer == BlockingWait.STREAM_CLOSED) {
             long left = timed ? Math.max(0L, nanos - (System.nanoTime() - start)) : 0L;
@@ -393,7 +391,7 @@ public final class CompletionReactor {
         return state;
     }
 
-    RegistrationChecks checks() {
+    BlockingWait.Checks checks() {
         return checks;
     }
 

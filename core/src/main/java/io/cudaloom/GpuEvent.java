@@ -1,5 +1,6 @@
 package io.cudaloom;
 
+import io.cudaloom.reactor.ReactorStream;
 import io.cudaloom.reactor.Registration;
 import io.cudaloom.reactor.StreamDrain;
 import io.cudaloom.spi.StreamState;
@@ -58,6 +59,10 @@ public final class GpuEvent {
 
     private final CompletionReactor reactor;
     private final GpuStream stream;
+    /** The reactor's object for the stream ({@code GpuStream.owner()}), which the await hands to the parts. */
+    private final ReactorStream owner;
+    /** The device's count of what it handed out: an await is a wait in progress until it returns. */
+    private final ResourceLedger ledger;
     /** The stream's submission count when the event was taken: the work this event stands for. */
     private final long required;
     /**
@@ -71,6 +76,8 @@ public final class GpuEvent {
     GpuEvent(CompletionReactor reactor, GpuStream stream) {
         this.reactor = reactor;
         this.stream = stream;
+        this.owner = stream.owner();
+        this.ledger = stream.device().ledger;
         this.required = stream.required();
     }
 
@@ -375,17 +382,35 @@ public final class GpuEvent {
      * timed and the time ran out.
      */
     private boolean awaitWork(boolean interruptible, boolean timed, long nanos) throws InterruptedException {
-        ResourceLedger ledger = stream.device().ledger;
-        ledger.awaitBegun(); // counted as a wait in progress until it returns (LiveResources.Kind.WAIT)
+        return awaitWork(reactor, owner, ledger, required, false, interruptible, timed, nanos);
+    }
+
+    /**
+     * {@link GpuStream#await()}: this class's await for all of the stream's work so far, with no
+     * event made (so a loop of launches and awaits allocates nothing), on an open stream only (a
+     * closed one throws {@link IllegalStateException}, as its other methods do).
+     */
+    static void awaitAll(CompletionReactor reactor, ReactorStream owner, ResourceLedger ledger)
+            throws InterruptedException {
+        awaitWork(reactor, owner, ledger, owner.required(), true, true, false, 0L);
+    }
+
+    /**
+     * Every blocking await of an event, or of a stream's work ({@link #awaitAll}): counted as a wait
+     * in progress until it returns ({@code LiveResources.Kind.WAIT}), the facade's one call into the
+     * parts in between: an event's routed by the stream's state there (its drain once closed), a
+     * stream's ({@code openOnly}) on the open stream only.
+     */
+    private static boolean awaitWork(CompletionReactor reactor, ReactorStream owner, ResourceLedger ledger,
+            long required, boolean openOnly, boolean interruptible, boolean timed, long nanos)
+            throws InterruptedException {
+        ledger.awaitBegun();
         try {
-            return awaitCounted(interruptible, timed, nanos);
+            return openOnly ? reactor.await(owner, required, interruptible, timed, nanos)
+                    : reactor.awaitEvent(owner, required, interruptible, timed, nanos);
         } finally {
             ledger.awaitEnded();
         }
-    }
-
-    private boolean awaitCounted(boolean interruptible, boolean timed, long nanos) throws InterruptedException {
-        return reactor.awaitEvent(stream, required, interruptible, timed, nanos); // routed by the stream's state there
     }
 
     /**

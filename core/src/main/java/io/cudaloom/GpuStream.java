@@ -72,13 +72,7 @@ public abstract class GpuStream implements AutoCloseable {
      */
     @org.jetbrains.annotations.Blocking
     public final void await() throws InterruptedException {
-        ResourceLedger ledger = device.ledger;
-        ledger.awaitBegun();
-        try {
-            device.reactor().await(owner, owner.required(), true, false, 0L);
-        } finally {
-            ledger.awaitEnded();
-        }
+        GpuEvent.awaitAll(device.reactor(), owner, device.ledger); // the event's await, with no event made
     }
 
     /**

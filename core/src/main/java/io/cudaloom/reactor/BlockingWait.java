@@ -15,13 +15,14 @@ import io.cudaloom.spi.StreamState;
 import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 
 /**
  * The blocking wait behind every {@link io.cudaloom.GpuEvent} await: one method with mode flags
  * ({@link #acquire}, as AQS's {@code acquire}: timed, interruptible, the waiter's own slot or
  * coalesced, a closed stream's drain), the checks before registering done once
- * ({@link RegistrationChecks#examine}), then register, optionally spin on the flag, and park until
+ * ({@link Checks#examine}), then register, optionally spin on the flag, and park until
  * the waiter's own ticket is delivered or the registration is withdrawn (timeout, interrupt). Its
  * algorithm is written as pseudo-code at the head of {@link #acquire}.
  *
@@ -49,12 +50,12 @@ public final class BlockingWait {
      * @param parkBlocker the blocker of every waiter's park (the reactor: what a thread dump names)
      * @param callbackExecutor where a shared write taken on a host callback is armed ({@link CoalescedWait})
      */
-    public record Parts(LifecycleState state, RegistrationChecks checks, SlotTable<Completion> table, Registrar registrar,
+    public record Parts(LifecycleState state, Checks checks, SlotTable<Completion> table, Registrar registrar,
             PreWake preWake, ReactorConfig config, SharedCounters counters, LatencyRecorder latency, String deviceName,
             Object parkBlocker, Executor callbackExecutor) {}
 
     private final LifecycleState state;
-    private final RegistrationChecks checks;
+    private final Checks checks;
     /** The await-latency histogram and the slow-await threshold. */
     private final LatencyRecorder latency;
     private final String deviceName;
@@ -141,12 +142,14 @@ public final class BlockingWait {
      *            slot modes:  known complete (coalescing)? return. Reactor closed? throw.
      *                         stream closed (its state)? return STREAM_CLOSED: the caller passes the drain
      *                         ask the stream (or assume busy): idle? return; faulted? throw; a poll? return false
-     * register:  waiter.reset(); spin = SpinPolicy.decide(...)              (drain mode: no spin)
-     *            drain:     subscribe the waiter to the drain (a registration to withdraw)
-     *            own slot:  Registrar.tryArm; refused: a host callback (FallbackRegistration)
-     *            coalesced: join the newest armed group that covers us, or the open group; else arm a
-     *                       group of our own if there is room (spin on its flag); else gather an open
-     *                       group; each join a WaitGroup.Member to withdraw
+     * register:  waiter.reset()
+     *            drain:     subscribe the waiter to the drain (a registration to withdraw); no spin
+     *            own slot:  spin = SpinPolicy.decide(...); Registrar.tryArm; refused: a host callback
+     *                       (FallbackRegistration)
+     *            coalesced: join the newest armed group that covers us, or the open group (no spin:
+     *                       no flag of ours to watch); else arm a group of our own if there is room
+     *                       (spin = SpinPolicy.decide(...), on its flag); else gather an open group;
+     *                       each join a WaitGroup.Member to withdraw
      * spin:      sleep through the predicted wait (PreWake), then watch the flag until the spin ends;
      *            flag set and withdrawn by us: done here (inline); taken by the scanner: wait for the
      *            delivery it is making
@@ -172,7 +175,7 @@ public final class BlockingWait {
      */
     public int acquire(ReactorStream stream, @Nullable StreamDrain drain, long required, boolean interruptible,
             boolean timed, long nanos) throws InterruptedException {
-        // ---- check: once, before registering (RegistrationChecks, as AQS's tryAcquire) ----
+        // ---- check: once, before registering (Checks, as AQS's tryAcquire) ----
         if (interruptible && Thread.interrupted()) {
             throw new InterruptedException();
         }
@@ -224,7 +227,7 @@ public final class BlockingWait {
         // Null unless a JFR recording has io.cudaloom.SlowAwait enabled: no allocation otherwise.
         // Begun before the clock starts, so that the event spans the whole wait (a timed one's
         // deadline included), however long beginning it took (the first one adds JFR hooks).
-        SlowAwaitEvent slow = JfrEvents.beginAwait();
+        SlowAwaitEvent slow = LatencyRecorder.beginAwait();
         long start = System.nanoTime();
         long deadline = timed ? start + nanos : 0L;
         AwaitOutcome outcome = AwaitOutcome.FAILED; // unless decided below
@@ -244,9 +247,9 @@ public final class BlockingWait {
                 ticket = registrar.syntheticTicket();
                 registration = drain.enlist(waiter, ticket); // delivered at once if the drain settled meanwhile
             } else {
-                long decided = spinPolicy.decide(stream.recentWaitNanos(), inside, table.armedCount());
                 CoalescedWait shared = coalesced;
                 if (shared == null) {
+                    long decided = decideSpin(stream, inside); // before the arm: the armed count without us
                     ticket = registrar.tryArm(stream, waiter);
                     if (!Registrar.armed(ticket)) {
                         waiter.path = SlowAwaitEvent.FALLBACK;
@@ -305,6 +308,7 @@ public final class BlockingWait {
                         }
                         if (stream.commit.tryReserve()) {
                             // A group of its own, as a lone waiter's own slot: parked (the default), inline or fallback.
+                            long decided = decideSpin(stream, inside); // before the arm, as for an own slot
                             CoalescedWait.Delivery own = shared.armFresh(stream, member);
                             if (!Registrar.armed(own.ticket) && own.ticket != CoalescedWait.ARM_FAILED) {
                                 waiter.path = SlowAwaitEvent.FALLBACK;
@@ -411,23 +415,25 @@ public final class BlockingWait {
                 // teach the next wait to sleep longer.
                 long landed = waiter.landedAt();
                 stream.recordWait((landed != 0L && landed - start > 0 && landed - now <= 0 ? landed : now) - start);
-                latency.record(now - start);
                 if (outcome == AwaitOutcome.TIMEOUT) {
                     counters.increment(Counter.TIMEOUTS);
                 }
             }
-            // The path says what happened to this await (Waiter#path); the relative threshold too
-            // (the drain's waits are not in the histogram: every one is slow enough to commit).
-            if (slow != null && slow.endAwait(deviceName, stream, waiter.path, JfrEvents.eventOutcome(outcome))
-                    && (!counted || latency.isSlow(System.nanoTime() - start))) {
-                slow.commit(); // here, not in endAwait: the event's stack trace starts at the await
-            }
-            if (counted) {
-                // Last: after every counter of this await (a listener reading stats() sees it counted),
-                // its histogram record, and the JFR event's end (which a slow listener must not lengthen).
-                latency.ended(now - start, outcome);
-            }
+            // Last, the one metrics call: after every counter of this await (a listener reading
+            // stats() sees it counted), its histogram record (counted only), the SlowAwait event's
+            // end and commit (the path says what happened to this await, Waiter#path), then the
+            // listeners (counted only).
+            latency.awaitEnded(now - start, outcome, counted, slow, deviceName, stream, waiter.path);
         }
+    }
+
+    /**
+     * Whether and how this await spins ({@link SpinPolicy#decide}), asked only by an await that is
+     * about to arm a flag write of its own (its own slot, or a group of its own): one that joins
+     * another's group has no flag of its own to watch, and parks.
+     */
+    private long decideSpin(ReactorStream stream, int inside) {
+        return spinPolicy.decide(stream.recentWaitNanos(), inside, table.armedCount());
     }
 
     /**
@@ -595,6 +601,140 @@ public final class BlockingWait {
     private static void restoreInterrupt(boolean interrupted) {
         if (interrupted) {
             Thread.currentThread().interrupt();
+        }
+    }
+
+    /**
+     * The one step every wait and registration takes before registering (in the manner of AQS's
+     * {@code tryAcquire} before it queues): the reactor is open, the stream is open, and the stream is
+     * not already done or faulted; and, for a blocking wait, that the calling thread may block. A
+     * fault found here becomes an exception through {@link DeviceFaults}, its one factory.
+     *
+     * <p>Nested here because they are {@link BlockingWait#acquire}'s first lines (its "check" step); the
+     * non-blocking registrations ({@link CallbackRegistrations}) and the facade's looks at a stream
+     * ({@link #query}, {@link #proveIfIdle}) use the same instance, built once by the facade.
+     */
+    public static final class Checks {
+        private final LifecycleState state;
+        private final SharedCounters counters;
+        private final String deviceName;
+        /** The reactor's scanner thread (made after these checks, so asked for when needed). */
+        private final Supplier<Thread> scannerThread;
+
+        public Checks(LifecycleState state, SharedCounters counters, String deviceName, Supplier<Thread> scannerThread) {
+            this.state = state;
+            this.counters = counters;
+            this.deviceName = deviceName;
+            this.scannerThread = scannerThread;
+        }
+
+        /**
+         * The stream's state: IDLE (the work is done, counted as an immediate completion) or BUSY; a
+         * faulted stream throws. With {@code assumeBusy}, a stream with counted work submitted after
+         * its last known completion is reported BUSY without a driver call (a fault is then found when
+         * registering or by the scanner's probe).
+         *
+         * @throws io.cudaloom.ReactorClosedException if the reactor is closed
+         * @throws IllegalStateException if the stream is closed
+         * @throws io.cudaloom.GpuFaultException if the stream has faulted
+         */
+        StreamState precheck(ReactorStream stream, boolean assumeBusy) {
+            state.checkOpen();
+            if (stream.isClosed()) {
+                throw new IllegalStateException("stream " + stream + " is closed");
+            }
+            return examine(stream, assumeBusy);
+        }
+
+        /**
+         * {@link #precheck} after its open checks, for the blocking wait, which reads the reactor's and
+         * the stream's state itself and routes a closed stream to its drain ({@link BlockingWait#acquire}).
+         */
+        StreamState examine(ReactorStream stream, boolean assumeBusy) {
+            if (assumeBusy && stream.hasWorkNotKnownComplete()) {
+                return StreamState.BUSY;
+            }
+            long counted = stream.submissionCount(); // before the query: an idle answer covers these
+            StreamState state = stream.queryState();
+            if (state == StreamState.IDLE) {
+                stream.completedThrough(counted);
+                counters.increment(Counter.IMMEDIATE);
+                counters.increment(Counter.COMPLETIONS);
+            } else if (state == StreamState.FAULTED) {
+                counters.increment(Counter.FAULTS);
+                throw stream.faults().neverCompletes(); // the fault owner's one factory
+            }
+            return state;
+        }
+
+        /**
+         * A look at the stream for {@code GpuEvent.isDone()} and the work-in-flight gauges: the
+         * stream's state now, from one query ({@code cuStreamQuery} on CUDA; FAULTED with no driver
+         * call once a fault is recorded), an IDLE answer recorded as a proof of the work counted
+         * before the query, as {@link #precheck} does. Unlike it, this is no await: it counts nothing
+         * and never throws.
+         *
+         * <p>Ordering: the count is read before the query. A submission is counted only after its
+         * enqueue returned ({@code GpuStream.submissionCount}), so an IDLE answer that follows the read
+         * covers every counted entry, and the proof it records ({@link ReactorStream#completedThrough()},
+         * a compare-and-set that only raises) is never ahead of the work. The proof's volatile write is
+         * what later readers of the counts (the gauges, {@code isKnownComplete}) observe.
+         *
+         * @return IDLE (the proof recorded), BUSY or FAULTED (the fault recorded by the fault owner);
+         *     null where no query may be made: the reactor is closed, the caller runs on a host
+         *     callback (CUDA forbids driver calls there; a recorded fault is still answered), or the
+         *     backend's query threw
+         */
+        public @Nullable StreamState query(ReactorStream stream) {
+            if (state.isClosed()) {
+                return null;
+            }
+            if (FallbackRegistration.onHostCallback()) {
+                return stream.faults().hasFaulted() ? StreamState.FAULTED : null;
+            }
+            long counted = stream.submissionCount(); // before the query: an idle answer covers these
+            StreamState answer;
+            try {
+                answer = stream.queryState();
+            } catch (RuntimeException e) {
+                return null; // a look, not a wait: the waits and the scanner's probe report what the backend does
+            }
+            if (answer == StreamState.IDLE) {
+                stream.completedThrough(counted);
+            }
+            return answer;
+        }
+
+        /**
+         * The gauges' refresh ({@code GpuStream.workInFlight()}, {@code ReactorStats.workInFlight()}):
+         * one {@link #query} of {@code stream} if its counts show work not yet proven complete, none
+         * otherwise, so that work finished without anyone awaiting it leaves the gauge once the stream
+         * is idle. Bounded: at most one query per stream per read.
+         */
+        public void proveIfIdle(ReactorStream stream) {
+            if (stream.hasWorkNotKnownComplete() && !stream.isClosed()) {
+                query(stream);
+            }
+        }
+
+        /**
+         * Refuses a blocking wait on a thread the reactor or the stream itself depends on: the scanner
+         * (a completion callback run there with a direct executor), a host-callback thread (the same,
+         * on a fallback), or the stream's own worker (a simulated kernel that awaits).
+         */
+        public void checkMayBlock(ReactorStream stream) {
+            String where = null;
+            if (Thread.currentThread() == scannerThread.get()) {
+                where = "the scanner thread of " + deviceName + " (a completion callback run there)";
+            } else if (FallbackRegistration.onHostCallback()) {
+                where = "a host-callback thread (a completion callback run there)";
+            } else if (stream.isOwnWorkerThread()) {
+                where = "the thread that runs " + stream + "'s own work";
+            }
+            if (where != null) {
+                throw new IllegalStateException("await() called on " + where + ": it would stall every waiter it "
+                        + "serves; hand the wait to another thread (e.g. an executor for the callback)");
+            }
         }
     }
 }

@@ -16,12 +16,12 @@ public final class CallbackRegistrations {
     /** The library's logger (named, not referenced: this part names no API class). */
     private static final System.Logger LOG = System.getLogger("io.cudaloom");
 
-    private final RegistrationChecks checks;
+    private final BlockingWait.Checks checks;
     private final SlotTable<Completion> table;
     private final Registrar registrar;
     private final SharedCounters counters;
 
-    public CallbackRegistrations(RegistrationChecks checks, SlotTable<Completion> table, Registrar registrar,
+    public CallbackRegistrations(BlockingWait.Checks checks, SlotTable<Completion> table, Registrar registrar,
             SharedCounters counters) {
         this.checks = checks;
         this.table = table;

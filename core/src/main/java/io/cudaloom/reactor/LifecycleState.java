@@ -8,7 +8,7 @@ import org.jspecify.annotations.Nullable;
 /**
  * A reactor's lifecycle state, alone: {@link #OPEN}, then {@link #CLOSED} (to new work: close()
  * ran, or the scanner stopped on an {@link Error}), then {@link #RELEASED} (the flag memory is
- * freed). What registrants and waiters read ({@link Registrar}, {@link RegistrationChecks},
+ * freed). What registrants and waiters read ({@link Registrar}, {@link BlockingWait.Checks},
  * {@link BlockingWait}); {@link io.cudaloom.reactor.lifecycle.Shutdown} drives the transitions and the shutdown.
  *
  * <p>Orderings: it leaves OPEN by one compare-and-set ({@link #beginClose}), so exactly one closer

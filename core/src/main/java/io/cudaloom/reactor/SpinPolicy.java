@@ -3,9 +3,10 @@ package io.cudaloom.reactor;
 import io.cudaloom.ReactorConfig;
 
 /**
- * Whether, and how, a blocking waiter spins on its own flag before it parks: asked once per await
- * by {@link BlockingWait}, after the checks (a wait whose work is known complete returns before it
- * asks) and before it registers. It decides; the wait carries it out (the sleep, the spin, the
+ * Whether, and how, a blocking waiter spins on its own flag before it parks: asked at most once per
+ * await by {@link BlockingWait}, after the checks (a wait whose work is known complete returns
+ * before it asks) and right before it arms a flag write of its own (its own slot, or a coalesced
+ * group of its own; a waiter that joins another's group has no flag to watch and does not ask). It decides; the wait carries it out (the sleep, the spin, the
  * park) and the policy holds no per-await state.
  *
  * <p>Inputs: what the waiter knows then, the stream's recent waits

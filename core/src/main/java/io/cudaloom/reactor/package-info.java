@@ -58,7 +58,8 @@
  * boxes the untimed one in 1 s: a box that runs out onto armed work is a wake-up that did not
  * come, counted (scannerMissedWakeups) and served then.
  *
- * <p>Where things are. RegistrationChecks: the checks before registering (open,
+ * <p>Where things are. BlockingWait.Checks (nested in the wait whose first lines they are; the
+ * non-blocking registrations use them too): the checks before registering (open,
  * done, faulted, may this thread block); BlockingWait: the one blocking wait, BlockingWait.acquire
  * (as AQS's acquire: one method with mode flags, timed, interruptible, the waiter's own slot or
  * coalesced, a closed stream's drain; its algorithm as pseudo-code at the loop head); CoalescedWait:
@@ -74,10 +75,12 @@
  * metrics.SharedCounters: the multi-writer counters and the stats snapshot; metrics.JfrEvents: the JFR
  * events, each allocation-free while disabled; metrics.Monitoring: the
  * ReactorMXBean and the periodic JFR hook, installed when the reactor opens and removed
- * when it closes; metrics.LatencyRecorder: the await-latency histogram and the await listeners; ReactorStream: the reactor's
- * one object per stream, made with it and chosen once from the config as DirectSubmission (the caller
- * submits, within an admission semaphore that parks it while the stream is full) or CombinedSubmission
- * (a queue and one drainer, no parks), holding the completion proof, the group commit, the wait
+ * when it closes; metrics.LatencyRecorder: the await-latency histogram, the await listeners and the
+ * SlowAwait event's begin and commit (the waiter's one metrics call, awaitEnded); ReactorStream: the
+ * reactor's one object per stream, made with it and chosen once from the config as
+ * CombinedSubmission (the default, Submission.COMBINING: a queue and one drainer, no parks) or
+ * DirectSubmission (the caller submits, within an admission semaphore that parks it while the
+ * stream is full), holding the completion proof, the group commit, the wait
  * average, the fault state, the close's drain and the backend's StreamBackend, which it calls
  * directly (the backend's stream hands it every work call as a StreamOp); StreamDrain: the one
  * registration a stream's close leaves (a blocking wait on a closed stream enlists its Waiter there
@@ -87,30 +90,47 @@
  * (io.cudaloom.CompletionReactor) wires them together and is what the API classes call.
  *
  * <p>The await path, in the order a blocking await runs it: GpuEvent.await() (the API: the ticket it
- * waits for) → CompletionReactor.awaitEvent (the facade: the stream's state read once, its drain or
- * none, and the one call into the parts) → BlockingWait.acquire, which runs the whole wait in one
- * method (RegistrationChecks.checkMayBlock and examine: open, done, faulted; a closed stream routed
- * to its drain by its state; SpinPolicy.decide; the registration: with coalescing a
- * WaitGroup.Member joined to the stream's armed or open group, or a group of its own armed through
- * CoalescedWait.armFresh; else Registrar.tryArm: SlotTable.claim, the flag reset, the stream's flag
- * write through its ReactorStream (direct: straight to the backend's StreamBackend), SlotTable.publish, the first publish into an idle table
- * waking the scanner; the spin, sleeping through a prediction with PreWake; then LockSupport.park
- * until Waiter.isDelivered), woken by the scanner's Runner.turn → Scanner.doWork
- * (SlotTable.scanOnce: the flag read 1, the payload taken, Waiter.deliver: the volatile ticket write,
+ * waits for; the event holds its stream's ReactorStream and its device's ledger, so the public
+ * stream is not on the path; GpuStream.await() is the same await with no event made,
+ * GpuEvent.awaitAll) → ResourceLedger.awaitBegun (a wait in progress, LiveResources.Kind.WAIT) →
+ * CompletionReactor.awaitEvent (the facade: the stream's state read once, its drain or none, and
+ * the one call into the parts) → BlockingWait.acquire, which runs the whole wait in one method
+ * (BlockingWait.Checks.checkMayBlock and examine: open, done, faulted; a closed stream routed to
+ * its drain by its state; the registration: with coalescing a WaitGroup.Member joined to the
+ * stream's armed or open group, which watches no flag and parks at once, or a group of its own
+ * armed through CoalescedWait.armFresh after SpinPolicy.decide; else SpinPolicy.decide and
+ * Registrar.tryArm: SlotTable.claim, the flag reset, the stream's flag write through its
+ * ReactorStream (combining, the default: appended to the stream's queue, CombinedSubmission),
+ * SlotTable.publish, the first publish into an idle table waking the scanner; the spin, sleeping
+ * through a prediction with PreWake; then LockSupport.park until Waiter.isDelivered; last, the
+ * one metrics call, LatencyRecorder.awaitEnded), woken by the scanner's Runner.turn →
+ * Scanner.doWork (SlotTable.scanOnce: the flag read 1, the payload taken; Scanner.deliver: the
+ * group's CoalescedWait.Delivery, WaitGroup.complete, Waiter.complete: the volatile ticket write,
  * then LockSupport.unpark).
  *
- * <p>The types whose code the waiter's thread runs in a default await() (coalesced, parked), in that
- * order: GpuEvent, ResourceLedger, CompletionReactor, GpuStream (its owner read), BlockingWait,
- * RegistrationChecks, LifecycleState, JfrEvents, SpinPolicy.Predictive, ReactorStream (the
- * stream's one object: DirectSubmission by default), GroupCommit, Waiter, WaitGroup (and its
- * Member), CoalescedWait (and its Delivery), Registrar, SlotTable, the backend's StreamBackend (e.g.
- * CudaStream.Backend: its flag write, called by the ReactorStream directly), SharedCounters, PreWake,
- * WakeBoard, LatencyRecorder. Issue #41 item 1 took CoalescedWait.Parking (the interface the
- * coalesced wait parked through) off this path, and CompletableFuture off a closed stream's; issue
- * #37 item 3 took GpuStream's Port (the reactor's adapter of the stream, forwarding each call to the
- * stream), the StreamRecord beside it and the backends' Backend records (forwarding to the stream's
- * private methods) off it: GpuStream.await() calls the facade's open-stream await
- * (CompletionReactor.await) with the stream's ReactorStream, which the parts use throughout.
+ * <p>The classes whose code runs in a default await() (default ReactorConfig: combining
+ * submission, coalescing on) that joins another waiter's armed group and parks, as AwaitPathTest
+ * measures and prints them (JDI: every method entry of io.cudaloom on the thread; a nested,
+ * anonymous or lambda class counted as its top-level class), in the order first entered. The
+ * waiter's thread, from the call to its return (16): GpuEvent, ResourceLedger, CompletionReactor,
+ * ReactorStream, BlockingWait, FallbackRegistration (onHostCallback, in checkMayBlock), the
+ * backend's stream (sim.SimulatedStream, its Backend.runsOnCurrentThread, in checkMayBlock),
+ * LifecycleState, CombinedSubmission, protocol.SubmissionQueue, metrics.LatencyRecorder, Waiter,
+ * Registrar (syntheticTicket: the member's ticket), WaitGroup, metrics.SharedCounters,
+ * protocol.SubmissionRoom (the proof the return records, through CombinedSubmission). The
+ * scanner's thread, for that group's one retirement, from the scan that finds its flag through
+ * the return of its delivery (13): protocol.SlotTable, protocol.RetiredBatch,
+ * protocol.OffHeapFlagArray, Scanner, Completion, CoalescedWait, WaitGroup, CombinedSubmission,
+ * protocol.SubmissionRoom, ReactorStream, protocol.SubmissionQueue, protocol.GroupCommit, Waiter.
+ * Issue #41's targets are at most 8 and 4; AwaitPathTest asserts the counts above as upper bounds
+ * until then. Issue #41 took RegistrationChecks (nested into BlockingWait), SpinPolicy and
+ * SlotTable (the spin decision, asked only by an await that arms a write of its own), JfrEvents
+ * (the SlowAwait event begun and committed by LatencyRecorder) and GpuStream (the event holds what
+ * its await uses) off the waiter's side; its item 1 earlier took CoalescedWait.Parking (the
+ * interface the coalesced wait parked through) off this path, and CompletableFuture off a closed
+ * stream's; issue #37 item 3 took GpuStream's Port (the reactor's adapter of the stream,
+ * forwarding each call to the stream), the StreamRecord beside it and the backends' Backend records
+ * (forwarding to the stream's private methods) off it.
  */
 @NullMarked
 package io.cudaloom.reactor;

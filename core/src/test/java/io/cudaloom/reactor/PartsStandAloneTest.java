@@ -43,7 +43,7 @@ class PartsStandAloneTest {
         Registrar registrar = new Registrar(state, wakeUps::incrementAndGet, table,
                 new FlagMemory(flags, () -> { }), counters, true);
         Thread self = Thread.currentThread(); // this thread is the scanner
-        RegistrationChecks checks = new RegistrationChecks(state, counters, "parts", () -> self);
+        BlockingWait.Checks checks = new BlockingWait.Checks(state, counters, "parts", () -> self);
         Object blocker = new Object();
         BlockingWait wait = new BlockingWait(new BlockingWait.Parts(state, checks, table, registrar,
                 new PreWake(CONFIG, () -> { }), CONFIG, counters,

@@ -120,7 +120,7 @@ class ScannerDefersToWatchersTest {
         PreWake preWake = new PreWake(config, () -> { });
         Object blocker = new Object();
         BlockingWait wait = new BlockingWait(new BlockingWait.Parts(state,
-                new RegistrationChecks(state, counters, "defer", () -> self), table, registrar, preWake, config, counters,
+                new BlockingWait.Checks(state, counters, "defer", () -> self), table, registrar, preWake, config, counters,
                 new LatencyRecorder(0), "defer", blocker, Runnable::run));
         Scanner scanner = new Scanner(PartsStandAloneTest.OPEN, registrar, table, config, new DeviceFaults(), preWake,
                 blocker);

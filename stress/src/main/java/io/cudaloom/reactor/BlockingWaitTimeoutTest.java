@@ -81,7 +81,7 @@ public class BlockingWaitTimeoutTest {
     final SharedCounters counters = new SharedCounters();
     final Registrar registrar = new Registrar(state, () -> { }, table, new FlagMemory(flags, () -> { }), counters,
             true);
-    final BlockingWait wait = new BlockingWait(new BlockingWait.Parts(state, new RegistrationChecks(state, counters,
+    final BlockingWait wait = new BlockingWait(new BlockingWait.Parts(state, new BlockingWait.Checks(state, counters,
             "jcstress", () -> NOT_THE_WAITER), table, registrar, new PreWake(CONFIG, () -> { }), CONFIG, counters,
             new LatencyRecorder(0), "jcstress", BLOCKER, Runnable::run));
     final Scanner scanner = new Scanner(ScannerParkGateTest.OPEN, registrar, table, CONFIG, new DeviceFaults(),

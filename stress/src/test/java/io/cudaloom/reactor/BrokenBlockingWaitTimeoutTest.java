@@ -46,7 +46,7 @@ public class BrokenBlockingWaitTimeoutTest {
     final Registrar registrar = new Registrar(state, () -> { }, table, new FlagMemory(flags, () -> { }), counters,
             true);
     final BrokenTimeoutBlockingWait wait = new BrokenTimeoutBlockingWait(new BrokenTimeoutBlockingWait.Parts(state,
-            new RegistrationChecks(state, counters, "jcstress", () -> BlockingWaitTimeoutTest.NOT_THE_WAITER), table,
+            new BrokenTimeoutBlockingWait.Checks(state, counters, "jcstress", () -> BlockingWaitTimeoutTest.NOT_THE_WAITER), table,
             registrar, new PreWake(BlockingWaitTimeoutTest.CONFIG, () -> { }), BlockingWaitTimeoutTest.CONFIG, counters,
             new LatencyRecorder(0), "jcstress", BlockingWaitTimeoutTest.BLOCKER,
             Runnable::run));

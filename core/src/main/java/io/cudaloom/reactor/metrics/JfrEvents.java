@@ -10,8 +10,10 @@ import jdk.jfr.FlightRecorder;
 import org.jspecify.annotations.Nullable;
 
 /**
- * Where the reactor emits its JDK Flight Recorder events ({@link SlowAwaitEvent},
- * {@link FallbackEvent}, {@link DeviceFaultEvent}, {@link CountersEvent}).
+ * Where the reactor emits its JDK Flight Recorder events ({@link FallbackEvent},
+ * {@link DeviceFaultEvent}, {@link CountersEvent}), and the outcomes of {@link SlowAwaitEvent},
+ * which an await begins and commits with its latency record ({@link LatencyRecorder#beginAwait},
+ * {@link LatencyRecorder#awaitEnded}: the waiter's one metrics call, by the same rules as here).
  *
  * <p>Cost when disabled: each emitter first asks whether the event is enabled in a running
  * recording, and allocates nothing if not, so the await path stays allocation-free without
@@ -30,7 +32,6 @@ import org.jspecify.annotations.Nullable;
 public final class JfrEvents {
     /** The event types; loaded (holder idiom) on first use, after Flight Recorder is initialized. */
     private static final class Types {
-        static final EventType SLOW_AWAIT = EventType.getEventType(SlowAwaitEvent.class);
         static final EventType FALLBACK = EventType.getEventType(FallbackEvent.class);
         static final EventType DEVICE_FAULT = EventType.getEventType(DeviceFaultEvent.class);
     }
@@ -72,32 +73,6 @@ public final class JfrEvents {
             case CLOSED -> "closed";
             case FAILED -> SlowAwaitEvent.FAILED;
         };
-    }
-
-    /**
-     * Whether a recording may have {@link SlowAwaitEvent} enabled. The first await that finds
-     * Flight Recorder initialized also adds the open devices' periodic counters hooks
-     * ({@link FlightRecorderWatch#recorderUp}; a volatile read on later awaits).
-     */
-    private static boolean slowAwaitEnabled() {
-        if (!FlightRecorder.isInitialized()) {
-            return false;
-        }
-        FlightRecorderWatch.recorderUp();
-        return Types.SLOW_AWAIT.isEnabled();
-    }
-
-    /**
-     * A begun {@link SlowAwaitEvent} if a recording has it enabled, else null (and nothing
-     * allocated). The await ends it ({@link SlowAwaitEvent#endAwait}) and commits it if it was slow.
-     */
-    public static @Nullable SlowAwaitEvent beginAwait() {
-        if (!slowAwaitEnabled()) {
-            return null;
-        }
-        SlowAwaitEvent event = new SlowAwaitEvent();
-        event.begin();
-        return event;
     }
 
     /**

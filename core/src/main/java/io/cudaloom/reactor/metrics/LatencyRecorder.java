@@ -4,8 +4,11 @@ import java.util.Arrays;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
+import jdk.jfr.EventType;
+import jdk.jfr.FlightRecorder;
 import org.HdrHistogram.Histogram;
 import org.HdrHistogram.Recorder;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A device's await-latency distribution (HdrHistogram): every blocking await that registered
@@ -82,6 +85,59 @@ public final class LatencyRecorder {
     /** @param slowFactor {@link io.cudaloom.ReactorConfig#slowAwaitFactor()}: 0 turns the relative threshold off */
     public LatencyRecorder(double slowFactor) {
         this.slowFactor = slowFactor;
+    }
+
+    /**
+     * The {@link SlowAwaitEvent} type; looked up (holder idiom) on first use, after Flight Recorder
+     * is initialized (JfrEvents' class comment: the cost when disabled, and what loads when).
+     */
+    private static final class SlowAwaitType {
+        static final EventType TYPE = EventType.getEventType(SlowAwaitEvent.class);
+    }
+
+    /**
+     * A begun {@link SlowAwaitEvent} if a recording has it enabled, else null (and nothing
+     * allocated): the start of an await's metrics, whose end is {@link #awaitEnded}. The first await
+     * that finds Flight Recorder initialized also adds the open devices' periodic counters hooks
+     * ({@link FlightRecorderWatch#recorderUp}; a volatile read on later awaits).
+     */
+    public static @Nullable SlowAwaitEvent beginAwait() {
+        if (!FlightRecorder.isInitialized()) {
+            return null;
+        }
+        FlightRecorderWatch.recorderUp();
+        if (!SlowAwaitType.TYPE.isEnabled()) {
+            return null;
+        }
+        SlowAwaitEvent event = new SlowAwaitEvent();
+        event.begin();
+        return event;
+    }
+
+    /**
+     * One blocking await ended: the waiter's one metrics call, made last by
+     * {@link io.cudaloom.reactor.BlockingWait#acquire} (every mode), after every counter of the
+     * await. In this order: its wait {@link #record recorded} (counted awaits: the drain's waits
+     * are not in the histogram); its {@link SlowAwaitEvent}, if begun ({@link #beginAwait}), ended
+     * with the path and the outcome and committed if a recording wants it and it is slow
+     * ({@link #isSlow}; every drain's wait is slow enough); then the listeners ({@link #ended},
+     * counted awaits), whose time a slow listener must not add to the event. The event's stack
+     * trace starts here, one frame above the await's.
+     *
+     * @param path what happened to the await ({@code Waiter#path}, or {@link SlowAwaitEvent#DRAIN})
+     */
+    public void awaitEnded(long nanos, AwaitOutcome outcome, boolean counted, @Nullable SlowAwaitEvent slow,
+            String device, Object stream, String path) {
+        if (counted) {
+            record(nanos);
+        }
+        if (slow != null && slow.endAwait(device, stream, path, JfrEvents.eventOutcome(outcome))
+                && (!counted || isSlow(nanos))) {
+            slow.commit();
+        }
+        if (counted) {
+            ended(nanos, outcome);
+        }
     }
 
     /** Records one await's wait; allocation-free. */

@@ -10,8 +10,8 @@ import jdk.jfr.Threshold;
 /**
  * JFR event {@value #NAME}: a blocking await that took longer than the event's threshold (20 ms
  * unless a recording sets another), from registering to returning. Awaits that found their work
- * already done register nothing and are not timed. Begun ({@link io.cudaloom.reactor.metrics.JfrEvents#beginAwait}), ended
- * ({@link #endAwait}) and committed (by the one await, {@link io.cudaloom.reactor.BlockingWait#acquire}) only
+ * already done register nothing and are not timed. Begun ({@link io.cudaloom.reactor.metrics.LatencyRecorder#beginAwait}), ended
+ * ({@link #endAwait}) and committed ({@link io.cudaloom.reactor.metrics.LatencyRecorder#awaitEnded}, the one await's one metrics call) only
  * while a recording has the event enabled, so a disabled event allocates nothing.
  */
 @Name(SlowAwaitEvent.NAME)
@@ -70,9 +70,10 @@ public final class SlowAwaitEvent extends Event {
      * Ends this begun event and fills it in; true if the caller should commit it: a recording
      * wants it (its threshold passed) and the await waited for something (an {@link #IMMEDIATE}
      * path, work found done, is never recorded). The one place the one blocking wait
-     * ({@link io.cudaloom.reactor.BlockingWait#acquire}, every mode) ends the event; it commits it itself, so that
-     * the event's stack trace starts at the await, not here. An instance method: one exists only
-     * while a recording has the event enabled, so nothing here loads JFR otherwise.
+     * ({@link io.cudaloom.reactor.BlockingWait#acquire}, every mode) ends the event, through its one
+     * metrics call ({@link LatencyRecorder#awaitEnded}), which commits it, so that the event's stack
+     * trace starts there, at the await, not here. An instance method: one exists only while a
+     * recording has the event enabled, so nothing here loads JFR otherwise.
      *
      * @param stream the stream waited on (its {@code toString()} is taken only if committed)
      * @param path what happened to the await ({@link io.cudaloom.reactor.Waiter#path}, or {@link #DRAIN})

@@ -1,0 +1,111 @@
+package io.cudaloom.reactor;
+
+import io.cudaloom.GpuEvent;
+import io.cudaloom.ReactorStats;
+import io.cudaloom.sim.SimulatedDevice;
+import io.cudaloom.sim.SimulatedStream;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+
+/**
+ * The scenario {@link AwaitPathTest} traces, run in a JVM of its own under a debugger: one default
+ * {@link GpuEvent#await()} on the simulated device (default {@link io.cudaloom.ReactorConfig}:
+ * combining submission, coalescing on) that joins another waiter's armed group and parks, then is
+ * woken when the stream's held work is released and the scanner retires that group.
+ *
+ * <p>Run twice: a warm-up round (classes loaded and initialized, nothing traced), then the traced
+ * round, which calls the marker methods the test sets its breakpoints on: {@link #waiterTraceBegins}
+ * right before the traced await, {@link #scannerTraceBegins} on the releasing thread right before
+ * the stream's work is released, and {@link #waiterTraceEnds} right after the await returned.
+ */
+public final class AwaitPathScenario {
+    private static final long LIMIT_NANOS = TimeUnit.SECONDS.toNanos(20);
+
+    private AwaitPathScenario() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        try (SimulatedDevice device = SimulatedDevice.create()) {
+            SimulatedStream stream = device.newStream();
+            round(device, stream, false);
+            round(device, stream, true);
+        }
+        System.out.println("scenario done");
+    }
+
+    private static void round(SimulatedDevice device, SimulatedStream stream, boolean traced) throws Exception {
+        CountDownLatch gate = new CountDownLatch(1);
+        stream.launch(() -> { // the stream's work, held until released below
+            try {
+                gate.await();
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        // The other waiter: it finds no group, arms one of its own (its flag write queued behind the
+        // held work) and, once its spin or predicted sleep is over, parks untimed.
+        Thread other = Thread.ofPlatform().name("other-waiter").start(() -> {
+            try {
+                stream.event().await();
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        waitUntil(() -> device.reactor().stats().armedNow() >= 1 && other.getState() == Thread.State.WAITING,
+                "the other waiter's group armed and its thread parked");
+        ReactorStats before = device.reactor().stats();
+        long coalescedBefore = before.coalesced();
+        Thread waiter = Thread.currentThread();
+        GpuEvent event = stream.event(); // before the traced call: the event's allocation is not the await
+        Thread releaser = Thread.ofPlatform().name("releaser").start(() -> {
+            // This waiter joined the armed group (counted coalesced) and parked: now release the work.
+            waitUntil(() -> device.reactor().stats().coalesced() > coalescedBefore
+                    && waiter.getState() == Thread.State.WAITING, "the traced waiter joined the group and parked");
+            if (traced) {
+                scannerTraceBegins();
+            }
+            gate.countDown();
+        });
+        if (traced) {
+            waiterTraceBegins();
+        }
+        event.await();
+        if (traced) {
+            waiterTraceEnds();
+        }
+        releaser.join();
+        other.join();
+        ReactorStats after = device.reactor().stats();
+        if (after.coalesced() != coalescedBefore + 1 || after.inlineCompletions() != before.inlineCompletions()) {
+            throw new IllegalStateException("not the scenario: " + before + " -> " + after);
+        }
+        System.out.println("round done" + (traced ? " (traced)" : " (warm-up)") + ": " + after);
+    }
+
+    private static void waitUntil(BooleanSupplier condition, String what) {
+        long start = System.nanoTime();
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() - start > LIMIT_NANOS) {
+                throw new IllegalStateException("not reached in 20 s: " + what);
+            }
+            try {
+                Thread.sleep(1);
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        }
+    }
+
+    /** Breakpoint: the traced await is called next, on this thread. */
+    static void waiterTraceBegins() {
+    }
+
+    /** Breakpoint: the traced await returned. */
+    static void waiterTraceEnds() {
+    }
+
+    /** Breakpoint: the stream's held work is released next (the scanner's side is traced from here). */
+    static void scannerTraceBegins() {
+    }
+}
