@@ -244,7 +244,7 @@ public final class BlockingWait {
             Completion payload = waiter; // what the spin withdraws from that slot when it sees the flag
             if (drain != null) {
                 waiter.path = SlowAwaitEvent.DRAIN;
-                ticket = registrar.syntheticTicket();
+                ticket = Waiter.syntheticTicket();
                 registration = drain.enlist(waiter, ticket); // delivered at once if the drain settled meanwhile
             } else {
                 CoalescedWait shared = coalesced;
@@ -263,7 +263,7 @@ public final class BlockingWait {
                 } else {
                     // The path: coalesced exactly when this await shares a write it did not arm
                     // itself (Counter#COALESCED); a group of its own waits as on its own slot.
-                    WaitGroup.Member member = new WaitGroup.Member(waiter, registrar.syntheticTicket());
+                    WaitGroup.Member member = new WaitGroup.Member(waiter, Waiter.syntheticTicket());
                     for (;;) {
                         WaitGroup last = stream.lastGroup;
                         if (last != null && last.covers(required)) {
@@ -327,7 +327,7 @@ public final class BlockingWait {
                             shared.armOpenIfRoom(stream); // CoalescedWait ordering 2: installed, now look for room
                             break;
                         }
-                        member = new WaitGroup.Member(waiter, registrar.syntheticTicket()); // lost the race: try theirs
+                        member = new WaitGroup.Member(waiter, Waiter.syntheticTicket()); // lost the race: try theirs
                     }
                     ticket = member.ticket;
                     registration = member;
@@ -723,8 +723,12 @@ public final class BlockingWait {
          * on a fallback), or the stream's own worker (a simulated kernel that awaits).
          */
         public void checkMayBlock(ReactorStream stream) {
+            Thread current = Thread.currentThread();
+            if (current.isVirtual()) {
+                return; // the scanner, host callbacks and a stream's own work run on platform threads (the SPI's rule)
+            }
             String where = null;
-            if (Thread.currentThread() == scannerThread.get()) {
+            if (current == scannerThread.get()) {
                 where = "the scanner thread of " + deviceName + " (a completion callback run there)";
             } else if (FallbackRegistration.onHostCallback()) {
                 where = "a host-callback thread (a completion callback run there)";

@@ -16,7 +16,7 @@ import java.util.List;
  * from {@code tryArm} to its caller, which decodes it before calling
  * {@link Registrar#registerFallback}; no ticket, slot or synthetic one, can be mistaken for it,
  * since slot tickets are never negative and a synthetic ticket (a fallback's,
- * {@link Registrar#syntheticTicket()}) is never an answer of {@code tryArm}.
+ * {@link Waiter#syntheticTicket()}) is never an answer of {@code tryArm}.
  */
 public enum FallbackReason {
     /** No completion slot was free. */

@@ -45,7 +45,6 @@ public final class Registrar implements FallbackRegistration.Owner {
     private final Set<FallbackRegistration> fallbacks = ConcurrentHashMap.newKeySet();
     /** Outstanding fallbacks; its 0-to-1 transition wakes the scanner, which probes their streams. */
     private final AtomicLong fallbackOutstanding = new AtomicLong();
-    private final AtomicLong syntheticTickets = new AtomicLong();
 
     /**
      * @param useSlots whether registrations arm slots ({@link io.cudaloom.CompletionStrategy#REACTOR}), or
@@ -149,7 +148,7 @@ public final class Registrar implements FallbackRegistration.Owner {
      */
     public FallbackRegistration registerFallback(ReactorStream stream, Completion completion, FallbackReason reason,
             boolean countFault) {
-        FallbackRegistration fb = new FallbackRegistration(this, stream, syntheticTicket(), completion,
+        FallbackRegistration fb = new FallbackRegistration(this, stream, Waiter.syntheticTicket(), completion,
                 stream.submissionCount()); // before the enqueue: the callback's proof
         fallbacks.add(fb);
         if (fallbackOutstanding.getAndIncrement() == 0) {
@@ -190,10 +189,7 @@ public final class Registrar implements FallbackRegistration.Owner {
         return fb;
     }
 
-    /** A ticket for a registration without a slot: never {@link Waiter#NONE}, never a slot ticket. */
-    long syntheticTicket() {
-        return Long.MIN_VALUE + syntheticTickets.incrementAndGet();
-    }
+
 
     @Override
     public void fallbackFinished(FallbackRegistration fb) {

@@ -4,6 +4,7 @@ import io.cudaloom.protocol.WakeBoard;
 import io.cudaloom.reactor.metrics.SlowAwaitEvent;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 import org.jspecify.annotations.Nullable;
 
@@ -34,6 +35,17 @@ final class Waiter implements Completion, WakeBoard.Sleeper {
     private static final VarHandle DELIVERED;
     private static final ThreadLocal<Waiter> CURRENT = ThreadLocal.withInitial(Waiter::new);
     static final long NONE = Long.MIN_VALUE;
+
+    /** The tickets of registrations without a slot, counted up from {@link #NONE} (see {@link #syntheticTicket}). */
+    private static final AtomicLong SYNTHETIC_TICKETS = new AtomicLong();
+
+    /**
+     * A ticket for a registration without a slot (a group's member, a fallback): never {@link
+     * #NONE}, never a slot ticket (those are not negative), unique in the process.
+     */
+    static long syntheticTicket() {
+        return NONE + SYNTHETIC_TICKETS.incrementAndGet();
+    }
 
     static {
         try {

@@ -108,22 +108,23 @@
  * group's CoalescedWait.Delivery, WaitGroup.complete, Waiter.complete: the volatile ticket write,
  * then LockSupport.unpark).
  *
- * <p>The classes whose code runs in a default await() (default ReactorConfig: combining
- * submission, coalescing on) that joins another waiter's armed group and parks, as AwaitPathTest
- * measures and prints them (JDI: every method entry of io.cudaloom on the thread; a nested,
- * anonymous or lambda class counted as its top-level class), in the order first entered. The
- * waiter's thread, from the call to its return (16): GpuEvent, ResourceLedger, CompletionReactor,
- * ReactorStream, BlockingWait, FallbackRegistration (onHostCallback, in checkMayBlock), the
- * backend's stream (sim.SimulatedStream, its Backend.runsOnCurrentThread, in checkMayBlock),
- * LifecycleState, CombinedSubmission, protocol.SubmissionQueue, metrics.LatencyRecorder, Waiter,
- * Registrar (syntheticTicket: the member's ticket), WaitGroup, metrics.SharedCounters,
- * protocol.SubmissionRoom (the proof the return records, through CombinedSubmission). The
- * scanner's thread, for that group's one retirement, from the scan that finds its flag through
- * the return of its delivery (13): protocol.SlotTable, protocol.RetiredBatch,
- * protocol.OffHeapFlagArray, Scanner, Completion, CoalescedWait, WaitGroup, CombinedSubmission,
- * protocol.SubmissionRoom, ReactorStream, protocol.SubmissionQueue, protocol.GroupCommit, Waiter.
+ * <p>The classes whose code runs in a default await() on a virtual thread (default ReactorConfig:
+ * combining submission, coalescing on) that joins another waiter's armed group and parks, as
+ * AwaitPathTest measures and prints them (JDI: every method entry of io.cudaloom on the thread; a
+ * nested, anonymous or lambda class counted as its top-level class), in the order first entered. The
+ * waiter's thread, from the call to its return (12): GpuEvent, ResourceLedger (the pending-wait
+ * count), CompletionReactor, ReactorStream, BlockingWait, LifecycleState, CombinedSubmission,
+ * protocol.SubmissionQueue (the requirement: the positions appended), metrics.LatencyRecorder,
+ * Waiter, WaitGroup, metrics.SharedCounters (the coalesced count). The scanner's thread, for that
+ * group's one retirement, from the scan that finds its flag through the return of its delivery
+ * (13): protocol.SlotTable, protocol.RetiredBatch, protocol.OffHeapFlagArray, Scanner, Completion,
+ * CoalescedWait, WaitGroup, CombinedSubmission, protocol.SubmissionRoom, ReactorStream,
+ * protocol.SubmissionQueue, protocol.GroupCommit, Waiter.
  * Issue #41's targets are at most 8 and 4; AwaitPathTest asserts the counts above as upper bounds
- * until then. Issue #41 took RegistrationChecks (nested into BlockingWait), SpinPolicy and
+ * until then. Issue #41 took FallbackRegistration and the backend's stream (checkMayBlock answers a
+ * virtual thread at once: the scanner, host callbacks and a stream's own work run on platform
+ * threads), Registrar (the tickets without a slot are Waiter's), SubmissionRoom (a return whose
+ * proof was already raised raises nothing and drains nothing), RegistrationChecks (nested into BlockingWait), SpinPolicy and
  * SlotTable (the spin decision, asked only by an await that arms a write of its own), JfrEvents
  * (the SlowAwait event begun and committed by LatencyRecorder) and GpuStream (the event holds what
  * its await uses) off the waiter's side; its item 1 earlier took CoalescedWait.Parking (the

@@ -66,7 +66,8 @@ public interface StreamBackend {
 
     /**
      * Whether the current thread is one this stream's own work runs on (a simulated kernel's
-     * thread): a wait for the stream there could never end, so the reactor refuses it.
+     * thread): a wait for the stream there could never end, so the reactor refuses it. Such a
+     * thread is a platform thread: the reactor asks only when the waiter is not a virtual thread.
      */
     default boolean runsOnCurrentThread() {
         return false;

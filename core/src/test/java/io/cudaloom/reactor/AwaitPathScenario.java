@@ -10,7 +10,7 @@ import java.util.function.BooleanSupplier;
 
 /**
  * The scenario {@link AwaitPathTest} traces, run in a JVM of its own under a debugger: one default
- * {@link GpuEvent#await()} on the simulated device (default {@link io.cudaloom.ReactorConfig}:
+ * {@link GpuEvent#await()} on a virtual thread, on the simulated device (default {@link io.cudaloom.ReactorConfig}:
  * combining submission, coalescing on) that joins another waiter's armed group and parks, then is
  * woken when the stream's held work is released and the scanner retires that group.
  *
@@ -45,7 +45,7 @@ public final class AwaitPathScenario {
         });
         // The other waiter: it finds no group, arms one of its own (its flag write queued behind the
         // held work) and, once its spin or predicted sleep is over, parks untimed.
-        Thread other = Thread.ofPlatform().name("other-waiter").start(() -> {
+        Thread other = Thread.ofVirtual().name("other-waiter").start(() -> {
             try {
                 stream.event().await();
             } catch (InterruptedException e) {
@@ -56,8 +56,23 @@ public final class AwaitPathScenario {
                 "the other waiter's group armed and its thread parked");
         ReactorStats before = device.reactor().stats();
         long coalescedBefore = before.coalesced();
-        Thread waiter = Thread.currentThread();
         GpuEvent event = stream.event(); // before the traced call: the event's allocation is not the await
+        // The traced await runs on a virtual thread, as the library's callers' do.
+        CountDownLatch go = new CountDownLatch(1);
+        Thread waiter = Thread.ofVirtual().name("traced-waiter").start(() -> {
+            try {
+                go.await();
+                if (traced) {
+                    waiterTraceBegins();
+                }
+                event.await();
+                if (traced) {
+                    waiterTraceEnds();
+                }
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        });
         Thread releaser = Thread.ofPlatform().name("releaser").start(() -> {
             // This waiter joined the armed group (counted coalesced) and parked: now release the work.
             waitUntil(() -> device.reactor().stats().coalesced() > coalescedBefore
@@ -67,13 +82,8 @@ public final class AwaitPathScenario {
             }
             gate.countDown();
         });
-        if (traced) {
-            waiterTraceBegins();
-        }
-        event.await();
-        if (traced) {
-            waiterTraceEnds();
-        }
+        go.countDown();
+        waiter.join();
         releaser.join();
         other.join();
         ReactorStats after = device.reactor().stats();
