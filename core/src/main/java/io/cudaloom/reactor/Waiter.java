@@ -36,17 +36,6 @@ final class Waiter implements Completion, WakeBoard.Sleeper {
     private static final ThreadLocal<Waiter> CURRENT = ThreadLocal.withInitial(Waiter::new);
     static final long NONE = Long.MIN_VALUE;
 
-    /** The tickets of registrations without a slot, counted up from {@link #NONE} (see {@link #syntheticTicket}). */
-    private static final AtomicLong SYNTHETIC_TICKETS = new AtomicLong();
-
-    /**
-     * A ticket for a registration without a slot (a group's member, a fallback): never {@link
-     * #NONE}, never a slot ticket (those are not negative), unique in the process.
-     */
-    static long syntheticTicket() {
-        return NONE + SYNTHETIC_TICKETS.incrementAndGet();
-    }
-
     static {
         try {
             DELIVERED = MethodHandles.lookup().findVarHandle(Waiter.class, "delivered", long.class);
@@ -147,5 +136,16 @@ final class Waiter implements Completion, WakeBoard.Sleeper {
     /** The failure delivered with {@code ticket}; read only after {@link #isDelivered} was true. */
     @Nullable RuntimeException failure() {
         return failure;
+    }
+
+    /** The tickets of registrations without a slot, counted up from {@link #NONE} (see {@link #syntheticTicket}). */
+    private static final AtomicLong SYNTHETIC_TICKETS = new AtomicLong();
+
+    /**
+     * A ticket for a registration without a slot (a group's member, a fallback): never {@link
+     * #NONE}, never a slot ticket (those are not negative), unique in the process.
+     */
+    static long syntheticTicket() {
+        return NONE + SYNTHETIC_TICKETS.incrementAndGet();
     }
 }
