@@ -77,7 +77,7 @@ import org.jspecify.annotations.Nullable;
  *       volatile write the two form a Dekker pair: either the unparker's read sees the permit
  *       already consumed (and its read-modify-write sets it again, waking the second park), or
  *       the thread's read after its permit-consuming read-modify-write sees the write. Applied in
- *       {@code Waiter.complete} (the ticket), {@code WaitGroup} (the member stack swap, then each
+ *       {@code Waiter.complete} (the ticket), {@code Waiter.Group} (the member stack swap, then each
  *       member's own {@code Waiter.complete}), {@code FallbackRegistration} (get-and-set of its
  *       target, then {@code Waiter.complete}), close (the volatile stop flag, then unpark of the
  *       scanner) and {@link #publish} (ordering 3). Checked by the jcstress

@@ -149,7 +149,7 @@ public final class BlockingWait {
      *            coalesced: join the newest armed group that covers us, or the open group (no spin:
      *                       no flag of ours to watch); else arm a group of our own if there is room
      *                       (spin = SpinPolicy.decide(...), on its flag); else gather an open group;
-     *                       each join a WaitGroup.Member to withdraw
+     *                       each join a Waiter.Member to withdraw
      * spin:      sleep through the predicted wait (PreWake), then watch the flag until the spin ends;
      *            flag set and withdrawn by us: done here (inline); taken by the scanner: wait for the
      *            delivery it is making
@@ -263,9 +263,9 @@ public final class BlockingWait {
                 } else {
                     // The path: coalesced exactly when this await shares a write it did not arm
                     // itself (Counter#COALESCED); a group of its own waits as on its own slot.
-                    WaitGroup.Member member = new WaitGroup.Member(waiter, Waiter.syntheticTicket());
+                    Waiter.Member member = new Waiter.Member(waiter, Waiter.syntheticTicket());
                     for (;;) {
-                        WaitGroup last = stream.lastGroup;
+                        Waiter.Group last = stream.lastGroup;
                         if (last != null && last.covers(required)) {
                             if (last.join(member)) {
                                 counters.increment(Counter.COALESCED);
@@ -288,7 +288,7 @@ public final class BlockingWait {
                                 return COMPLETED;
                             }
                         }
-                        WaitGroup open = stream.commit.open();
+                        Waiter.Group open = stream.commit.open();
                         if (open != null && open.isOpen()) { // CoalescedWait ordering 1: required was read before this
                             if (open.join(member)) {
                                 counters.increment(Counter.COALESCED);
@@ -319,7 +319,7 @@ public final class BlockingWait {
                             }
                             break;
                         }
-                        WaitGroup gathering = WaitGroup.open(shared.relay);
+                        Waiter.Group gathering = Waiter.Group.open(shared.relay);
                         gathering.join(member);
                         if (stream.commit.installOpen(open, gathering)) {
                             counters.increment(Counter.COALESCED); // it shares the next write with whoever gathers with it
@@ -327,7 +327,7 @@ public final class BlockingWait {
                             shared.armOpenIfRoom(stream); // CoalescedWait ordering 2: installed, now look for room
                             break;
                         }
-                        member = new WaitGroup.Member(waiter, Waiter.syntheticTicket()); // lost the race: try theirs
+                        member = new Waiter.Member(waiter, Waiter.syntheticTicket()); // lost the race: try theirs
                     }
                     ticket = member.ticket;
                     registration = member;
@@ -377,7 +377,7 @@ public final class BlockingWait {
             }
             // ---- delivered: the ticket was read (volatile) before the failure ----
             if (registration != null) {
-                WaitGroup.relayOf(registration); // a group member wakes its part of the group first
+                Waiter.Group.relayOf(registration); // a group member wakes its part of the group first
             }
             RuntimeException failure = waiter.failure();
             if (failure != null) {

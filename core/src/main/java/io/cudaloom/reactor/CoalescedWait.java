@@ -11,7 +11,7 @@ import org.jspecify.annotations.Nullable;
  * stream, in this order:
  * <ol>
  *   <li>joins the stream's newest armed group ({@link ReactorStream#lastGroup}) if its flag write
- *       covers that work ({@code covered >= required}, see {@link WaitGroup});
+ *       covers that work ({@code covered >= required}, see {@link Waiter.Group});
  *   <li>else joins the stream's open group (the stream's open group), not yet armed, if
  *       there is one;
  *   <li>else, while fewer than {@link io.cudaloom.ReactorConfig#flagWritesInFlight()} groups of the stream are
@@ -27,13 +27,13 @@ import org.jspecify.annotations.Nullable;
  * <h2>Orderings, and where each is enforced</h2>
  * <ol>
  *   <li><b>An open group covers whoever joined it.</b> The arming thread takes the group from
- *       {@code OPEN} to {@code ARMING} (a compare-and-set, {@link WaitGroup#startArming}), then
+ *       {@code OPEN} to {@code ARMING} (a compare-and-set, {@link Waiter.Group#startArming}), then
  *       reads the submission count and enqueues the write. A waiter joins an open group only after
- *       a volatile read of {@code OPEN} ({@link WaitGroup#isOpen}), and its {@code required} was read
+ *       a volatile read of {@code OPEN} ({@link Waiter.Group#isOpen}), and its {@code required} was read
  *       before that. That read precedes the compare-and-set in the synchronization order, which
  *       precedes the count read, so {@code required <= covered}: the write covers every member,
  *       also one whose push lands after the compare-and-set. A push after the delivery fails
- *       (WaitGroup's sentinel) and the member finds the covered work done.
+ *       (the group's sentinel) and the member finds the covered work done.
  *   <li><b>No open group is left unarmed</b>: {@link io.cudaloom.protocol.GroupCommit}'s
  *       ordering 2, a Dekker pair between a waiter that installs the open group and then looks for
  *       room, and a delivery that returns its reservation and then looks for the open group.
@@ -51,7 +51,7 @@ final class CoalescedWait {
     /** Where a taken shared write is armed when this thread may not make driver calls (a host callback). */
     private final Executor callbackExecutor;
     private final Registrar registrar;
-    /** Whether woken members relay the wake-ups of their group ({@link WaitGroup}'s wake tree). */
+    /** Whether woken members relay the wake-ups of their group ({@link Waiter.Group}'s wake tree). */
     final boolean relay;
 
     CoalescedWait(Executor callbackExecutor, Registrar registrar, boolean relay) {
@@ -66,8 +66,8 @@ final class CoalescedWait {
      * Returns the group's payload, whose {@link Delivery#ticket} is the slot's ticket, or a negative
      * value: the reason a host callback serves it ({@link Registrar#armed}), or {@link #ARM_FAILED}.
      */
-    Delivery armFresh(ReactorStream stream, WaitGroup.Member member) {
-        WaitGroup fresh = new WaitGroup(stream.submissionCount(), relay);
+    Delivery armFresh(ReactorStream stream, Waiter.Member member) {
+        Waiter.Group fresh = new Waiter.Group(stream.submissionCount(), relay);
         fresh.join(member);
         Delivery delivery = new Delivery(this, stream, fresh);
         delivery.ticket = arm(stream, fresh, delivery, true);
@@ -76,14 +76,14 @@ final class CoalescedWait {
 
     /** Arms the stream's open group if there is room for its write (ordering 2); any thread but a host callback. */
     void armOpenIfRoom(ReactorStream stream) {
-        WaitGroup taken = stream.commit.takeIfRoom(WaitGroup::startArming);
+        Waiter.Group taken = stream.commit.takeIfRoom(Waiter.Group::startArming);
         if (taken != null) {
             armTaken(stream, taken);
         }
     }
 
     /** Arms a group taken from open (its reservation held); the count is read now, after its compare-and-set. */
-    private void armTaken(ReactorStream stream, WaitGroup group) {
+    private void armTaken(ReactorStream stream, Waiter.Group group) {
         group.armedAt(stream.submissionCount()); // ordering 1: after startArming's compare-and-set
         // Not a registration of its own: every member, the one that opened it too, counted as coalesced.
         arm(stream, group, new Delivery(this, stream, group), false);
@@ -95,7 +95,7 @@ final class CoalescedWait {
      * host callback serves it ({@link Registrar#armed}), or {@link #ARM_FAILED}. On failure every
      * member that joined gets the error.
      */
-    private long arm(ReactorStream stream, WaitGroup group, Delivery delivery, boolean counted) {
+    private long arm(ReactorStream stream, Waiter.Group group, Delivery delivery, boolean counted) {
         stream.lastGroup = group; // ordering 3: covered was written before
         try {
             long ticket = registrar.tryArm(stream, delivery, counted);
@@ -117,8 +117,8 @@ final class CoalescedWait {
      * reservation still held, gathered in an open group and waited for the scanner to wake it).
      * Returns the group taken (its reservation held), to be armed by {@link #armAfterDelivery}.
      */
-    private @Nullable WaitGroup returnReservation(ReactorStream stream) {
-        return stream.commit.delivered(WaitGroup::startArming);
+    private Waiter.@Nullable Group returnReservation(ReactorStream stream) {
+        return stream.commit.delivered(Waiter.Group::startArming);
     }
 
     /**
@@ -127,7 +127,7 @@ final class CoalescedWait {
      * own worker, where CUDA forbids driver calls: there the arming is handed to the reactor's
      * callback executor.
      */
-    private void armAfterDelivery(ReactorStream stream, @Nullable WaitGroup taken) {
+    private void armAfterDelivery(ReactorStream stream, Waiter.@Nullable Group taken) {
         if (taken == null) {
             stream.groupDelivered(); // no next write: admission's progress rule, once more
             return;
@@ -143,11 +143,11 @@ final class CoalescedWait {
     static final class Delivery implements Completion {
         private final CoalescedWait owner;
         private final ReactorStream stream;
-        private final WaitGroup group;
+        private final Waiter.Group group;
         /** The slot's ticket, or why a host callback serves it ({@link #armFresh}); written and read by the arming thread. */
         long ticket;
 
-        Delivery(CoalescedWait owner, ReactorStream stream, WaitGroup group) {
+        Delivery(CoalescedWait owner, ReactorStream stream, Waiter.Group group) {
             this.owner = owner;
             this.stream = stream;
             this.group = group;
@@ -155,7 +155,7 @@ final class CoalescedWait {
 
         @Override
         public void complete(long ticket, @Nullable RuntimeException failure) {
-            WaitGroup next;
+            Waiter.Group next;
             try {
                 if (failure == null) {
                     // The write landed: it proves what the group covers, which returns those

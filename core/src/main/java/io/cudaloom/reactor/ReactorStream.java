@@ -57,7 +57,7 @@ import org.jspecify.annotations.Nullable;
  * gives back the room the newly proven entries held.
  *
  * <h2>Shared flag writes (group commit)</h2>
- * With coalescing (the default), a blocking waiter joins a {@link WaitGroup} whose flag write
+ * With coalescing (the default), a blocking waiter joins a {@link Waiter.Group} whose flag write
  * covers its work instead of arming its own. {@link #lastGroup} is the newest group whose write is
  * enqueued; {@link #commit} holds the open group (not yet armed, which any waiter may join, because
  * it will read the count only when it is armed) and the count of armed groups not yet delivered.
@@ -135,9 +135,9 @@ public abstract class ReactorStream implements StreamSubmission, DeviceFaults.St
     private volatile @Nullable StreamDrain drain;
 
     /** Who arms the next shared write: the pending count and the open group (GroupCommit's orderings). */
-    final io.cudaloom.protocol.GroupCommit<WaitGroup> commit;
+    final io.cudaloom.protocol.GroupCommit<Waiter.Group> commit;
     /** The newest armed group; racy by design: any armed group that covers a waiter will do. */
-    volatile @Nullable WaitGroup lastGroup;
+    volatile Waiter.@Nullable Group lastGroup;
     /** Recent awaits' durations (an exponential moving average, racy by design): the spin budget's guide. */
     private volatile long recentWaitNanos;
 

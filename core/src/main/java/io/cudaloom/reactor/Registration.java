@@ -15,7 +15,7 @@ package io.cudaloom.reactor;
  *       {@link io.cudaloom.ReactorStats#abandoned()};
  *   <li>a subscription to a closed stream's {@link StreamDrain} (not counted);
  *   <li>what a blocking waiter withdraws on timeout or interrupt (the park loop of {@link BlockingWait#acquire}):
- *       a {@link FallbackRegistration} or a {@link WaitGroup.Member}; the waiter counts it. A waiter
+ *       a {@link FallbackRegistration} or a {@link Waiter.Member}; the waiter counts it. A waiter
  *       on its own slot has no handle: it withdraws with the slot table's compare-and-set, so that
  *       the common await allocates nothing.
  * </ul>

@@ -84,7 +84,9 @@
  * average, the fault state, the close's drain and the backend's StreamBackend, which it calls
  * directly (the backend's stream hands it every work call as a StreamOp); StreamDrain: the one
  * registration a stream's close leaves (a blocking wait on a closed stream enlists its Waiter there
- * and parks in acquire, as on a slot); Waiter and WaitGroup: the hand-offs; PreWake: the waiters'
+ * and parks in acquire, as on a slot); Waiter: the hand-offs, in one file with the invariant of each
+ * in its class comment (the per-thread record itself, Waiter.Group: waiters sharing one flag write,
+ * Waiter.Member: one waiter's membership, and the relayed wake-ups); PreWake: the waiters'
  * planned wake-ups, which the scanner serves (over the protocol's WakeBoard); TimerSlack: the
  * scanner's timer slack; lifecycle.UnclosedDeviceReport: the Cleaner of a device dropped unclosed. The facade
  * (io.cudaloom.CompletionReactor) wires them together and is what the API classes call.
@@ -96,7 +98,7 @@
  * CompletionReactor.awaitEvent (the facade: the stream's state read once, its drain or none, and
  * the one call into the parts) → BlockingWait.acquire, which runs the whole wait in one method
  * (BlockingWait.Checks.checkMayBlock and examine: open, done, faulted; a closed stream routed to
- * its drain by its state; the registration: with coalescing a WaitGroup.Member joined to the
+ * its drain by its state; the registration: with coalescing a Waiter.Member joined to the
  * stream's armed or open group, which watches no flag and parks at once, or a group of its own
  * armed through CoalescedWait.armFresh after SpinPolicy.decide; else SpinPolicy.decide and
  * Registrar.tryArm: SlotTable.claim, the flag reset, the stream's flag write through its
@@ -105,21 +107,21 @@
  * through a prediction with PreWake; then LockSupport.park until Waiter.isDelivered; last, the
  * one metrics call, LatencyRecorder.awaitEnded), woken by the scanner's Runner.turn →
  * Scanner.doWork (SlotTable.scanOnce: the flag read 1, the payload taken; Scanner.deliver: the
- * group's CoalescedWait.Delivery, WaitGroup.complete, Waiter.complete: the volatile ticket write,
+ * group's CoalescedWait.Delivery, Waiter.Group.complete, Waiter.complete: the volatile ticket write,
  * then LockSupport.unpark).
  *
  * <p>The classes whose code runs in a default await() on a virtual thread (default ReactorConfig:
  * combining submission, coalescing on) that joins another waiter's armed group and parks, as
  * AwaitPathTest measures and prints them (JDI: every method entry of io.cudaloom on the thread; a
  * nested, anonymous or lambda class counted as its top-level class), in the order first entered. The
- * waiter's thread, from the call to its return (12): GpuEvent, ResourceLedger (the pending-wait
+ * waiter's thread, from the call to its return (11): GpuEvent, ResourceLedger (the pending-wait
  * count), CompletionReactor, ReactorStream, BlockingWait, LifecycleState, CombinedSubmission,
  * protocol.SubmissionQueue (the requirement: the positions appended), metrics.LatencyRecorder,
- * Waiter, WaitGroup, metrics.SharedCounters (the coalesced count). The scanner's thread, for that
- * group's one retirement, from the scan that finds its flag through the return of its delivery
- * (13): protocol.SlotTable, protocol.RetiredBatch, protocol.OffHeapFlagArray, Scanner, Completion,
- * CoalescedWait, WaitGroup, CombinedSubmission, protocol.SubmissionRoom, ReactorStream,
- * protocol.SubmissionQueue, protocol.GroupCommit, Waiter.
+ * Waiter (with its Group and Member), metrics.SharedCounters (the coalesced count). The scanner's
+ * thread, for that group's one retirement, from the scan that finds its flag through the return of
+ * its delivery (12): protocol.SlotTable, protocol.RetiredBatch, protocol.OffHeapFlagArray, Scanner,
+ * Completion, CoalescedWait, Waiter, CombinedSubmission, protocol.SubmissionRoom, ReactorStream,
+ * protocol.SubmissionQueue, protocol.GroupCommit.
  * Issue #41's targets are at most 8 and 4; AwaitPathTest asserts the counts above as upper bounds
  * until then. Issue #41 took FallbackRegistration and the backend's stream (checkMayBlock answers a
  * virtual thread at once: the scanner, host callbacks and a stream's own work run on platform
@@ -131,7 +133,10 @@
  * interface the coalesced wait parked through) off this path, and CompletableFuture off a closed
  * stream's; issue #37 item 3 took GpuStream's Port (the reactor's adapter of the stream,
  * forwarding each call to the stream), the StreamRecord beside it and the backends' Backend records
- * (forwarding to the stream's private methods) off it.
+ * (forwarding to the stream's private methods) off it. Issue #41 also merged WaitGroup (and its
+ * Member) into Waiter, the hand-offs' one file, which took one class off each side; CoalescedWait
+ * stays apart, since it uses ReactorStream and Registrar, which name Waiter, and nested there it
+ * would put the parts in a cycle (ClassCycleTest).
  */
 @NullMarked
 package io.cudaloom.reactor;

@@ -13,24 +13,24 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * The wake tree of a shared flag write ({@link WaitGroup}, relayed wake-ups), driven without
+ * The wake tree of a shared flag write ({@link Waiter.Group}, relayed wake-ups), driven without
  * threads: the deliverer's direct wake-ups are counted, then each woken member's own
- * {@link WaitGroup#relayOf} is run, round by round, as its thread would on waking.
+ * {@link Waiter.Group#relayOf} is run, round by round, as its thread would on waking.
  */
 class WaitGroupRelayTest {
 
     /** Members of one group whose deliveries are counted; the woken ones queue for their relay. */
     private static final class Fixture {
-        final WaitGroup group;
+        final Waiter.Group group;
         final AtomicIntegerArray deliveries;
-        final List<WaitGroup.Member> members = new ArrayList<>();
+        final List<Waiter.Member> members = new ArrayList<>();
         final ArrayDeque<Integer> woken = new ArrayDeque<>();
 
         Fixture(int n, boolean relay) {
-            group = new WaitGroup(0L, relay);
+            group = new Waiter.Group(0L, relay);
             deliveries = new AtomicIntegerArray(n);
             for (int i = 0; i < n; i++) {
-                WaitGroup.Member m = new WaitGroup.Member((long ticket, @Nullable RuntimeException failure) -> {
+                Waiter.Member m = new Waiter.Member((long ticket, @Nullable RuntimeException failure) -> {
                     deliveries.incrementAndGet((int) ticket);
                     woken.add((int) ticket);
                 }, i);
@@ -47,7 +47,7 @@ class WaitGroupRelayTest {
                 List<Integer> now = new ArrayList<>(woken);
                 woken.clear();
                 for (int t : now) {
-                    WaitGroup.relayOf(members.get(t));
+                    Waiter.Group.relayOf(members.get(t));
                 }
             }
             return rounds;

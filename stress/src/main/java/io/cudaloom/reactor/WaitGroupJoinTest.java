@@ -15,7 +15,7 @@ import org.openjdk.jcstress.annotations.State;
 import org.openjdk.jcstress.infra.results.III_Result;
 
 /**
- * Coalescing ({@link WaitGroup}): a waiter joining a group races the scanner delivering it. The
+ * Coalescing ({@link Waiter.Group}): a waiter joining a group races the scanner delivering it. The
  * join must either land before the delivery's swap (and then be delivered, exactly once) or see
  * the delivered sentinel (and then the waiter treats the covered work as done). A join that
  * succeeds but is never delivered would leave the waiter parked forever.
@@ -35,9 +35,9 @@ import org.openjdk.jcstress.infra.results.III_Result;
 public class WaitGroupJoinTest {
     static final RuntimeException DONE_WITH_ERROR = new RuntimeException("delivered");
 
-    final WaitGroup group = new WaitGroup(0L);
+    final Waiter.Group group = new Waiter.Group(0L);
     final AtomicInteger deliveries = new AtomicInteger();
-    final WaitGroup.Member member = new WaitGroup.Member(
+    final Waiter.Member member = new Waiter.Member(
             (long ticket, @Nullable RuntimeException failure) -> deliveries.incrementAndGet(), 1L);
     int joined;
     int sawOutcome;

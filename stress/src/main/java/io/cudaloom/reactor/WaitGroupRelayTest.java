@@ -16,12 +16,12 @@ import org.openjdk.jcstress.annotations.State;
 import org.openjdk.jcstress.infra.results.III_Result;
 
 /**
- * Relayed wake-ups ({@link WaitGroup}'s wake tree): the deliverer wakes two members of a group of
+ * Relayed wake-ups ({@link Waiter.Group}'s wake tree): the deliverer wakes two members of a group of
  * five and hands each a part of the rest; a woken member wakes its part. One of those heads
  * withdraws (a timeout) while the group is delivered. Whatever the order, every member that did
  * not withdraw must be delivered exactly once: the withdrawn head cannot relay, so its part must
  * be delivered by the deliverer. The arbiter plays the woken members: it runs
- * {@link WaitGroup#relayOf} for each delivered member until no delivery is left to relay.
+ * {@link Waiter.Group#relayOf} for each delivered member until no delivery is left to relay.
  *
  * <p>Members join in the order a, b, c, d, e, so the list is e, d, c, b, a: e is handed [d] and c
  * is handed [b, a]; c withdraws. r1 = c withdrew (1) or was delivered (0); r2 = members that did
@@ -38,15 +38,15 @@ public class WaitGroupRelayTest {
     static final int N = 5;
     static final int WITHDRAWN = 2; // c (tickets 0..4 are a..e)
 
-    final WaitGroup group = new WaitGroup(0L, true);
+    final Waiter.Group group = new Waiter.Group(0L, true);
     final AtomicIntegerArray deliveries = new AtomicIntegerArray(N);
     final ConcurrentLinkedQueue<Integer> woken = new ConcurrentLinkedQueue<>();
-    final WaitGroup.Member[] members = new WaitGroup.Member[N];
+    final Waiter.Member[] members = new Waiter.Member[N];
     int withdrew;
 
     public WaitGroupRelayTest() {
         for (int i = 0; i < N; i++) {
-            members[i] = new WaitGroup.Member((long ticket, @Nullable RuntimeException failure) -> {
+            members[i] = new Waiter.Member((long ticket, @Nullable RuntimeException failure) -> {
                 deliveries.incrementAndGet((int) ticket);
                 woken.add((int) ticket);
             }, i);
@@ -67,7 +67,7 @@ public class WaitGroupRelayTest {
     @Arbiter
     public void arbiter(III_Result r) {
         for (Integer t; (t = woken.poll()) != null; ) {
-            WaitGroup.relayOf(members[t]); // what the woken member's own thread does
+            Waiter.Group.relayOf(members[t]); // what the woken member's own thread does
         }
         int never = 0;
         int extra = 0;

@@ -15,11 +15,11 @@ import org.openjdk.jcstress.annotations.State;
 import org.openjdk.jcstress.infra.results.III_Result;
 
 /**
- * {@link WaitGroupJoinTest} run on {@link BrokenWaitGroup} (delivery reads the member stack and
+ * {@link WaitGroupJoinTest} run on {@link BrokenWaitGroup.Group} (delivery reads the member stack and
  * installs the delivered sentinel in two steps): jcstress must report the FORBIDDEN "joined but
  * never delivered" outcome. Original documentation follows.
  *
- * <p>Coalescing ({@link WaitGroup}): a waiter joining a group races the scanner delivering it. The
+ * <p>Coalescing ({@link Waiter.Group}): a waiter joining a group races the scanner delivering it. The
  * join must either land before the delivery's swap (and then be delivered, exactly once) or see
  * the delivered sentinel (and then the waiter treats the covered work as done). A join that
  * succeeds but is never delivered would leave the waiter parked forever.
@@ -39,7 +39,7 @@ import org.openjdk.jcstress.infra.results.III_Result;
 public class BrokenWaitGroupJoinTest {
     static final RuntimeException DONE_WITH_ERROR = new RuntimeException("delivered");
 
-    final BrokenWaitGroup group = new BrokenWaitGroup(0L);
+    final BrokenWaitGroup.Group group = new BrokenWaitGroup.Group(0L);
     final AtomicInteger deliveries = new AtomicInteger();
     final BrokenWaitGroup.Member member = new BrokenWaitGroup.Member(
             (long ticket, @Nullable RuntimeException failure) -> deliveries.incrementAndGet(), 1L);

@@ -16,16 +16,16 @@ import org.openjdk.jcstress.annotations.State;
 import org.openjdk.jcstress.infra.results.III_Result;
 
 /**
- * {@link WaitGroupRelayTest} run on {@link BrokenRelayWaitGroup} (a part handed to a member that
+ * {@link WaitGroupRelayTest} run on {@link BrokenRelayWaitGroup.Group} (a part handed to a member that
  * withdrew is dropped): jcstress must report the FORBIDDEN "member never woken" outcome. Original
  * documentation follows.
  *
- * <p>Relayed wake-ups ({@link WaitGroup}'s wake tree): the deliverer wakes two members of a group of
+ * <p>Relayed wake-ups ({@link Waiter.Group}'s wake tree): the deliverer wakes two members of a group of
  * five and hands each a part of the rest; a woken member wakes its part. One of those heads
  * withdraws (a timeout) while the group is delivered. Whatever the order, every member that did
  * not withdraw must be delivered exactly once: the withdrawn head cannot relay, so its part must
  * be delivered by the deliverer. The arbiter plays the woken members: it runs
- * {@link WaitGroup#relayOf} for each delivered member until no delivery is left to relay.
+ * {@link Waiter.Group#relayOf} for each delivered member until no delivery is left to relay.
  *
  * <p>Members join in the order a, b, c, d, e, so the list is e, d, c, b, a: e is handed [d] and c
  * is handed [b, a]; c withdraws. r1 = c withdrew (1) or was delivered (0); r2 = members that did
@@ -42,7 +42,7 @@ public class BrokenWaitGroupRelayTest {
     static final int N = 5;
     static final int WITHDRAWN = 2; // c (tickets 0..4 are a..e)
 
-    final BrokenRelayWaitGroup group = new BrokenRelayWaitGroup(0L, true);
+    final BrokenRelayWaitGroup.Group group = new BrokenRelayWaitGroup.Group(0L, true);
     final AtomicIntegerArray deliveries = new AtomicIntegerArray(N);
     final ConcurrentLinkedQueue<Integer> woken = new ConcurrentLinkedQueue<>();
     final BrokenRelayWaitGroup.Member[] members = new BrokenRelayWaitGroup.Member[N];
@@ -71,7 +71,7 @@ public class BrokenWaitGroupRelayTest {
     @Arbiter
     public void arbiter(III_Result r) {
         for (Integer t; (t = woken.poll()) != null; ) {
-            BrokenRelayWaitGroup.relayOf(members[t]); // what the woken member's own thread does
+            BrokenRelayWaitGroup.Group.relayOf(members[t]); // what the woken member's own thread does
         }
         int never = 0;
         int extra = 0;

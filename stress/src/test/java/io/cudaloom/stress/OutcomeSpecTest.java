@@ -49,7 +49,7 @@ class OutcomeSpecTest {
 
     /**
      * All broken variants but three need a real interleaving (every sequential order passes; the
-     * WaitGroup join one needs a join between the delivery's two steps, the Waiter one a store-load
+     * Waiter.Group join one needs a join between the delivery's two steps, the Waiter one a store-load
      * reordering, the lifetime guard's a call between its check and its increment, the scanner's park
      * gate a publish counted but not yet visible to the pass that decides, the timed await's the
      * scanner taking the payload between the await's publish and its withdrawal, the batch formation's
