@@ -74,7 +74,7 @@ final class BackendHooks implements BackendAccess.Hooks {
 
     @Override
     public StreamSubmission submission(GpuStream stream) {
-        return stream.submission();
+        return stream.owner();
     }
 
     @Override
@@ -94,6 +94,6 @@ final class BackendHooks implements BackendAccess.Hooks {
 
     @Override
     public boolean isKnownComplete(GpuStream stream, long required) {
-        return stream.isKnownComplete(required);
+        return stream.owner().isKnownComplete(required);
     }
 }

@@ -222,8 +222,7 @@ public final class CompletionReactor {
         }
         long sum = 0;
         for (ReactorStream s : streams) {
-            checks.proveIfIdle(s);
-            sum += Math.max(0, s.submissionCount() - s.completedThrough()); // combining: positions appended
+            sum += checks.workInFlight(s);
         }
         return sum;
     }

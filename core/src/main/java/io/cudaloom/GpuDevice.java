@@ -171,7 +171,7 @@ public abstract class GpuDevice implements AutoCloseable {
      * that code and health checks tested on it read the same. A health check reads it (the Spring
      * Boot health indicator, {@code io.cudaloom.spring.CudaLoomHealthIndicator}); a plain field
      * read, no driver call. Backends report their streams' faults through
-     * {@code BackendAccess.Hooks#faultSink}.
+     * {@code StreamSubmission#faults()}.
      */
     public final @Nullable String fault() {
         return faults.firstDescription();

@@ -275,14 +275,14 @@ public final class GpuEvent {
 
     /**
      * What the reactor runs on delivery of a non-blocking registration: on the scanner, record the
-     * proof of completion ({@link GpuStream#completedThrough}); then, on {@code executor}, mark the
+     * proof of completion ({@code ReactorStream#completedThrough}); then, on {@code executor}, mark the
      * event done and hand {@code onDone} the outcome (null on success).
      */
     private Consumer<@Nullable RuntimeException> delivery(Executor executor,
             Consumer<? super @Nullable RuntimeException> onDone) {
         return failure -> {
             if (failure == null) {
-                stream.completedThrough(required); // delivered without failure: proven
+                owner.completedThrough(required); // delivered without failure: proven
             }
             executor.execute(task(onDone, failure));
         };
@@ -446,14 +446,14 @@ public final class GpuEvent {
     }
 
     private Registration registerCounted(Consumer<@Nullable RuntimeException> deliver) {
-        StreamDrain drain = stream.drainAfterClose(); // the stream's state, read once
+        StreamDrain drain = owner.drain(); // the stream's state, read once
         if (drain == null) {
             Registration registered = reactor.registerEvent(stream, deliver);
             if (registered != null) {
                 return registered;
             }
             // Closed since that read (the facade read its state): the drain was published before.
-            drain = Objects.requireNonNull(stream.drainAfterClose(), "a closed stream's drain");
+            drain = Objects.requireNonNull(owner.drain(), "a closed stream's drain");
         }
         if (reactor.isClosed()) {
             throw reactor.state().closedFailure();
@@ -472,7 +472,7 @@ public final class GpuEvent {
      * {@code BlockingWait}. Otherwise the drain, whose write follows all the stream's work, decides.
      */
     private boolean knownComplete() {
-        return reactor.config().coalesce() && stream.isKnownComplete(required);
+        return reactor.config().coalesce() && owner.isKnownComplete(required);
     }
 
     /** An event taken while its stream was being closed may need work that the drain does not cover. */

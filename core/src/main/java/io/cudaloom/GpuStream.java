@@ -2,7 +2,6 @@ package io.cudaloom;
 
 import io.cudaloom.reactor.ReactorStream;
 import io.cudaloom.reactor.StreamDrain;
-import io.cudaloom.spi.StreamSubmission;
 import java.time.Duration;
 import java.util.Objects;
 import org.jspecify.annotations.Nullable;
@@ -117,11 +116,6 @@ public abstract class GpuStream implements AutoCloseable {
 
     // ---- what the backends do, through BackendAccess.Hooks (which documents each) --------------
 
-    /** The reactor's object for this stream, as the backend's stream submits to it. */
-    final StreamSubmission submission() {
-        return owner;
-    }
-
     /** The reactor's object for this stream (the facade and the events hand it to the parts). */
     final ReactorStream owner() {
         return owner;
@@ -135,7 +129,7 @@ public abstract class GpuStream implements AutoCloseable {
      * exactly once, on any thread: it must not block.
      */
     final void whenWorkDone(long required, Runnable done) {
-        if (isKnownComplete(required)) {
+        if (owner.isKnownComplete(required)) {
             done.run();
             return;
         }
@@ -272,24 +266,6 @@ public abstract class GpuStream implements AutoCloseable {
      * call: cheap enough for a gauge. A closed stream is not asked (its count stays as it was).
      */
     public long workInFlight() {
-        device.reactor().checks().proveIfIdle(owner);
-        return Math.max(0, owner.submissionCount() - owner.completedThrough());
-    }
-
-    // ---- the reactor's bookkeeping ----------------------------------------------------------------
-
-    /** The drain that serves this stream's events once it is closed; null while it is open. */
-    @Nullable StreamDrain drainAfterClose() {
-        return owner.drain();
-    }
-
-    /** Whether the first {@code required} counted submissions are proven complete (no driver call). */
-    boolean isKnownComplete(long required) {
-        return owner.isKnownComplete(required);
-    }
-
-    /** Records a proof that the first {@code count} counted submissions are complete. */
-    void completedThrough(long count) {
-        owner.completedThrough(count);
+        return device.reactor().checks().workInFlight(owner);
     }
 }

@@ -255,7 +255,7 @@ final class InstantDevice extends GpuDevice {
          */
         Gate hold() {
             Gate gate = new Gate();
-            submission().submit(new io.cudaloom.spi.StreamOp(true) {
+            owner().submit(new io.cudaloom.spi.StreamOp(true) {
                 @Override
                 public @Nullable String submit(long position) {
                     synchronized (InstantStream.this) {

@@ -33,7 +33,7 @@ import jcuda.driver.CUstream;
  * {@link io.cudaloom.ReactorClosedException} once the device is closed).
  *
  * <p>A sticky error seen by any call on the stream (a work call, a flag write or host function, a
- * query) is reported to the device's fault owner ({@code BackendAccess.Hooks#faultSink}), which keeps it (this class
+ * query) is reported to the device's fault owner ({@code StreamSubmission#faults()}), which keeps it (this class
  * keeps no copy); from then on every call is refused with the owner's {@link GpuFaultException}.
  */
 public final class CudaStream extends GpuStream {
@@ -222,19 +222,7 @@ public final class CudaStream extends GpuStream {
         if (!memory.lifetime.enter()) {
             throw memory.closedError();
         }
-        boolean handedOver = false;
-        try {
-            checkUsable();
-            MemsetOp op = new MemsetOp(memory, value, count);
-            handedOver = true; // the entry exits the lifetime now, whatever happens
-            if (!submission.submit(op)) {
-                throw refusal(); // raced the close and came after it (combining)
-            }
-        } finally {
-            if (!handedOver) {
-                memory.lifetime.exit();
-            }
-        }
+        handOver(new MemsetOp(memory, value, count));
     }
 
     /** The device's release: destroy the stream now (see {@link StreamHandle#closeForRelease()}). */
@@ -284,19 +272,24 @@ public final class CudaStream extends GpuStream {
     private void submitCopy(PinnedBuffer host, DeviceBuffer memory, boolean toDevice, long hostOffset, long deviceOffset,
             long bytes) {
         enterBoth(host, memory);
-        boolean handedOver = false;
+        handOver(new CopyOp(host, memory, toDevice, hostOffset, deviceOffset, bytes));
+    }
+
+    /**
+     * Hands over an entry whose memory lifetimes were entered at the call: refused before (the
+     * device or stream closed, or faulted), it exits them itself ({@code finish(false)}: nothing
+     * made); handed over ({@link StreamSubmission#submit}), the entry exits them once made or
+     * discarded.
+     */
+    private void handOver(CudaOp op) {
         try {
             checkUsable();
-            CopyOp op = new CopyOp(host, memory, toDevice, hostOffset, deviceOffset, bytes);
-            handedOver = true; // the entry exits the lifetimes now, whatever happens
-            if (!submission.submit(op)) {
-                throw refusal(); // raced the close and came after it (combining)
-            }
-        } finally {
-            if (!handedOver) {
-                memory.lifetime.exit();
-                host.lifetime.exit();
-            }
+        } catch (RuntimeException | Error e) {
+            op.finish(false);
+            throw e;
+        }
+        if (!submission.submit(op)) {
+            throw refusal(); // raced the close and came after it (combining)
         }
     }
 
@@ -637,9 +630,7 @@ public final class CudaStream extends GpuStream {
                 stream.exit();
             }
             if (r != CUresult.CUDA_SUCCESS) {
-                if (Cuda.isStickyFault(r)) {
-                    noteFault(r);
-                }
+                noteDriverResult(r);
                 return false; // refused: the reactor falls back to a host function
             }
             return true;
@@ -661,9 +652,7 @@ public final class CudaStream extends GpuStream {
                 stream.exit();
             }
             if (r != CUresult.CUDA_SUCCESS) {
-                if (Cuda.isStickyFault(r)) {
-                    noteFault(r);
-                }
+                noteDriverResult(r);
                 return false;
             }
             return true;

@@ -87,7 +87,11 @@ final class DriverCalls {
         if (value == null || value.isBlank()) {
             return Choice.UNSET;
         }
-        return ffmRequested(value) ? Choice.FFM : Choice.JCUDA;
+        return switch (value.trim().toLowerCase(Locale.ROOT)) {
+            case "ffm" -> Choice.FFM;
+            case "jcuda" -> Choice.JCUDA;
+            default -> throw new IllegalArgumentException(PROPERTY + " must be ffm or jcuda, was '" + value + "'");
+        };
     }
 
     /** The property's choice now. */
@@ -101,18 +105,11 @@ final class DriverCalls {
      * @throws IllegalArgumentException if it is neither {@code ffm} nor {@code jcuda} (nor blank)
      */
     static boolean ffmRequested(@Nullable String value) {
-        if (value == null || value.isBlank()) {
-            return false;
-        }
-        return switch (value.trim().toLowerCase(Locale.ROOT)) {
-            case "ffm" -> true;
-            case "jcuda" -> false;
-            default -> throw new IllegalArgumentException(PROPERTY + " must be ffm or jcuda, was '" + value + "'");
-        };
+        return choice(value) == Choice.FFM;
     }
 
-    /** Checks the system property; see {@link #ffmRequested}. */
+    /** Checks the system property; see {@link #choice(String)}. */
     static void check() {
-        ffmRequested(System.getProperty(PROPERTY));
+        choice();
     }
 }

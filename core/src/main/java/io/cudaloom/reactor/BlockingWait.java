@@ -718,6 +718,15 @@ public final class BlockingWait {
         }
 
         /**
+         * Work entries submitted to {@code stream} and not yet proven complete, after one
+         * {@link #proveIfIdle} (positions appended, with combining): the gauges' value.
+         */
+        public long workInFlight(ReactorStream stream) {
+            proveIfIdle(stream);
+            return Math.max(0, stream.submissionCount() - stream.completedThrough());
+        }
+
+        /**
          * Refuses a blocking wait on a thread the reactor or the stream itself depends on: the scanner
          * (a completion callback run there with a direct executor), a host-callback thread (the same,
          * on a fallback), or the stream's own worker (a simulated kernel that awaits).

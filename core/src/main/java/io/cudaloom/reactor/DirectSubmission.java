@@ -118,7 +118,7 @@ public final class DirectSubmission extends ReactorStream {
 
     @Override
     public long required() {
-        return submissions.get();
+        return submissionCount();
     }
 
     @Override
@@ -268,9 +268,7 @@ public final class DirectSubmission extends ReactorStream {
      */
     @Override
     void groupDelivered() {
-        if (!gateOpen() && room.availablePermits() < halfLimit) {
-            ensureProgress();
-        }
+        afterSubmission(); // the same rule
     }
 
     /** The tracker could not be enqueued or failed (a close or a fault, which open the gate): no retry. */

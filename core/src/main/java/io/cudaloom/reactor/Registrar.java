@@ -92,7 +92,7 @@ public final class Registrar implements FallbackRegistration.Owner {
         return tryArm(stream, completion, true);
     }
 
-    /** {@link #tryArm(GpuStream, Completion)}; {@code counted} is false for a tracker, which is no registration. */
+    /** {@link #tryArm(ReactorStream, Completion)}; {@code counted} is false for a tracker, which is no registration. */
     public long tryArm(ReactorStream stream, Completion completion, boolean counted) {
         if (!useSlots) {
             return FallbackReason.HOST_CALLBACK_STRATEGY.answer();
@@ -142,7 +142,7 @@ public final class Registrar implements FallbackRegistration.Owner {
     }
 
     /**
-     * As {@link #registerFallback(GpuStream, Completion, FallbackReason)}; {@code countFault} false
+     * As {@link #registerFallback(ReactorStream, Completion, FallbackReason)}; {@code countFault} false
      * where the fault thrown is not an outcome of its own: a shared write's (each member counts the
      * fault it is delivered) or a tracker's (no one waits for it).
      */
@@ -188,8 +188,6 @@ public final class Registrar implements FallbackRegistration.Owner {
         }
         return fb;
     }
-
-
 
     @Override
     public void fallbackFinished(FallbackRegistration fb) {

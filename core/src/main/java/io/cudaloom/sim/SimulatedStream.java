@@ -26,7 +26,7 @@ import java.util.concurrent.locks.LockSupport;
  * {@link #injectFault} behaves like a sticky CUDA error: every later command, flag writes and host
  * callbacks included, is discarded and the stream reports {@link StreamState#FAULTED}. The fault is
  * reported, by the stream's thread as the command fails, to the device's fault owner
- * ({@code BackendAccess.Hooks#faultSink}), which keeps it: this class keeps no copy.
+ * ({@code StreamSubmission#faults()}), which keeps it: this class keeps no copy.
  */
 public final class SimulatedStream extends GpuStream {
     /** Below this a simulated kernel busy-waits (a timed park would oversleep); above, it parks. */

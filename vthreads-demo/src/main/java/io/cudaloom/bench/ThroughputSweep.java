@@ -76,7 +76,8 @@ import jcuda.driver.CUstream_flags;
  * possible over its threads ({@link #share}). Before each row: an empty kernel awaited per stream,
  * then, for kernels longer than 10 us, the JIT's warm-up ({@link #JIT_WARM_UP_LAUNCHES} launches of
  * 10 us kernels), then a warm-up of 1/20 of the row's launches (at least 1 s of the streams' work,
- * at most a quarter of the row: {@link #warmUpLaunches}), all run the same way. Odd rounds run the rows in the
+ * at most a quarter of the row: {@link #warmUpLaunches}), all run the same way (the batched row, whose
+ * batcher launches one kernel per batch of the row's length, has the second warm-up only). Odd rounds run the rows in the
  * order above, even rounds in reverse, so that no method always runs first. Each row reports
  * completions/s, wall time, cores busy (process CPU time / wall), process CPU time per completion,
  * and for {@code await()} the reactor's counters over the row: registrations, inline completions,
@@ -557,8 +558,9 @@ final class ThroughputSweep {
     }
 
     /**
-     * The {@link Method#BATCHED} row on the warmed device {@code d}: a warm-up of 1/{@value
-     * #WARM_UP_DIVISOR} of the calls, then {@code total} calls by {@code workers} virtual threads.
+     * The {@link Method#BATCHED} row on the warmed device {@code d}: a warm-up of
+     * {@link #warmUpLaunches} calls (no JIT warm-up of short kernels: its batcher's step is the
+     * row's kernel), then {@code total} calls by {@code workers} virtual threads.
      */
     private static Row measureBatched(CudaDevice d, int workers, long total, long kernelNanos, int round)
             throws Exception {

@@ -11,7 +11,7 @@ import jdk.jfr.FlightRecorder;
  * classes), only {@link FlightRecorder#isInitialized()} (one class, one static field). A device
  * that opens while Flight Recorder is initialized adds its hook at once ({@link #opened}); the
  * others are hooked by the first await, on any device, that finds it initialized
- * ({@link #recorderUp}, from {@link io.cudaloom.reactor.metrics.JfrEvents}).
+ * ({@link #recorderUp}, from {@link LatencyRecorder#beginAwait}).
  *
  * <p>No open device is left without its hook once Flight Recorder is initialized: the hooks of the
  * open devices ({@link #OPEN}) and whether they were added ({@link #hooksUp}) change under the one

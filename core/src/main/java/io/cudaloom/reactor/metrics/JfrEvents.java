@@ -38,15 +38,6 @@ public final class JfrEvents {
 
     private JfrEvents() {}
 
-    /**
-     * The {@link SlowAwaitEvent} outcome of an await that threw {@code e}. Here, not in the event
-     * class: calling a static method of an event class would load it, and Flight Recorder with it,
-     * on the first await that fails, in a JVM that never records.
-     */
-    public static String outcomeOf(Exception e) {
-        return eventOutcome(awaitOutcome(e));
-    }
-
     /** The {@link AwaitOutcome} of an await that threw {@code e}: one mapping for every wait. */
     public static AwaitOutcome awaitOutcome(Exception e) {
         if (e instanceof InterruptedException) {

@@ -151,7 +151,7 @@ public final class LatencyRecorder {
      * returns), in the order added. A listener's exception is logged and changes nothing of the
      * await's outcome.
      */
-    public void ended(long nanos, AwaitOutcome outcome) {
+    private void ended(long nanos, AwaitOutcome outcome) {
         Listener[] ls = listeners; // the one volatile read (see the class comment)
         for (Listener l : ls) {
             try {

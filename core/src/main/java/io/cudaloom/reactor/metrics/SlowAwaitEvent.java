@@ -45,7 +45,7 @@ public final class SlowAwaitEvent extends Event {
     public static final String COMPLETED = "completed";
     public static final String TIMED_OUT = "timed out";
     public static final String FAILED = "failed";
-    // The outcome of an exception is JfrEvents.outcomeOf, not a method here: a static method of
+    // The outcome of an exception is mapped in JfrEvents (awaitOutcome, eventOutcome), not here: a static method of
     // an Event subclass loads it and with it JFR (0.1 s or more), in a JVM that never records too.
     // The constants above are compile-time constants: using them loads nothing.
 
@@ -77,7 +77,7 @@ public final class SlowAwaitEvent extends Event {
      *
      * @param stream the stream waited on (its {@code toString()} is taken only if committed)
      * @param path what happened to the await ({@link io.cudaloom.reactor.Waiter#path}, or {@link #DRAIN})
-     * @param outcome the event's outcome ({@link io.cudaloom.reactor.metrics.JfrEvents#eventOutcome}, {@link io.cudaloom.reactor.metrics.JfrEvents#outcomeOf})
+     * @param outcome the event's outcome ({@link JfrEvents#eventOutcome})
      */
     public boolean endAwait(String device, Object stream, String path, String outcome) {
         end();
