@@ -222,7 +222,19 @@ public final class CudaStream extends GpuStream {
         if (!memory.lifetime.enter()) {
             throw memory.closedError();
         }
-        handOver(new MemsetOp(memory, value, count));
+        boolean handedOver = false;
+        try {
+            checkUsable();
+            MemsetOp op = new MemsetOp(memory, value, count);
+            handedOver = true; // the entry exits the lifetime now, whatever happens
+            if (!submission.submit(op)) {
+                throw refusal(); // raced the close and came after it (combining)
+            }
+        } finally {
+            if (!handedOver) {
+                memory.lifetime.exit();
+            }
+        }
     }
 
     /** The device's release: destroy the stream now (see {@link StreamHandle#closeForRelease()}). */
@@ -272,24 +284,19 @@ public final class CudaStream extends GpuStream {
     private void submitCopy(PinnedBuffer host, DeviceBuffer memory, boolean toDevice, long hostOffset, long deviceOffset,
             long bytes) {
         enterBoth(host, memory);
-        handOver(new CopyOp(host, memory, toDevice, hostOffset, deviceOffset, bytes));
-    }
-
-    /**
-     * Hands over an entry whose memory lifetimes were entered at the call: refused before (the
-     * device or stream closed, or faulted), it exits them itself ({@code finish(false)}: nothing
-     * made); handed over ({@link StreamSubmission#submit}), the entry exits them once made or
-     * discarded.
-     */
-    private void handOver(CudaOp op) {
+        boolean handedOver = false;
         try {
             checkUsable();
-        } catch (RuntimeException | Error e) {
-            op.finish(false);
-            throw e;
-        }
-        if (!submission.submit(op)) {
-            throw refusal(); // raced the close and came after it (combining)
+            CopyOp op = new CopyOp(host, memory, toDevice, hostOffset, deviceOffset, bytes);
+            handedOver = true; // the entry exits the lifetimes now, whatever happens
+            if (!submission.submit(op)) {
+                throw refusal(); // raced the close and came after it (combining)
+            }
+        } finally {
+            if (!handedOver) {
+                memory.lifetime.exit();
+                host.lifetime.exit();
+            }
         }
     }
 
@@ -630,7 +637,9 @@ public final class CudaStream extends GpuStream {
                 stream.exit();
             }
             if (r != CUresult.CUDA_SUCCESS) {
-                noteDriverResult(r);
+                if (Cuda.isStickyFault(r)) {
+                    noteFault(r);
+                }
                 return false; // refused: the reactor falls back to a host function
             }
             return true;
@@ -652,7 +661,9 @@ public final class CudaStream extends GpuStream {
                 stream.exit();
             }
             if (r != CUresult.CUDA_SUCCESS) {
-                noteDriverResult(r);
+                if (Cuda.isStickyFault(r)) {
+                    noteFault(r);
+                }
                 return false;
             }
             return true;
