@@ -239,13 +239,18 @@ class AwaitPathTest {
             com.sun.jdi.request.MethodEntryRequest scannerRequest = null;
             com.sun.jdi.request.MethodExitRequest scannerExits = null;
             vm.resume();
+            // The trace ends when both sides are complete: the waiter's await returned (its marker) and
+            // the scanner's delivery returned (the exit of Scanner.deliver). Either may come first: the
+            // woken waiter can reach its marker while the scanner is still inside the delivery that
+            // unparked it, so the scanner's requests stay enabled until that exit is seen.
             boolean ended = false;
-            long drainUntil = 0L;
-            while (true) {
-                long left = ended ? drainUntil - System.nanoTime() : deadline - System.nanoTime();
+            boolean delivered = false;
+            boolean deliverEntered = false;
+            while (!(ended && delivered)) {
+                long left = deadline - System.nanoTime();
                 if (left <= 0) {
                     if (ended) {
-                        break;
+                        break; // the scanner's side is incomplete: oneRetirement's premise says so
                     }
                     throw new IllegalStateException("the traced await did not end in time (waiter entries: "
                             + waiterEntries.size() + ")");
@@ -294,11 +299,8 @@ class AwaitPathTest {
                                 if (waiterRequest == null || scannerRequest == null) {
                                     throw new IllegalStateException("the await ended before it was traced");
                                 }
-                                waiterRequest.disable();
-                                scannerRequest.disable();
-                                scannerExits.disable();
-                                ended = true; // events already queued are still taken, for a moment
-                                drainUntil = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(300);
+                                waiterRequest.disable(); // its entries are all queued before this breakpoint
+                                ended = true;
                             }
                             default -> throw new IllegalStateException(marker);
                         }
@@ -308,9 +310,16 @@ class AwaitPathTest {
                             waiterEntries.add(e);
                         } else if (entry.thread().equals(scannerThread)) {
                             scannerEntries.add(e);
+                            deliverEntered |= isScanner(e, "deliver", ENTRY);
                         }
                     } else if (event instanceof com.sun.jdi.event.MethodExitEvent exit) {
-                        scannerEntries.add(new String[] {exit.method().declaringType().name(), exit.method().name(), EXIT});
+                        String[] e = {exit.method().declaringType().name(), exit.method().name(), EXIT};
+                        scannerEntries.add(e);
+                        if (deliverEntered && isScanner(e, "deliver", EXIT)) {
+                            delivered = true;
+                            scannerRequest.disable(); // what the pass does after the delivery is not the retirement's
+                            scannerExits.disable();
+                        }
                     } else if (event instanceof com.sun.jdi.event.VMDeathEvent
                             || event instanceof com.sun.jdi.event.VMDisconnectEvent) {
                         if (ended) {
