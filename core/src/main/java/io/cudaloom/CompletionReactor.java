@@ -13,7 +13,6 @@ import io.cudaloom.reactor.ReactorStream;
 import io.cudaloom.reactor.Registrar;
 import io.cudaloom.reactor.Registration;
 import io.cudaloom.reactor.Scanner;
-import io.cudaloom.reactor.StreamDrain;
 import io.cudaloom.reactor.lifecycle.DaemonThreads;
 import io.cudaloom.reactor.lifecycle.Shutdown;
 import io.cudaloom.reactor.metrics.AwaitOutcome;
@@ -228,34 +227,11 @@ public final class CompletionReactor {
     }
 
     /**
-     * Blocking wait of {@link GpuEvent}, open stream or closed: the one wait
-     * ({@link BlockingWait#acquire}), routed by the stream's state, read once: its drain, published
-     * before the stream reads as closed (StreamDrain's ordering 1), or none while it is open. A
-     * stream that the wait finds closed after that read ({@link BlockingWait#STREAM_CLOSED}) has its
-     * drain published by then: the wait runs again on it, with what is left of the time. Returns
-     * false only when timed and the time ran out.
+     * The one blocking wait (BlockingWait): an event holds it from its making, so that an await
+     * goes from the event to the wait with nothing in between.
      */
-    boolean awaitEvent(ReactorStream owner, long required, boolean interruptible, boolean timed, long nanos)
-            throws InterruptedException {
-        long start = timed ? System.nanoTime() : 0L;
-        int answer = blockingWait.acquire(owner, owner.drain(), required, interruptible, timed, nanos);
-        if (answer == BlockingWait.STREAM_CLOSED) {
-            long left = timed ? Math.max(0L, nanos - (System.nanoTime() - start)) : 0L;
-            StreamDrain drain = Objects.requireNonNull(owner.drain(), "a closed stream's drain");
-            answer = blockingWait.acquire(owner, drain, required, interruptible, timed, left);
-        }
-        return answer == BlockingWait.COMPLETED;
-    }
-
-    /**
-     * Blocking wait of {@link GpuStream#await()}, for all of an open stream's work: the same wait
-     * with no drain (a closed stream's drain serves only the events taken before its close).
-     *
-     * @throws IllegalStateException if the stream is closed
-     */
-    boolean await(ReactorStream stream, long required, boolean interruptible, boolean timed, long nanos)
-            throws InterruptedException {
-        return blockingWait.await(stream, required, interruptible, timed, nanos);
+    BlockingWait blockingWait() {
+        return blockingWait;
     }
 
     /** Non-blocking registration on an open stream ({@link GpuStream}'s own, which route a closed stream themselves). */

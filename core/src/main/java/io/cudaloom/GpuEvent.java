@@ -1,5 +1,6 @@
 package io.cudaloom;
 
+import io.cudaloom.reactor.BlockingWait;
 import io.cudaloom.reactor.ReactorStream;
 import io.cudaloom.reactor.Registration;
 import io.cudaloom.reactor.StreamDrain;
@@ -58,6 +59,8 @@ public final class GpuEvent {
     static final Subscription DELIVERED = () -> false;
 
     private final CompletionReactor reactor;
+    /** The reactor's one blocking wait, which every await of this event calls directly. */
+    private final BlockingWait wait;
     private final GpuStream stream;
     /** The reactor's object for the stream ({@code GpuStream.owner()}), which the await hands to the parts. */
     private final ReactorStream owner;
@@ -75,6 +78,7 @@ public final class GpuEvent {
 
     GpuEvent(CompletionReactor reactor, GpuStream stream) {
         this.reactor = reactor;
+        this.wait = reactor.blockingWait();
         this.stream = stream;
         this.owner = stream.owner();
         this.ledger = stream.device().ledger;
@@ -382,7 +386,7 @@ public final class GpuEvent {
      * timed and the time ran out.
      */
     private boolean awaitWork(boolean interruptible, boolean timed, long nanos) throws InterruptedException {
-        return awaitWork(reactor, owner, ledger, required, false, interruptible, timed, nanos);
+        return awaitWork(wait, owner, ledger, required, false, interruptible, timed, nanos);
     }
 
     /**
@@ -390,24 +394,23 @@ public final class GpuEvent {
      * event made (so a loop of launches and awaits allocates nothing), on an open stream only (a
      * closed one throws {@link IllegalStateException}, as its other methods do).
      */
-    static void awaitAll(CompletionReactor reactor, ReactorStream owner, ResourceLedger ledger)
-            throws InterruptedException {
-        awaitWork(reactor, owner, ledger, owner.required(), true, true, false, 0L);
+    static void awaitAll(BlockingWait wait, ReactorStream owner, ResourceLedger ledger) throws InterruptedException {
+        awaitWork(wait, owner, ledger, owner.required(), true, true, false, 0L);
     }
 
     /**
      * Every blocking await of an event, or of a stream's work ({@link #awaitAll}): counted as a wait
-     * in progress until it returns ({@code LiveResources.Kind.WAIT}), the facade's one call into the
-     * parts in between: an event's routed by the stream's state there (its drain once closed), a
+     * in progress until it returns ({@code LiveResources.Kind.WAIT}), the one call into the reactor's
+     * wait in between: an event's routed by the stream's state there (its drain once closed), a
      * stream's ({@code openOnly}) on the open stream only.
      */
-    private static boolean awaitWork(CompletionReactor reactor, ReactorStream owner, ResourceLedger ledger,
+    private static boolean awaitWork(BlockingWait wait, ReactorStream owner, ResourceLedger ledger,
             long required, boolean openOnly, boolean interruptible, boolean timed, long nanos)
             throws InterruptedException {
         ledger.awaitBegun();
         try {
-            return openOnly ? reactor.await(owner, required, interruptible, timed, nanos)
-                    : reactor.awaitEvent(owner, required, interruptible, timed, nanos);
+            return openOnly ? wait.await(owner, required, interruptible, timed, nanos)
+                    : wait.awaitEvent(owner, required, interruptible, timed, nanos);
         } finally {
             ledger.awaitEnded();
         }

@@ -71,7 +71,7 @@ public abstract class GpuStream implements AutoCloseable {
      */
     @org.jetbrains.annotations.Blocking
     public final void await() throws InterruptedException {
-        GpuEvent.awaitAll(device.reactor(), owner, device.ledger); // the event's await, with no event made
+        GpuEvent.awaitAll(device.reactor().blockingWait(), owner, device.ledger); // the event's await, with no event made
     }
 
     /**

@@ -12,8 +12,10 @@ import io.cudaloom.reactor.metrics.LatencyRecorder;
 import io.cudaloom.reactor.metrics.SharedCounters;
 import io.cudaloom.reactor.metrics.SlowAwaitEvent;
 import io.cudaloom.spi.StreamState;
+import java.util.Objects;
 import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
@@ -65,7 +67,11 @@ public final class BlockingWait {
     private final Registrar registrar;
     /** Where a sleep through a predicted wait asks the scanner to end it (see {@link #sleepThroughPrediction}). */
     private final PreWake preWake;
-    private final SharedCounters counters;
+    /**
+     * The counters this wait increments, each handed over once from the reactor's SharedCounters (as
+     * Agrona hands an agent the counters it writes): a wait's path adds to them directly.
+     */
+    private final LongAdder immediate, completions, coalescedCount, faults, timeouts, inlineCompletions, abandoned;
     /** The group commit's arming and delivery; null unless coalescing (and slots are used). */
     private final @Nullable CoalescedWait coalesced;
     /** Whether waiters are coalesced ({@link ReactorConfig#coalesce()}): only then are the counts complete. */
@@ -89,7 +95,14 @@ public final class BlockingWait {
         this.parkBlocker = parts.parkBlocker();
         this.table = parts.table();
         this.registrar = parts.registrar();
-        this.counters = parts.counters();
+        SharedCounters counters = parts.counters();
+        this.immediate = counters.adder(Counter.IMMEDIATE);
+        this.completions = counters.adder(Counter.COMPLETIONS);
+        this.coalescedCount = counters.adder(Counter.COALESCED);
+        this.faults = counters.adder(Counter.FAULTS);
+        this.timeouts = counters.adder(Counter.TIMEOUTS);
+        this.inlineCompletions = counters.adder(Counter.INLINE_COMPLETIONS);
+        this.abandoned = counters.adder(Counter.ABANDONED);
         this.spinPolicy = spinPolicy;
         ReactorConfig config = parts.config();
         this.coalesce = config.coalesce();
@@ -111,8 +124,9 @@ public final class BlockingWait {
     public static final int STREAM_CLOSED = -1;
 
     /**
-     * An await on an open stream (the stress tests and stand-alone parts): {@link #acquire} without a
-     * drain. Returns false only when timed and the time ran out.
+     * An await on an open stream ({@code GpuStream.await()}, the stress tests and stand-alone parts):
+     * {@link #acquire} without a drain (a closed stream's drain serves only the events taken before
+     * its close). Returns false only when timed and the time ran out.
      *
      * @throws IllegalStateException if the stream is closed
      */
@@ -121,6 +135,26 @@ public final class BlockingWait {
         int answer = acquire(stream, null, required, interruptible, timed, nanos);
         if (answer == STREAM_CLOSED) {
             throw new IllegalStateException("stream " + stream + " is closed");
+        }
+        return answer == COMPLETED;
+    }
+
+    /**
+     * Every blocking await of an event ({@code GpuEvent}'s, which holds this wait), open stream or
+     * closed: {@link #acquire}, routed by the stream's state, read once: its drain, published
+     * before the stream reads as closed (StreamDrain's ordering 1), or none while it is open. A
+     * stream that the wait finds closed after that read ({@link #STREAM_CLOSED}) has its drain
+     * published by then: the wait runs again on it, with what is left of the time. Returns false
+     * only when timed and the time ran out.
+     */
+    public boolean awaitEvent(ReactorStream stream, long required, boolean interruptible, boolean timed, long nanos)
+            throws InterruptedException {
+        long start = timed ? System.nanoTime() : 0L;
+        int answer = acquire(stream, stream.drain(), required, interruptible, timed, nanos);
+        if (answer == STREAM_CLOSED) {
+            long left = timed ? Math.max(0L, nanos - (System.nanoTime() - start)) : 0L;
+            StreamDrain drain = Objects.requireNonNull(stream.drain(), "a closed stream's drain");
+            answer = acquire(stream, drain, required, interruptible, timed, left);
         }
         return answer == COMPLETED;
     }
@@ -209,15 +243,15 @@ public final class BlockingWait {
             // then does an earlier proof answer for this event without asking the driver.
             checks.checkMayBlock(stream); // first: a kernel may run before its own launch is counted
             if (coalesced != null && stream.isKnownComplete(required) && !state.isClosed() && !stream.isClosed()) {
-                counters.increment(Counter.IMMEDIATE);
-                counters.increment(Counter.COMPLETIONS);
+                immediate.increment();
+                completions.increment();
                 return COMPLETED;
             }
             state.checkOpen();
             if (stream.isClosed()) {
                 return STREAM_CLOSED; // routed by the stream's state: its drain serves the rest
             }
-            if (checks.examine(stream, !poll) == StreamState.IDLE) {
+            if (checks.examine(stream, required, !poll) == StreamState.IDLE) {
                 return COMPLETED;
             }
             if (poll) {
@@ -268,14 +302,14 @@ public final class BlockingWait {
                         Waiter.Group last = stream.lastGroup;
                         if (last != null && last.covers(required)) {
                             if (last.join(member)) {
-                                counters.increment(Counter.COALESCED);
+                                coalescedCount.increment();
                                 waiter.path = SlowAwaitEvent.COALESCED;
                                 break;
                             }
                             if (last.deliveredFailure() == null) { // delivered: the work it covers, ours too, is done
                                 waiter.path = SlowAwaitEvent.IMMEDIATE;
-                                counters.increment(Counter.IMMEDIATE);
-                                counters.increment(Counter.COMPLETIONS);
+                                immediate.increment();
+                                completions.increment();
                                 outcome = AwaitOutcome.COMPLETED;
                                 stream.completedThrough(required);
                                 return COMPLETED;
@@ -291,15 +325,15 @@ public final class BlockingWait {
                         Waiter.Group open = stream.commit.open();
                         if (open != null && open.isOpen()) { // CoalescedWait ordering 1: required was read before this
                             if (open.join(member)) {
-                                counters.increment(Counter.COALESCED);
+                                coalescedCount.increment();
                                 waiter.path = SlowAwaitEvent.COALESCED;
                                 shared.armOpenIfRoom(stream);
                                 break;
                             }
                             if (open.deliveredFailure() == null) { // armed and delivered since: it covered us
                                 waiter.path = SlowAwaitEvent.IMMEDIATE;
-                                counters.increment(Counter.IMMEDIATE);
-                                counters.increment(Counter.COMPLETIONS);
+                                immediate.increment();
+                                completions.increment();
                                 outcome = AwaitOutcome.COMPLETED;
                                 stream.completedThrough(required);
                                 return COMPLETED;
@@ -322,7 +356,7 @@ public final class BlockingWait {
                         Waiter.Group gathering = Waiter.Group.open(shared.relay);
                         gathering.join(member);
                         if (stream.commit.installOpen(open, gathering)) {
-                            counters.increment(Counter.COALESCED); // it shares the next write with whoever gathers with it
+                            coalescedCount.increment(); // it shares the next write with whoever gathers with it
                             waiter.path = SlowAwaitEvent.COALESCED;
                             shared.armOpenIfRoom(stream); // CoalescedWait ordering 2: installed, now look for room
                             break;
@@ -354,7 +388,7 @@ public final class BlockingWait {
                     long remaining = deadline - System.nanoTime();
                     if (remaining <= 0) {
                         boolean withdrawn = registration != null ? registration.cancel() : table.cancel(ticket, waiter);
-                        if (counted ? counters.abandoned(withdrawn) : withdrawn) {
+                        if (counted ? countIf(abandoned, withdrawn) : withdrawn) {
                             outcome = AwaitOutcome.TIMEOUT;
                             return TIMED_OUT;
                         }
@@ -368,7 +402,7 @@ public final class BlockingWait {
                 if (Thread.interrupted()) {
                     if (interruptible && !interrupted) {
                         boolean withdrawn = registration != null ? registration.cancel() : table.cancel(ticket, waiter);
-                        if (counted ? counters.abandoned(withdrawn) : withdrawn) {
+                        if (counted ? countIf(abandoned, withdrawn) : withdrawn) {
                             throw new InterruptedException();
                         }
                     }
@@ -382,12 +416,12 @@ public final class BlockingWait {
             RuntimeException failure = waiter.failure();
             if (failure != null) {
                 if (counted && failure instanceof GpuFaultException) {
-                    counters.increment(Counter.FAULTS);
+                    faults.increment();
                 }
                 throw Failures.anew(failure); // thrown anew, so the stack trace is the waiter's
             }
             if (counted) {
-                counters.increment(Counter.COMPLETIONS);
+                completions.increment();
                 stream.completedThrough(required); // a normal return proves the event's work done
             }
             outcome = AwaitOutcome.COMPLETED;
@@ -416,7 +450,7 @@ public final class BlockingWait {
                 long landed = waiter.landedAt();
                 stream.recordWait((landed != 0L && landed - start > 0 && landed - now <= 0 ? landed : now) - start);
                 if (outcome == AwaitOutcome.TIMEOUT) {
-                    counters.increment(Counter.TIMEOUTS);
+                    timeouts.increment();
                 }
             }
             // Last, the one metrics call: after every counter of this await (a listener reading
@@ -462,10 +496,10 @@ public final class BlockingWait {
             while (!waiter.isDelivered(ticket)) {
                 if (table.flagSet(flagTicket)) {
                     if (table.cancel(flagTicket, payload)) {
-                        counters.increment(Counter.INLINE_COMPLETIONS);
+                        inlineCompletions.increment();
                         if (payload == waiter) {
                             waiter.landed();
-                            counters.increment(Counter.COMPLETIONS);
+                            completions.increment();
                         } else {
                             payload.complete(flagTicket, null); // the scanner retires the slot, and records its proof
                         }
@@ -598,6 +632,14 @@ public final class BlockingWait {
         return start + (timed ? Math.min(sleep, deadline - start) : sleep);
     }
 
+    /** Counts a withdrawal in {@code counter}, if it was one; returns whether it was. */
+    private static boolean countIf(LongAdder counter, boolean withdrawn) {
+        if (withdrawn) {
+            counter.increment();
+        }
+        return withdrawn;
+    }
+
     private static void restoreInterrupt(boolean interrupted) {
         if (interrupted) {
             Thread.currentThread().interrupt();
@@ -643,15 +685,19 @@ public final class BlockingWait {
             if (stream.isClosed()) {
                 throw new IllegalStateException("stream " + stream + " is closed");
             }
-            return examine(stream, assumeBusy);
+            return examine(stream, stream.submissionCount(), assumeBusy);
         }
 
         /**
          * {@link #precheck} after its open checks, for the blocking wait, which reads the reactor's and
          * the stream's state itself and routes a closed stream to its drain ({@link BlockingWait#acquire}).
+         * With {@code assumeBusy}, the stream is BUSY without a query while the first {@code required}
+         * counted submissions are not known complete: {@code required} is at most the stream's count
+         * (an event's position, or the count itself: {@link #precheck}), so that is work not known
+         * complete ({@link ReactorStream#hasWorkNotKnownComplete}).
          */
-        StreamState examine(ReactorStream stream, boolean assumeBusy) {
-            if (assumeBusy && stream.hasWorkNotKnownComplete()) {
+        StreamState examine(ReactorStream stream, long required, boolean assumeBusy) {
+            if (assumeBusy && !stream.isKnownComplete(required)) {
                 return StreamState.BUSY;
             }
             long counted = stream.submissionCount(); // before the query: an idle answer covers these

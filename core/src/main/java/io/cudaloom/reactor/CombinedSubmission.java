@@ -362,14 +362,12 @@ public final class CombinedSubmission extends ReactorStream implements Submissio
 
     // ---- completions --------------------------------------------------------------------------
 
-    /** Raises the stream's proof to {@code count}, then drains if entries wait (SubmissionRoom's hand-over). */
-    public void completedThrough(long count) {
-        if (isKnownComplete(count)) {
-            // Raised this far already: whoever raised it read the queue after its raise and drained
-            // (SubmissionRoom's ordering), and room changes only with the proof, so this call would
-            // find nothing new to drain. A woken waiter's return, the common case, stops here.
-            return;
-        }
+    /**
+     * Raises the stream's proof to {@code count}, then drains if entries wait (SubmissionRoom's
+     * hand-over: whoever raises reads the queue after its raise and drains).
+     */
+    @Override
+    void proven(long count) {
         room.proofRaised(raise, count, drainSafely);
     }
 

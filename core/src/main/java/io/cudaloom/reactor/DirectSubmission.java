@@ -307,7 +307,7 @@ public final class DirectSubmission extends ReactorStream {
      * releases, so each entry's permit comes back once.
      */
     @Override
-    public void completedThrough(long count) {
+    void proven(long count) {
         long seen;
         while ((seen = completedThrough()) < count) {
             if (compareAndSetProof(seen, count)) {

@@ -53,7 +53,7 @@ import org.jspecify.annotations.Nullable;
  * may already have overwritten): a shared group's delivery (its covered count), a tracker's landing, a
  * host callback, a closed stream's drain, an idle query, a {@code cuStreamSynchronize} that returned,
  * and a normal return from await. A withdrawn registration proves nothing (its payload is gone); a
- * later proof covers its work too. Each mode's {@link #completedThrough(long)} raises it and then
+ * later proof covers its work too. Each mode's {@link #proven} (behind {@link #completedThrough(long)}) raises it and then
  * gives back the room the newly proven entries held.
  *
  * <h2>Shared flag writes (group commit)</h2>
@@ -169,9 +169,26 @@ public abstract class ReactorStream implements StreamSubmission, DeviceFaults.St
      */
     public abstract void noteExternalSubmission();
 
-    /** Records a proof that the first {@code count} counted submissions are complete, then gives back their room. */
+    /**
+     * Records a proof that the first {@code count} counted submissions are complete, then gives back
+     * their room ({@link #proven}). A proof already known returns here: whoever raised the proof
+     * this far gave back that room and drained after its raise (each mode's ordering), and room
+     * changes only with the proof, so this call would find nothing new. A woken waiter's return,
+     * the common case, stops here.
+     */
     @Override
-    public abstract void completedThrough(long count);
+    public final void completedThrough(long count) {
+        if (isKnownComplete(count)) {
+            return;
+        }
+        proven(count);
+    }
+
+    /**
+     * A proof of {@code count} beyond the one read known ({@link #completedThrough(long)}): each mode
+     * raises the proof to it and gives back the room of the entries its raise newly covers.
+     */
+    abstract void proven(long count);
 
     /** A flag write or host callback carrying {@code proof} was enqueued on the stream (direct's tracker spacing). */
     void enqueuedProof(long proof) {}

@@ -95,9 +95,11 @@
  * waits for; the event holds its stream's ReactorStream and its device's ledger, so the public
  * stream is not on the path; GpuStream.await() is the same await with no event made,
  * GpuEvent.awaitAll) → ResourceLedger.awaitBegun (a wait in progress, LiveResources.Kind.WAIT) →
- * CompletionReactor.awaitEvent (the facade: the stream's state read once, its drain or none, and
- * the one call into the parts) → BlockingWait.acquire, which runs the whole wait in one method
- * (BlockingWait.Checks.checkMayBlock and examine: open, done, faulted; a closed stream routed to
+ * BlockingWait.awaitEvent (the event holds the reactor's one wait, so the facade is not on the path
+ * either: the stream's state read once, its drain or none) → BlockingWait.acquire, which runs the
+ * whole wait in one method
+ * (BlockingWait.Checks.checkMayBlock and examine: open, done, faulted, the event's own position
+ * not known complete taken as busy with no read of the stream's count; a closed stream routed to
  * its drain by its state; the registration: with coalescing a Waiter.Member joined to the
  * stream's armed or open group, which watches no flag and parks at once, or a group of its own
  * armed through CoalescedWait.armFresh after SpinPolicy.decide; else SpinPolicy.decide and
@@ -105,7 +107,9 @@
  * ReactorStream (combining, the default: appended to the stream's queue, CombinedSubmission),
  * SlotTable.publish, the first publish into an idle table waking the scanner; the spin, sleeping
  * through a prediction with PreWake; then LockSupport.park until Waiter.isDelivered; last, the
- * one metrics call, LatencyRecorder.awaitEnded), woken by the scanner's Runner.turn →
+ * proof of what landed, ReactorStream.completedThrough, which returns at once where the scanner
+ * raised it already; the one metrics call, LatencyRecorder.awaitEnded, the counters written
+ * through the adders the wait holds), woken by the scanner's Runner.turn →
  * Scanner.doWork (SlotTable.scanOnce: the flag read 1, the payload taken; Scanner.deliver: the
  * group's CoalescedWait.Delivery, Waiter.Group.complete, Waiter.complete: the volatile ticket write,
  * then LockSupport.unpark).
@@ -114,16 +118,21 @@
  * combining submission, coalescing on) that joins another waiter's armed group and parks, as
  * AwaitPathTest measures and prints them (JDI: every method entry of io.cudaloom on the thread; a
  * nested, anonymous or lambda class counted as its top-level class), in the order first entered. The
- * waiter's thread, from the call to its return (11): GpuEvent, ResourceLedger (the pending-wait
- * count), CompletionReactor, ReactorStream, BlockingWait, LifecycleState, CombinedSubmission,
- * protocol.SubmissionQueue (the requirement: the positions appended), metrics.LatencyRecorder,
- * Waiter (with its Group and Member), metrics.SharedCounters (the coalesced count). The scanner's
+ * waiter's thread, from the call to its return (7): GpuEvent, ResourceLedger (the pending-wait
+ * count), BlockingWait, ReactorStream, LifecycleState, metrics.LatencyRecorder, Waiter (with its
+ * Group and Member). The scanner's
  * thread, for that group's one retirement, from the scan that finds its flag through the return of
  * its delivery (12): protocol.SlotTable, protocol.RetiredBatch, protocol.OffHeapFlagArray, Scanner,
  * Completion, CoalescedWait, Waiter, CombinedSubmission, protocol.SubmissionRoom, ReactorStream,
  * protocol.SubmissionQueue, protocol.GroupCommit.
- * Issue #41's targets are at most 8 and 4; AwaitPathTest asserts the counts above as upper bounds
- * until then. Issue #41 took FallbackRegistration and the backend's stream (checkMayBlock answers a
+ * Issue #41's targets are at most 8 and 4: the waiter's side meets its target, and AwaitPathTest
+ * asserts both counts above as upper bounds. Issue #41 took CompletionReactor (the event calls the
+ * one wait it holds, BlockingWait.awaitEvent, which routes a closed stream to its drain),
+ * metrics.SharedCounters (the wait holds the adders it increments, as Agrona hands an agent its
+ * counters), CombinedSubmission and protocol.SubmissionQueue (the busy check compares the event's
+ * own position with the proof instead of reading the stream's count; the woken waiter's proof, if
+ * already raised, returns in ReactorStream.completedThrough before the mode's part, proven) off the
+ * waiter's side as well. Issue #41 took FallbackRegistration and the backend's stream (checkMayBlock answers a
  * virtual thread at once: the scanner, host callbacks and a stream's own work run on platform
  * threads), Registrar (the tickets without a slot are Waiter's), SubmissionRoom (a return whose
  * proof was already raised raises nothing and drains nothing), RegistrationChecks (nested into BlockingWait), SpinPolicy and

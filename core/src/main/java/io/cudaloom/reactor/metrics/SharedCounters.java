@@ -30,6 +30,21 @@ public final class SharedCounters {
         }
     }
 
+    /**
+     * The adder behind {@code c}, for a part that increments it on its own path (handed over once, as
+     * Agrona hands an agent its counters; {@link io.cudaloom.reactor.BlockingWait} holds its own).
+     *
+     * @throws IllegalArgumentException if {@code c} is not a multi-writer counter kept here
+     */
+    public LongAdder adder(Counter c) {
+        LongAdder adder = adders[c.ordinal()];
+        if (adder == null) {
+            throw new IllegalArgumentException("counter " + c + " is not kept by SharedCounters (its source is "
+                    + c.source + ")");
+        }
+        return adder;
+    }
+
     /** Counts one; {@code c} must be an {@link Counter.Source#ADDER} counter. Allocation-free. */
     public void increment(Counter c) {
         adders[c.ordinal()].increment();
