@@ -88,8 +88,13 @@ class StreamOrderedFreeTest {
                 + l.count(LiveResources.Kind.FREEING_MEMORY) == 0;
     }
 
-    /** What a pipeline of try-with-resources requests with timed awaits did. */
-    record Pipeline(long ok, long timeouts, long faulted, String firstFault) {}
+    /**
+     * What a pipeline of try-with-resources requests with timed awaits did: {@code faulted}
+     * requests saw a fault; {@code streamsFaulted} of the streams had faulted once they were done
+     * (an await of each, after the requests); {@code firstFault} is the first fault's message, a
+     * request's or else a stream's.
+     */
+    record Pipeline(long ok, long timeouts, long faulted, long streamsFaulted, String firstFault) {}
 
     /**
      * The pattern every Java user writes: try-with-resources around the buffers, a timed await
@@ -101,6 +106,7 @@ class StreamOrderedFreeTest {
         LongAdder timeouts = new LongAdder();
         LongAdder faulted = new LongAdder();
         AtomicReference<String> firstFault = new AtomicReference<>();
+        long streamsFaulted = 0;
         try (SimulatedDevice device = SimulatedDevice.create()) {
             List<SimulatedStream> streams = new ArrayList<>();
             for (int i = 0; i < 8; i++) {
@@ -143,17 +149,22 @@ class StreamOrderedFreeTest {
                     f.get(); // an AssertionError or anything unexpected fails the test here
                 }
             }
-            if (!device.isFaulted()) {
-                for (SimulatedStream s : streams) {
+            for (SimulatedStream s : streams) {
+                try {
                     s.await(); // the timed-out requests' work is done: their memory may be freed now
+                } catch (GpuFaultException e) {
+                    streamsFaulted++;
+                    firstFault.compareAndSet(null, e.getMessage());
                 }
+            }
+            if (!device.isFaulted()) {
                 await().atMost(LONG).until(() -> onlyTheStream(device));
             }
             for (SimulatedStream s : streams) {
                 s.close();
             }
         }
-        return new Pipeline(ok.sum(), timeouts.sum(), faulted.sum(), firstFault.get());
+        return new Pipeline(ok.sum(), timeouts.sum(), faulted.sum(), streamsFaulted, firstFault.get());
     }
 
     @Test
@@ -168,6 +179,7 @@ class StreamOrderedFreeTest {
         assertTrue(p.timeouts() >= 200, "the premise: many requests timed out with work queued, " + p);
         assertTrue(p.ok() >= 1_000, "the premise: many requests completed, " + p);
         assertEquals(0, p.faulted(), "no command ran on freed memory: " + p);
+        assertEquals(0, p.streamsFaulted(), "no stream faulted: " + p);
         assertEquals(20_000, p.ok() + p.timeouts());
     }
 
@@ -176,7 +188,11 @@ class StreamOrderedFreeTest {
         System.setProperty(FREE_AT_CLOSE, "true");
         Pipeline p = pipeline(4_000);
         assertTrue(p.timeouts() > 0, "the premise: requests timed out with work queued, " + p);
-        assertTrue(p.faulted() > 0, "the simulated device must catch a command on freed memory: " + p);
+        // Caught by the device, whether or not a request was still running to see it: the last
+        // requests can time out and leave before their freed memory's command runs (seen under load
+        // in CI), so the streams' own faults, read once the requests are done, count too.
+        assertTrue(p.faulted() + p.streamsFaulted() > 0,
+                "the simulated device must catch a command on freed memory: " + p);
         assertInstanceOf(String.class, p.firstFault());
         assertTrue(p.firstFault().contains("after it was freed"), p.firstFault());
     }
