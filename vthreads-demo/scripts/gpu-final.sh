@@ -12,7 +12,8 @@
 # duration; "$OUT/summary.txt" is the summary. Budget about 540 s of wall time (SKIP="demo-ffm sweep-ffm": 480).
 # From the repository root, after ../shared/tools/gpu-bundle && bash vthreads-demo/scripts/gpu-trim.sh:
 #   bash vthreads-demo/scripts/gpu-final.sh > /dev/null; cat "$OUT/summary.txt"   (then unpack $OUT/results.tgz)
-# Knobs: SKIP="suite lifetime ..." leaves steps out (names as in the step lines below).
+# Knobs: SKIP="suite lifetime ..." leaves steps out (names as in the step lines below); SERVLET_LEVELS
+# (default 100,10000) the servlet's concurrency levels.
 set -u
 cd "$(dirname "$0")/../.." || exit 2
 DEST=${OUT:-$(mktemp -d /tmp/gpu-final.XXXXXX)}
@@ -68,7 +69,9 @@ want handoff && step handoff handoff.md 40 $J io.cudaloom.bench.VirtualThreadHan
 want handoff && step handoff-p4 handoff-p4.md 40 $J -Djdk.virtualThreadScheduler.parallelism=4 io.cudaloom.bench.VirtualThreadHandOff threads=10000 perThread=20
 want handoff && step handoff-paced handoff-paced.md 40 $J io.cudaloom.bench.VirtualThreadHandOff threads=8000 perThread=1 batch=1 delivery=platform rate=8000,40000
 want handoff && step handoff-paced-p4 handoff-paced-p4.md 40 $J -Djdk.virtualThreadScheduler.parallelism=4 io.cudaloom.bench.VirtualThreadHandOff threads=8000 perThread=1 batch=1 delivery=platform rate=8000,40000
-want servlet && step servlet servlet.md 200 $J io.cudaloom.bench.GpuBench servlet concurrency=100,10000 seconds=5
+want servlet && step servlet servlet.md 200 $J io.cudaloom.bench.GpuBench servlet concurrency="${SERVLET_LEVELS:-100,10000}" seconds=5
+# the same servers with the reactor's relayed wake-ups off (ReactorConfig.relayWakeups; a benchmark knob), for the tail
+want servlet-norelay && step servlet-norelay servlet-norelay.md 200 $J -Dservlet.relayWakeups=false io.cudaloom.bench.GpuBench servlet concurrency="${SERVLET_LEVELS:-100,10000}" seconds=5
 want jfr && step jfr demo-jfr.txt 60 $J -XX:StartFlightRecording=filename="$OUT/batch.jfr",settings=profile \
   io.cudaloom.demo.DemoMain --iterations 20 --batch 64 --baseline off
 

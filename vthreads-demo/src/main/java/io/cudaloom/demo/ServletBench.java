@@ -174,6 +174,9 @@ public final class ServletBench {
      * The servers, in order: first the floor (virtual threads, no device work: what Jetty, HTTP and
      * the client cost alone, which no way of waiting can go below), then the four compared.
      */
+    /** The benchmark's knob for {@link ReactorConfig#relayWakeups()} (default true, the library's default). */
+    static final String RELAY_PROPERTY = "servlet.relayWakeups";
+
     static final List<Variant> VARIANTS = List.of(FLOOR, AWAIT, BATCHED, SPINNING_POOL, BLOCKING_POOL);
 
     /** Why the blocking-sync pool does not run on the simulated device (its rows' note). */
@@ -221,13 +224,17 @@ public final class ServletBench {
      */
     public static boolean run(Function<ReactorConfig, GpuDevice> open, Settings s, PrintStream out, PrintStream err)
             throws Exception {
-        // One slot per concurrent request at most, as the demo's --load does.
+        // One slot per concurrent request at most, as the demo's --load does. -Dservlet.relayWakeups=false
+        // (a benchmark knob, not the library's) measures the servers with ReactorConfig.relayWakeups off.
+        boolean relay = Boolean.parseBoolean(System.getProperty(RELAY_PROPERTY, "true"));
         ReactorConfig config = ReactorConfig.builder()
-                .capacity(Math.max(ReactorConfig.defaults().capacity(), DemoServer.MAX_CONCURRENT)).build();
+                .capacity(Math.max(ReactorConfig.defaults().capacity(), DemoServer.MAX_CONCURRENT))
+                .relayWakeups(relay).build();
         out.printf(Locale.ROOT, "## GpuBench servlet: GET /scale on 127.0.0.1, up to %,d requests or %d s per level;"
-                + " load from a separate JVM per level; open-file limit %,d; %d cores; Java %s%n%n",
+                + " load from a separate JVM per level; open-file limit %,d; %d cores; Java %s%s%n%n",
                 s.requestsPerLevel(), s.timeLimit().toSeconds(), ProcessMetrics.maxFileDescriptors(),
-                Runtime.getRuntime().availableProcessors(), Runtime.version());
+                Runtime.getRuntime().availableProcessors(), Runtime.version(),
+                relay ? "" : "; relayed wake-ups off (" + RELAY_PROPERTY + "=false)");
         out.println(tableHeader());
         out.flush();
         List<String> notes = new ArrayList<>();
