@@ -1,6 +1,6 @@
 package io.cudaloom;
 
-import io.cudaloom.protocol.OffHeapFlagArray;
+import io.cudaloom.protocol.SlotTable.OffHeapFlagArray;
 import io.cudaloom.spi.FlagMemory;
 import io.cudaloom.spi.StreamBackend;
 import io.cudaloom.spi.StreamState;

@@ -13,7 +13,7 @@ import io.cudaloom.ReactorConfig;
 import io.cudaloom.internal.BackendAccess;
 import io.cudaloom.internal.WorkChecks;
 import io.cudaloom.protocol.LifetimeGuard;
-import io.cudaloom.protocol.OffHeapFlagArray;
+import io.cudaloom.protocol.SlotTable.OffHeapFlagArray;
 import io.cudaloom.spi.DeviceBackend;
 import io.cudaloom.spi.DeviceProbes;
 import io.cudaloom.spi.FlagMemory;

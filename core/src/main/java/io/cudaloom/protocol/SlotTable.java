@@ -2,6 +2,10 @@ package io.cudaloom.protocol;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.Arrays;
+import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.IntConsumer;
 import org.jspecify.annotations.Nullable;
@@ -378,5 +382,197 @@ public final class SlotTable<P> {
     private static final class PaddedAtomicLong extends AtomicLong {
         private static final long serialVersionUID = 1L;
         long p1, p2, p3, p4, p5, p6, p7;
+    }
+
+    /**
+     * Host-visible per-slot completion flags: {@code 0} = pending, {@code 1} = done.
+     *
+     * <p>In production the flags live in pinned, device-mapped host memory that the GPU writes
+     * {@code 1} into ({@link OffHeapFlagArray}); in unit tests they are plain heap atomics written by
+     * a modelled device thread ({@link HeapFlagArray}). The protocol in {@link SlotTable} is the same
+     * for both.
+     *
+     * <p>Ordering contract for implementations: {@link #getAcquire} must be an acquire load and
+     * {@link #setRelease} a release store, so that everything the writer did before setting the flag
+     * (for a GPU: the work that preceded the flag write on its stream) is visible to a reader that
+     * observed the new value.
+     */
+    public interface FlagArray {
+
+        /** Number of flags; valid slot indices are {@code 0 .. length()-1}. */
+        int length();
+
+        /** Acquire load of the flag of {@code slot}. */
+        int getAcquire(int slot);
+
+        /** Release store into the flag of {@code slot} (host side: reset to 0; modelled device: 1). */
+        void setRelease(int slot, int value);
+    }
+
+    /** Plain heap atomics: the flag backend for tests, written by a modelled device thread. */
+    public static final class HeapFlagArray implements FlagArray {
+        private final AtomicIntegerArray flags;
+
+        public HeapFlagArray(int length) {
+            if (length <= 0) {
+                throw new IllegalArgumentException("flag count must be positive, was " + length);
+            }
+            this.flags = new AtomicIntegerArray(length);
+        }
+
+        @Override
+        public int length() {
+            return flags.length();
+        }
+
+        @Override
+        public int getAcquire(int slot) {
+            return flags.getAcquire(slot);
+        }
+
+        @Override
+        public void setRelease(int slot, int value) {
+            flags.setRelease(slot, value);
+        }
+    }
+
+    /**
+     * Flags in off-heap memory, read and written through a direct {@link ByteBuffer} with acquire and
+     * release accesses: the production flag backend.
+     *
+     * <p>The CUDA backend points the buffer at pinned, device-mapped host memory
+     * ({@code cuMemHostAlloc(PORTABLE | DEVICEMAP)}); the GPU writes {@code 1} into a flag through the
+     * memory's device alias with {@code cuStreamWriteValue32}, and the scanner observes it here with an
+     * acquire load. The simulated device uses the same class over ordinary direct memory, so the real
+     * protocol path runs end to end without a GPU.
+     *
+     * <p>Flags are 32-bit words in native byte order, 4-byte aligned (the buffer's base address must be
+     * 4-byte aligned, which both pinned allocations and {@link ByteBuffer#allocateDirect} guarantee);
+     * aligned 32-bit accesses are single-copy atomic on every platform the JDK supports, which the
+     * acquire/release access modes of a byte-buffer view require.
+     */
+    public static final class OffHeapFlagArray implements FlagArray {
+        private static final VarHandle INT =
+                MethodHandles.byteBufferViewVarHandle(int[].class, ByteOrder.nativeOrder());
+
+        private final ByteBuffer memory;
+        private final int length;
+
+        /**
+         * @param memory a direct buffer of at least {@code 4 * length} bytes; position and limit are
+         *     ignored (absolute accesses from index 0)
+         */
+        public OffHeapFlagArray(ByteBuffer memory, int length) {
+            if (!memory.isDirect()) {
+                throw new IllegalArgumentException("flag memory must be a direct (off-heap) buffer");
+            }
+            if (length <= 0) {
+                throw new IllegalArgumentException("flag count must be positive, was " + length);
+            }
+            if (memory.capacity() < 4L * length) {
+                throw new IllegalArgumentException("flag memory holds " + memory.capacity()
+                        + " bytes, " + (4L * length) + " needed for " + length + " flags");
+            }
+            this.memory = memory;
+            this.length = length;
+        }
+
+        /** A fresh, zeroed, off-heap flag array (the simulated device's flag memory). */
+        public static OffHeapFlagArray allocate(int length) {
+            if (length <= 0) {
+                throw new IllegalArgumentException("flag count must be positive, was " + length);
+            }
+            return new OffHeapFlagArray(
+                    ByteBuffer.allocateDirect(4 * length).order(ByteOrder.nativeOrder()), length);
+        }
+
+        @Override
+        public int length() {
+            return length;
+        }
+
+        @Override
+        public int getAcquire(int slot) {
+            return (int) INT.getAcquire(memory, checkedOffset(slot));
+        }
+
+        @Override
+        public void setRelease(int slot, int value) {
+            INT.setRelease(memory, checkedOffset(slot), value);
+        }
+
+        /** Zero every flag (plain stores; call before the memory is shared). */
+        public void clear() {
+            for (int i = 0; i < length; i++) {
+                INT.set(memory, 4 * i, 0);
+            }
+        }
+
+        private int checkedOffset(int slot) {
+            // An out-of-range slot would read neighbouring memory; the byte-buffer view checks the
+            // upper end of the buffer, this checks the table's own length.
+            if (slot < 0 || slot >= length) {
+                throw new IndexOutOfBoundsException("slot " + slot + " outside 0.." + (length - 1));
+            }
+            return slot << 2;
+        }
+    }
+
+    /**
+     * The slots one scan pass retired: their tickets and the payloads taken out of them. Reused from
+     * pass to pass by the single consumer, so a scan allocates nothing.
+     *
+     * <p>A payload is {@code null} when the registrant cancelled it before retirement (a waiter that
+     * gave up or completed inline); the ticket is reported anyway so the consumer can drop its own
+     * per-slot bookkeeping.
+     */
+    public static final class RetiredBatch<P> {
+        private final long[] tickets;
+        private final @Nullable Object[] payloads;
+        private int size;
+
+        public RetiredBatch(int capacity) {
+            if (capacity <= 0) {
+                throw new IllegalArgumentException("batch capacity must be positive, was " + capacity);
+            }
+            this.tickets = new long[capacity];
+            this.payloads = new Object[capacity];
+        }
+
+        void add(long ticket, @Nullable P payload) {
+            tickets[size] = ticket;
+            payloads[size] = payload;
+            size++;
+        }
+
+        public int size() {
+            return size;
+        }
+
+        public boolean isEmpty() {
+            return size == 0;
+        }
+
+        public long ticket(int i) {
+            return tickets[checked(i)];
+        }
+
+        @SuppressWarnings("unchecked")
+        public @Nullable P payload(int i) {
+            return (P) payloads[checked(i)];
+        }
+
+        /** Forget the entries (and drop the payload references, so they can be collected). */
+        public void clear() {
+            Arrays.fill(payloads, 0, size, null);
+            size = 0;
+        }
+
+        private int checked(int i) {
+            if (i < 0 || i >= size) {
+                throw new IndexOutOfBoundsException("entry " + i + " of " + size);
+            }
+            return i;
+        }
     }
 }

@@ -343,7 +343,7 @@ public final class BlockingWait {
                         if (stream.commit.tryReserve()) {
                             // A group of its own, as a lone waiter's own slot: parked (the default), inline or fallback.
                             long decided = decideSpin(stream, inside); // before the arm, as for an own slot
-                            CoalescedWait.Delivery own = shared.armFresh(stream, member);
+                            ReactorStream.GroupDelivery own = shared.armFresh(stream, member);
                             if (!Registrar.armed(own.ticket) && own.ticket != CoalescedWait.ARM_FAILED) {
                                 waiter.path = SlowAwaitEvent.FALLBACK;
                             } else if (Registrar.armed(own.ticket)) {

@@ -1,11 +1,11 @@
 package io.cudaloom.reactor;
 
 import java.util.concurrent.Executor;
-import org.jspecify.annotations.Nullable;
 
 /**
  * The coalescing wait's group commit, one flag write for many waiters (on by default,
- * {@link io.cudaloom.ReactorConfig#coalesce()}): the arming and delivery of a stream's groups. The waiter's
+ * {@link io.cudaloom.ReactorConfig#coalesce()}): the arming of a stream's groups (their delivery is
+ * the stream's, {@link ReactorStream.GroupDelivery}, which hands the next group taken to {@link #armNext}). The waiter's
  * side, which group to join, is a mode of the one wait ({@link BlockingWait#acquire}, which parks
  * on the membership). A waiter that needs the first {@code required} counted submissions of its
  * stream, in this order:
@@ -19,7 +19,8 @@ import org.jspecify.annotations.Nullable;
  *       (a lone waiter's latency is that of its own flag write);
  *   <li>else installs a new open group (compare-and-set, so racing waiters end up in one) and joins it.
  * </ol>
- * An open group is armed when a pending group of its stream is delivered ({@link #returnReservation}), or by
+ * An open group is armed when a pending group of its stream is delivered (the stream's
+ * {@link ReactorStream.GroupDelivery} takes it and hands it to {@link #armNext}), or by
  * a waiter that finds room ({@link #armOpenIfRoom}; where each ordering is enforced on the waiter's
  * side, {@link BlockingWait#acquire} says): one flag write then serves every waiter that arrived
  * while the earlier ones were in flight.
@@ -44,7 +45,7 @@ import org.jspecify.annotations.Nullable;
  * Guarded by the jcstress {@code GroupCommitTest} and its broken twin (a delivery that reads the
  * open group before it decrements the pending count leaves members waiting forever).
  */
-final class CoalescedWait {
+final class CoalescedWait implements ReactorStream.NextGroup {
     /** {@link #armFresh}'s ticket when registering threw: neither a ticket nor a fallback's reason. */
     static final long ARM_FAILED = Long.MIN_VALUE;
 
@@ -63,13 +64,13 @@ final class CoalescedWait {
     /**
      * A waiter that holds its stream's reservation arms a group of its own, with {@code member} in
      * it: the count is read before the flag write is enqueued, so everything counted is ahead of it.
-     * Returns the group's payload, whose {@link Delivery#ticket} is the slot's ticket, or a negative
+     * Returns the group's payload, whose {@link ReactorStream.GroupDelivery#ticket} is the slot's ticket, or a negative
      * value: the reason a host callback serves it ({@link Registrar#armed}), or {@link #ARM_FAILED}.
      */
-    Delivery armFresh(ReactorStream stream, Waiter.Member member) {
+    ReactorStream.GroupDelivery armFresh(ReactorStream stream, Waiter.Member member) {
         Waiter.Group fresh = new Waiter.Group(stream.submissionCount(), relay);
         fresh.join(member);
-        Delivery delivery = new Delivery(this, stream, fresh);
+        ReactorStream.GroupDelivery delivery = new ReactorStream.GroupDelivery(stream, fresh, this);
         delivery.ticket = arm(stream, fresh, delivery, true);
         return delivery;
     }
@@ -86,7 +87,7 @@ final class CoalescedWait {
     private void armTaken(ReactorStream stream, Waiter.Group group) {
         group.armedAt(stream.submissionCount()); // ordering 1: after startArming's compare-and-set
         // Not a registration of its own: every member, the one that opened it too, counted as coalesced.
-        arm(stream, group, new Delivery(this, stream, group), false);
+        arm(stream, group, new ReactorStream.GroupDelivery(stream, group, this), false);
     }
 
     /**
@@ -95,7 +96,7 @@ final class CoalescedWait {
      * host callback serves it ({@link Registrar#armed}), or {@link #ARM_FAILED}. On failure every
      * member that joined gets the error.
      */
-    private long arm(ReactorStream stream, Waiter.Group group, Delivery delivery, boolean counted) {
+    private long arm(ReactorStream stream, Waiter.Group group, ReactorStream.GroupDelivery delivery, boolean counted) {
         stream.lastGroup = group; // ordering 3: covered was written before
         try {
             long ticket = registrar.tryArm(stream, delivery, counted);
@@ -110,66 +111,17 @@ final class CoalescedWait {
     }
 
     /**
-     * A group's delivery is ending (success, fault or close): its reservation is returned and the
-     * open group, if any, taken for arming (ordering 2). Called before the members are woken, so
-     * that a woken member's next await finds the room free and arms its own write at once, as a
-     * lone waiter does (when the return came after the wake-ups, such a member often found the
-     * reservation still held, gathered in an open group and waited for the scanner to wake it).
-     * Returns the group taken (its reservation held), to be armed by {@link #armAfterDelivery}.
+     * A group's delivery took the stream's open group for arming ({@link ReactorStream.GroupDelivery}:
+     * its reservation returned before the members were woken): arms it now. Not armed on a
+     * host-callback thread or the stream's own worker, where CUDA forbids driver calls: there the
+     * arming is handed to the reactor's callback executor.
      */
-    private Waiter.@Nullable Group returnReservation(ReactorStream stream) {
-        return stream.commit.delivered(Waiter.Group::startArming);
-    }
-
-    /**
-     * After the members were woken: arms the group taken by {@link #returnReservation}, or, if none,
-     * applies admission's progress rule again. Not armed on a host-callback thread or the stream's
-     * own worker, where CUDA forbids driver calls: there the arming is handed to the reactor's
-     * callback executor.
-     */
-    private void armAfterDelivery(ReactorStream stream, Waiter.@Nullable Group taken) {
-        if (taken == null) {
-            stream.groupDelivered(); // no next write: admission's progress rule, once more
-            return;
-        }
+    @Override
+    public void armNext(ReactorStream stream, Waiter.Group taken) {
         if (FallbackRegistration.onHostCallback() || stream.isOwnWorkerThread()) {
             callbackExecutor.execute(() -> armTaken(stream, taken));
         } else {
             armTaken(stream, taken);
-        }
-    }
-
-    /** The payload of a group's slot or host callback: return the room, deliver the members, arm the next (see {@link #returnReservation}). */
-    static final class Delivery implements Completion {
-        private final CoalescedWait owner;
-        private final ReactorStream stream;
-        private final Waiter.Group group;
-        /** The slot's ticket, or why a host callback serves it ({@link #armFresh}); written and read by the arming thread. */
-        long ticket;
-
-        Delivery(CoalescedWait owner, ReactorStream stream, Waiter.Group group) {
-            this.owner = owner;
-            this.stream = stream;
-            this.group = group;
-        }
-
-        @Override
-        public void complete(long ticket, @Nullable RuntimeException failure) {
-            Waiter.Group next;
-            try {
-                if (failure == null) {
-                    // The write landed: it proves what the group covers, which returns those
-                    // entries' admission permits before the members (who may submit again) wake.
-                    stream.completedThrough(group.coveredCount());
-                }
-            } finally {
-                next = owner.returnReservation(stream); // before the wake-ups (see there)
-            }
-            try {
-                group.complete(ticket, failure);
-            } finally {
-                owner.armAfterDelivery(stream, next);
-            }
         }
     }
 }

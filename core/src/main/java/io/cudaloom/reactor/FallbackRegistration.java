@@ -73,7 +73,7 @@ public final class FallbackRegistration implements Runnable, Registration {
     /**
      * Deliver to the target unless someone else already took it; true if this call delivered.
      * Never throws: a failing target is reported to this thread's uncaught-exception handler (see
-     * {@link Completion#deliverGuarded}), since this runs on the scanner, the closing thread or the
+     * {@link Waiter#deliverGuarded}), since this runs on the scanner, the closing thread or the
      * stream's host-callback thread.
      */
     boolean complete(@Nullable RuntimeException failure) {
@@ -82,7 +82,7 @@ public final class FallbackRegistration implements Runnable, Registration {
             return false;
         }
         owner.fallbackFinished(this);
-        Completion.deliverGuarded(c, ticket, failure);
+        Waiter.deliverGuarded(c, ticket, failure);
         return true;
     }
 

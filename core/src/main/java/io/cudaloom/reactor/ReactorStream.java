@@ -393,4 +393,67 @@ public abstract class ReactorStream implements StreamSubmission, DeviceFaults.St
     public final String toString() {
         return String.valueOf(named);
     }
+
+    // ---- the group commit's delivery ------------------------------------------------------------
+
+    /** Who arms a group that a delivery took from open ({@link CoalescedWait}, the coalescing wait's arming). */
+    interface NextGroup {
+        /** Arms {@code taken}, whose reservation the delivery kept for it; on any thread a completion runs on. */
+        void armNext(ReactorStream stream, Waiter.Group taken);
+    }
+
+    /**
+     * The payload of a group's shared flag write (its slot's, or the host callback's that serves it):
+     * the stream's, since what a landed write changes is the stream's (the proof, the room, the
+     * group commit's reservation), then the members' wake-ups. In this order:
+     * <ol>
+     *   <li>the write landed: the proof is raised to what the group covers
+     *       ({@link #completedThrough(long)}), which gives back those entries' room (and drains what
+     *       waits for it) before the members, who may submit again, wake;
+     *   <li>the reservation is returned and the open group, if any, taken for arming
+     *       ({@link io.cudaloom.protocol.GroupCommit#delivered}, GroupCommit's ordering 2: the return
+     *       before the look for an open group), also when the write failed, so that a waiter
+     *       arriving later is never left behind a reservation nobody returns. Before the wake-ups, so
+     *       that a woken member's next await finds the room free and arms its own write at once, as
+     *       a lone waiter does (when the return came after the wake-ups, such a member often found
+     *       the reservation still held, gathered in an open group and waited for the scanner);
+     *   <li>the members are delivered ({@link Waiter.Group#complete});
+     *   <li>the group taken is armed ({@link NextGroup#armNext}), or, if none was open, the direct
+     *       mode's progress rule applied once more ({@link #groupDelivered}).
+     * </ol>
+     */
+    static final class GroupDelivery implements Completion {
+        private final ReactorStream stream;
+        private final Waiter.Group group;
+        private final NextGroup next;
+        /** The slot's ticket, or why a host callback serves it (CoalescedWait.armFresh); written and read by the arming thread. */
+        long ticket;
+
+        GroupDelivery(ReactorStream stream, Waiter.Group group, NextGroup next) {
+            this.stream = stream;
+            this.group = group;
+            this.next = next;
+        }
+
+        @Override
+        public void complete(long ticket, @Nullable RuntimeException failure) {
+            Waiter.Group taken;
+            try {
+                if (failure == null) {
+                    stream.completedThrough(group.coveredCount()); // step 1
+                }
+            } finally {
+                taken = stream.commit.delivered(Waiter.Group::startArming); // step 2: before the wake-ups
+            }
+            try {
+                group.complete(ticket, failure); // step 3
+            } finally {
+                if (taken != null) {
+                    next.armNext(stream, taken); // step 4
+                } else {
+                    stream.groupDelivered();
+                }
+            }
+        }
+    }
 }

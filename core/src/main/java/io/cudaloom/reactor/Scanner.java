@@ -5,7 +5,7 @@ import io.cudaloom.ReactorClosedException;
 import io.cudaloom.ReactorConfig;
 import io.cudaloom.protocol.BackoffIdleStrategy;
 import io.cudaloom.protocol.IdleStrategy;
-import io.cudaloom.protocol.RetiredBatch;
+import io.cudaloom.protocol.SlotTable.RetiredBatch;
 import io.cudaloom.protocol.SlotTable;
 import io.cudaloom.reactor.metrics.Counter;
 import io.cudaloom.reactor.metrics.JfrEvents;
@@ -470,7 +470,7 @@ public final class Scanner implements SharedCounters.ScannerCounts {
         for (int i = 0; i < retired.size(); i++) {
             Completion c = retired.payload(i);
             if (c != null) {
-                Completion.deliverGuarded(c, retired.ticket(i), failure);
+                Waiter.deliverGuarded(c, retired.ticket(i), failure);
                 delivered++;
             }
         }

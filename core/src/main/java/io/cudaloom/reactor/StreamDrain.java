@@ -200,7 +200,7 @@ public final class StreamDrain {
      * Hands {@code deliver} the outcome (null on success) once it is known: at once, on this
      * thread, if it is known now (then whatever {@code deliver} throws reaches the caller), else on
      * the delivering thread, which reports what {@code deliver} throws to its uncaught-exception
-     * handler (as {@code Completion.deliverGuarded} does). The returned registration withdraws it
+     * handler (as {@code Waiter.deliverGuarded} does). The returned registration withdraws it
      * (not counted in ReactorStats); {@link Registration#DELIVERED} if the outcome was handed over
      * at once.
      */

@@ -11,15 +11,15 @@ import org.jspecify.annotations.Nullable;
 /**
  * The hand-offs of a delivery to the waiting threads, in one place: {@link Waiter} itself, a waiting
  * thread's completion record; {@link Group}, waiters that share one completion slot (coalescing);
- * {@link Member}, one waiter's membership of a group. The arming of a group's flag write and the
- * payload that delivers it ({@link CoalescedWait} and its {@code Delivery}) stay apart: they use the
- * stream ({@link ReactorStream}) and the registrar, which name these classes, so nested here they
- * would put the reactor's parts in a cycle ({@code ClassCycleTest}); their orderings are
- * {@link CoalescedWait}'s class comment.
+ * {@link Member}, one waiter's membership of a group. The arming of a group's flag write
+ * ({@link CoalescedWait}) and the payload that delivers it (the stream's,
+ * {@link ReactorStream.GroupDelivery}) stay apart: they use the stream and the registrar, which name
+ * these classes, so nested here they would put the reactor's parts in a cycle ({@code ClassCycleTest});
+ * their orderings are {@link CoalescedWait}'s class comment.
  *
  * <p>The record: one per thread and reused by all its awaits, so an await allocates nothing. A
  * thread is in at most one await at a time, and an await does not return before its registration
- * is either delivered or withdrawn (see {@link io.cudaloom.CompletionReactor#await}), so a record
+ * is either delivered or withdrawn (see {@link BlockingWait#acquire}), so a record
  * never has two registrations outstanding.
  *
  * <h2>The hand-offs and their invariants</h2>
@@ -193,6 +193,24 @@ final class Waiter implements Completion, WakeBoard.Sleeper {
      */
     static long syntheticTicket() {
         return NONE + SYNTHETIC_TICKETS.incrementAndGet();
+    }
+
+    /**
+     * Runs a completion, reporting anything it throws (e.g. a caller's executor that rejects the
+     * callback; a user's callback itself never throws this far: it is contained, logged and
+     * counted where it runs, {@link CallbackRegistrations#callbackThrew}) to the current thread's
+     * uncaught-exception handler instead of letting it escape:
+     * completions run on the scanner, which serves every waiter, on the closing thread, which must
+     * go on waking the others, and on a stream's host-callback thread, where an escaping exception
+     * would be taken for a fault of the stream.
+     */
+    static void deliverGuarded(Completion c, long ticket, @Nullable RuntimeException failure) {
+        try {
+            c.complete(ticket, failure);
+        } catch (Throwable t) {
+            Thread.UncaughtExceptionHandler h = Thread.currentThread().getUncaughtExceptionHandler();
+            h.uncaughtException(Thread.currentThread(), t);
+        }
     }
 
     /**

@@ -63,7 +63,8 @@
  * done, faulted, may this thread block); BlockingWait: the one blocking wait, BlockingWait.acquire
  * (as AQS's acquire: one method with mode flags, timed, interruptible, the waiter's own slot or
  * coalesced, a closed stream's drain; its algorithm as pseudo-code at the loop head); CoalescedWait:
- * the group commit's arming and delivery (which group a waiter joins is decided in acquire);
+ * the group commit's arming (which group a waiter joins is decided in acquire; a group's delivery
+ * is its stream's, ReactorStream.GroupDelivery);
  * CallbackRegistrations: the non-blocking registration of futures and
  * callbacks; SpinPolicy: whether and how a waiter spins; Registrar: arming and fallback; Scanner:
  * the work step (doWork: delivery, fault probe and quarantine), the park gate, the consumer's half
@@ -111,7 +112,8 @@
  * raised it already; the one metrics call, LatencyRecorder.awaitEnded, the counters written
  * through the adders the wait holds), woken by the scanner's Runner.turn →
  * Scanner.doWork (SlotTable.scanOnce: the flag read 1, the payload taken; Scanner.deliver: the
- * group's CoalescedWait.Delivery, Waiter.Group.complete, Waiter.complete: the volatile ticket write,
+ * group's ReactorStream.GroupDelivery, the stream's: its proof, its room and its group commit's
+ * reservation, then Waiter.Group.complete, Waiter.complete: the volatile ticket write,
  * then LockSupport.unpark).
  *
  * <p>The classes whose code runs in a default await() on a virtual thread (default ReactorConfig:
@@ -122,9 +124,12 @@
  * count), BlockingWait, ReactorStream, LifecycleState, metrics.LatencyRecorder, Waiter (with its
  * Group and Member). The scanner's
  * thread, for that group's one retirement, from the scan that finds its flag through the return of
- * its delivery (12): protocol.SlotTable, protocol.RetiredBatch, protocol.OffHeapFlagArray, Scanner,
- * Completion, CoalescedWait, Waiter, CombinedSubmission, protocol.SubmissionRoom, ReactorStream,
- * protocol.SubmissionQueue, protocol.GroupCommit.
+ * its delivery (8): protocol.SlotTable (with its flag memory and the scan's RetiredBatch, nested in
+ * it), Scanner, Waiter (Waiter.deliverGuarded, the delivery's hand-off), ReactorStream (the group's
+ * delivery is the stream's), and what the landed write changes of the stream's submission, the
+ * completion that frees room draining what waits for it (issue #37): CombinedSubmission (the default
+ * mode's proof, ReactorStream.proven), protocol.SubmissionRoom, protocol.SubmissionQueue and
+ * protocol.GroupCommit (the reservation returned, the open group taken).
  * Issue #41's targets are at most 8 and 4: the waiter's side meets its target, and AwaitPathTest
  * asserts both counts above as upper bounds. Issue #41 took CompletionReactor (the event calls the
  * one wait it holds, BlockingWait.awaitEvent, which routes a closed stream to its drain),
@@ -132,7 +137,14 @@
  * counters), CombinedSubmission and protocol.SubmissionQueue (the busy check compares the event's
  * own position with the proof instead of reading the stream's count; the woken waiter's proof, if
  * already raised, returns in ReactorStream.completedThrough before the mode's part, proven) off the
- * waiter's side as well. Issue #41 took FallbackRegistration and the backend's stream (checkMayBlock answers a
+ * waiter's side as well; off the scanner's, CoalescedWait (a group's delivery, which changes only
+ * the stream, is ReactorStream.GroupDelivery; CoalescedWait arms, and is called only to arm a
+ * group the delivery took from open), Completion (a pure interface: its guard is
+ * Waiter.deliverGuarded), protocol.RetiredBatch and the flag arrays (nested in SlotTable, whose
+ * output and memory they are). The scanner's four beyond its target are the per-stream submission
+ * protocol that issue #37 put on the retirement: nested into ReactorStream they would leave the
+ * protocol package, whose pieces jcstress checks one class at a time, each with a broken twin
+ * generated as a copy of its file (a copy of ReactorStream does not compile apart from it). Issue #41 took FallbackRegistration and the backend's stream (checkMayBlock answers a
  * virtual thread at once: the scanner, host callbacks and a stream's own work run on platform
  * threads), Registrar (the tickets without a slot are Waiter's), SubmissionRoom (a return whose
  * proof was already raised raises nothing and drains nothing), RegistrationChecks (nested into BlockingWait), SpinPolicy and

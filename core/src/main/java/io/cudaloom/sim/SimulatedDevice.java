@@ -10,7 +10,7 @@ import io.cudaloom.internal.WorkChecks;
 import io.cudaloom.GpuDevice;
 import io.cudaloom.ReactorClosedException;
 import io.cudaloom.ReactorConfig;
-import io.cudaloom.protocol.OffHeapFlagArray;
+import io.cudaloom.protocol.SlotTable.OffHeapFlagArray;
 import io.cudaloom.spi.DeviceBackend;
 import io.cudaloom.spi.DeviceProbes;
 import io.cudaloom.spi.FlagMemory;

@@ -1,6 +1,6 @@
 package io.cudaloom.spi;
 
-import io.cudaloom.protocol.OffHeapFlagArray;
+import io.cudaloom.protocol.SlotTable.OffHeapFlagArray;
 
 /**
  * Completion-flag memory of one reactor, provided by a device backend: the host view the scanner

@@ -2,6 +2,9 @@ package io.cudaloom.protocol;
 
 import static org.junit.jupiter.api.Assertions.*;
 
+import io.cudaloom.protocol.SlotTable.HeapFlagArray;
+import io.cudaloom.protocol.SlotTable.OffHeapFlagArray;
+import io.cudaloom.protocol.SlotTable.RetiredBatch;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;

@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.cudaloom.ReactorConfig;
-import io.cudaloom.protocol.OffHeapFlagArray;
+import io.cudaloom.protocol.SlotTable.OffHeapFlagArray;
 import io.cudaloom.protocol.SlotTable;
 import io.cudaloom.reactor.metrics.Counter;
 import io.cudaloom.reactor.metrics.SharedCounters;

@@ -6,7 +6,7 @@ import static org.openjdk.jcstress.annotations.Expect.FORBIDDEN;
 
 import io.cudaloom.ReactorConfig;
 import io.cudaloom.protocol.IdleStrategy;
-import io.cudaloom.protocol.OffHeapFlagArray;
+import io.cudaloom.protocol.SlotTable.OffHeapFlagArray;
 import io.cudaloom.protocol.SlotTable;
 import io.cudaloom.reactor.metrics.Counter;
 import io.cudaloom.reactor.metrics.LatencyRecorder;

@@ -1,9 +1,9 @@
 package io.cudaloom.stress;
 
 import io.cudaloom.protocol.BackoffIdleStrategy;
-import io.cudaloom.protocol.HeapFlagArray;
+import io.cudaloom.protocol.SlotTable.HeapFlagArray;
 import io.cudaloom.protocol.IdleStrategy;
-import io.cudaloom.protocol.RetiredBatch;
+import io.cudaloom.protocol.SlotTable.RetiredBatch;
 import io.cudaloom.protocol.SlotTable;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;

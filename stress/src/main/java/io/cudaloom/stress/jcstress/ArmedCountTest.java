@@ -3,8 +3,8 @@ package io.cudaloom.stress.jcstress;
 import static org.openjdk.jcstress.annotations.Expect.ACCEPTABLE;
 import static org.openjdk.jcstress.annotations.Expect.FORBIDDEN;
 
-import io.cudaloom.protocol.HeapFlagArray;
-import io.cudaloom.protocol.RetiredBatch;
+import io.cudaloom.protocol.SlotTable.HeapFlagArray;
+import io.cudaloom.protocol.SlotTable.RetiredBatch;
 import io.cudaloom.protocol.SlotTable;
 import org.openjdk.jcstress.annotations.Actor;
 import org.openjdk.jcstress.annotations.Arbiter;

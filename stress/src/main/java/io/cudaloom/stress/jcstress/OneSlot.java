@@ -1,7 +1,7 @@
 package io.cudaloom.stress.jcstress;
 
-import io.cudaloom.protocol.HeapFlagArray;
-import io.cudaloom.protocol.RetiredBatch;
+import io.cudaloom.protocol.SlotTable.HeapFlagArray;
+import io.cudaloom.protocol.SlotTable.RetiredBatch;
 import io.cudaloom.protocol.SlotTable;
 import org.openjdk.jcstress.infra.results.IIIII_Result;
 
