@@ -38,8 +38,8 @@ import org.jspecify.annotations.Nullable;
  *
  * <p>Why one abstract class with two subclasses, not one class holding a strategy: the mode never
  * changes for a stream's life, each mode has state the other has none of (the admission semaphore
- * and its trackers; the queue, its drainer and its room), and the await's hot path calls
- * {@link #submissionCount()}, {@link #completedThrough(long)} and the flag write on it: a subclass's
+ * and its trackers; the queue, its drainer and its room), and the hot paths call
+ * {@link #submissionCount()}, {@link #proven} and the flag write on it: a subclass's
  * override is one monomorphic call where the stream's mode is the only one the JVM sees, where a
  * strategy object would add a hop and a field of every shared piece to each. What the two share
  * (the proof, the group commit, the wait average, the gate, the close, the backend) is here, once.
