@@ -1,5 +1,6 @@
 package io.cudaloom.demo;
 
+import io.cudaloom.AwaitLatency;
 import io.cudaloom.GpuDevice;
 import io.cudaloom.ReactorConfig;
 import io.cudaloom.ReactorStats;
@@ -256,10 +257,17 @@ public final class ServletBench {
                 ReactorStats after = DemoRun.awaitQuiescence(workload);
                 String batches = workload instanceof BatchedWorkload b
                         ? String.format(Locale.ROOT, "; %,d batches over the levels (warm-ups included)", b.batches()) : "";
+                // The reactor's own await-latency histogram (recorded by every await anyway, so reading it
+                // costs the requests nothing): how much of a request's latency, and of its tail, is the wait.
+                AwaitLatency waits = device.reactor().awaitLatency();
+                String awaits = waits.count() == 0 ? "" : String.format(Locale.ROOT, "; awaits over the levels"
+                        + " (warm-ups included, the reactor's histogram): %,d, p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms,"
+                        + " max %.2f ms", waits.count(), waits.p50Nanos() / 1e6, waits.p99Nanos() / 1e6,
+                        waits.p999Nanos() / 1e6, waits.maxNanos() / 1e6);
                 notes.add(String.format(Locale.ROOT, "%s: %s; reactor over the levels (warm-ups included): %,d"
-                        + " registrations, %,d inline, %,d already done, %,d fallbacks%s", label, workload.description(),
+                        + " registrations, %,d inline, %,d already done, %,d fallbacks%s%s", label, workload.description(),
                         after.registrations() - before.registrations(), after.inlineCompletions() - before.inlineCompletions(),
-                        after.immediate() - before.immediate(), after.fallbacks() - before.fallbacks(), batches));
+                        after.immediate() - before.immediate(), after.fallbacks() - before.fallbacks(), batches, awaits));
             }
         }
         out.println();
