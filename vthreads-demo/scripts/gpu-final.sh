@@ -71,6 +71,9 @@ want handoff && step handoff-paced handoff-paced.md 40 $J io.cudaloom.bench.Virt
 want handoff && step handoff-paced-p4 handoff-paced-p4.md 40 $J -Djdk.virtualThreadScheduler.parallelism=4 io.cudaloom.bench.VirtualThreadHandOff threads=8000 perThread=1 batch=1 delivery=platform rate=8000,40000
 want servlet && step servlet servlet.md 200 $J io.cudaloom.bench.GpuBench servlet concurrency="${SERVLET_LEVELS:-100,10000}" seconds=5
 # the same servers with the reactor's relayed wake-ups off (ReactorConfig.relayWakeups; a benchmark knob), for the tail
+# the same servers loaded by platform-thread workers (one per connection, woken by the kernel): the client's own
+# virtual-thread scheduling out of the measured latency, for the tail
+want servlet-platform-client && step servlet-platform-client servlet-platform-client.md 200 $J -Dloadgen.threads=platform io.cudaloom.bench.GpuBench servlet concurrency="${SERVLET_LEVELS:-100,10000}" seconds=5
 want servlet-norelay && step servlet-norelay servlet-norelay.md 200 $J -Dservlet.relayWakeups=false io.cudaloom.bench.GpuBench servlet concurrency="${SERVLET_LEVELS:-100,10000}" seconds=5
 want jfr && step jfr demo-jfr.txt 60 $J -XX:StartFlightRecording=filename="$OUT/batch.jfr",settings=profile \
   io.cudaloom.demo.DemoMain --iterations 20 --batch 64 --baseline off

@@ -37,6 +37,28 @@ import java.util.function.IntFunction;
  * requests are concurrent streams of one connection; the table says which protocol ran.
  */
 final class LoadGenerator {
+    /**
+     * The workers' threads: {@code virtual} (the default: one virtual thread per connection) or
+     * {@code platform} (one platform thread per connection, woken by the kernel when its answer
+     * arrives, with no scheduler of the JVM between: a measured latency then carries no virtual-
+     * thread hand-off of the client's own). A benchmark knob; {@link LoadGeneratorProcess} passes it
+     * on to its child.
+     */
+    static final String WORKER_THREADS_PROPERTY = "loadgen.threads";
+    /** A platform worker's stack: its loop is shallow (a socket read and the parse of an answer). */
+    private static final long PLATFORM_WORKER_STACK = 256 * 1024;
+
+    /** Whether the workers are platform threads ({@link #WORKER_THREADS_PROPERTY}); a bad value is refused. */
+    static boolean platformWorkers() {
+        String kind = System.getProperty(WORKER_THREADS_PROPERTY, "virtual");
+        return switch (kind) {
+            case "virtual" -> false;
+            case "platform" -> true;
+            default -> throw new IllegalArgumentException(WORKER_THREADS_PROPERTY + " must be virtual or platform, was '"
+                    + kind + "'");
+        };
+    }
+
     /** File descriptors kept free for everything else (jars, the JVM, the selector). */
     private static final long FD_RESERVE = 512;
     /** The protocol column of an HTTP/1.1 level run on {@link RawHttpClient}. */
@@ -190,7 +212,9 @@ final class LoadGenerator {
         CountDownLatch go = new CountDownLatch(1);
         long[] start = new long[1];
         List<Thread> workers = new ArrayList<>(concurrency);
-        var factory = Thread.ofVirtual().name("load-", 0).factory();
+        var factory = platformWorkers()
+                ? Thread.ofPlatform().name("load-", 0).stackSize(PLATFORM_WORKER_STACK).factory()
+                : Thread.ofVirtual().name("load-", 0).factory();
         for (int w = 0; w < concurrency; w++) {
             int worker = w;
             workers.add(factory.newThread(() -> {

@@ -160,6 +160,11 @@ public final class LoadGeneratorProcess {
     static List<String> command(Request request) {
         List<String> cmd = new ArrayList<>();
         cmd.add(javaBinary());
+        String workers = System.getProperty(LoadGenerator.WORKER_THREADS_PROPERTY);
+        if (workers != null) { // the workers' threads, as this JVM was asked (checked here, before the child starts)
+            LoadGenerator.platformWorkers();
+            cmd.add("-D" + LoadGenerator.WORKER_THREADS_PROPERTY + "=" + workers);
+        }
         cmd.add("-cp");
         cmd.add(classPath());
         cmd.add(LoadGeneratorProcess.class.getName());

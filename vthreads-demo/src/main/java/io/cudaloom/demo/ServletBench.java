@@ -235,7 +235,9 @@ public final class ServletBench {
                 + " load from a separate JVM per level; open-file limit %,d; %d cores; Java %s%s%n%n",
                 s.requestsPerLevel(), s.timeLimit().toSeconds(), ProcessMetrics.maxFileDescriptors(),
                 Runtime.getRuntime().availableProcessors(), Runtime.version(),
-                relay ? "" : "; relayed wake-ups off (" + RELAY_PROPERTY + "=false)");
+                (relay ? "" : "; relayed wake-ups off (" + RELAY_PROPERTY + "=false)")
+                        + (LoadGenerator.platformWorkers() ? "; the load generator's workers are platform threads ("
+                        + LoadGenerator.WORKER_THREADS_PROPERTY + "=platform)" : ""));
         out.println(tableHeader());
         out.flush();
         List<String> notes = new ArrayList<>();

@@ -245,4 +245,21 @@ class LoadGeneratorProcessTest {
         assertEquals(r.arguments(), cmd.subList(4, cmd.size()));
         assertEquals(Duration.ofSeconds(30 + 11 + 10), r.childLimit(), "start allowance + warm-up and level bounds");
     }
+
+    @Test
+    void theWorkersThreadKindIsPassedOnToTheChild() {
+        LoadGeneratorProcess.Request r = new LoadGeneratorProcess.Request(8123, 100, 5_000, Duration.ofMillis(2_500), 64,
+                Duration.ofSeconds(3), LoadGenerator.Protocol.HTTP_1_1);
+        System.setProperty(LoadGenerator.WORKER_THREADS_PROPERTY, "platform");
+        try {
+            List<String> cmd = LoadGeneratorProcess.command(r);
+            assertEquals("-D" + LoadGenerator.WORKER_THREADS_PROPERTY + "=platform", cmd.get(1));
+            assertEquals("-cp", cmd.get(2));
+            System.setProperty(LoadGenerator.WORKER_THREADS_PROPERTY, "Platform");
+            assertThrows(IllegalArgumentException.class, () -> LoadGeneratorProcess.command(r), "refused before the child starts");
+        } finally {
+            System.clearProperty(LoadGenerator.WORKER_THREADS_PROPERTY);
+        }
+        assertEquals("-cp", LoadGeneratorProcess.command(r).get(1), "nothing passed on when unset");
+    }
 }

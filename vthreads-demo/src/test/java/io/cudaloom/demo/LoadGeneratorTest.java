@@ -43,6 +43,28 @@ class LoadGeneratorTest {
     }
 
     @Test
+    void platformWorkersSendTheSameRequestsOnAPlatformThreadEach() throws Exception {
+        int concurrency = 40;
+        Level virtual = LoadGenerator.run(server.baseUri(), concurrency, 300, Duration.ofSeconds(30), Protocol.HTTP_1_1);
+        System.setProperty(LoadGenerator.WORKER_THREADS_PROPERTY, "platform");
+        try {
+            Level l = LoadGenerator.run(server.baseUri(), concurrency, 300, Duration.ofSeconds(30), Protocol.HTTP_1_1);
+            assertEquals(300, l.ok(), String.valueOf(l.firstError()));
+            assertEquals(0, l.failed());
+            // This JVM's peak platform threads (the server's among them): the platform workers add one each.
+            assertTrue(l.peakPlatformThreads() >= virtual.peakPlatformThreads() + concurrency / 2,
+                    "one platform thread per connection: peak " + l.peakPlatformThreads() + ", with virtual workers "
+                            + virtual.peakPlatformThreads());
+            System.setProperty(LoadGenerator.WORKER_THREADS_PROPERTY, "carrier");
+            IllegalArgumentException bad = assertThrows(IllegalArgumentException.class, LoadGenerator::platformWorkers);
+            assertEquals("loadgen.threads must be virtual or platform, was 'carrier'", bad.getMessage());
+        } finally {
+            System.clearProperty(LoadGenerator.WORKER_THREADS_PROPERTY);
+        }
+        assertFalse(LoadGenerator.platformWorkers(), "virtual by default");
+    }
+
+    @Test
     void sendsTheFixedCountAndChecksEveryBody() throws Exception {
         for (int concurrency : new int[] {1, 50}) {
             long served0 = workload.awaitLatency().count();
