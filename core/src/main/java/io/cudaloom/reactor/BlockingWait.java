@@ -37,11 +37,13 @@ import org.jspecify.annotations.Nullable;
  * slack, and its completion is seen by its own spin (the scanner, which would otherwise deliver
  * it, would add a carrier's wake-up after the landing).
  *
- * <p>Driver calls: a stream with counted work not yet proven complete
- * ({@link io.cudaloom.GpuStream#hasWorkNotKnownComplete}) is taken as busy without a query; registering on a
- * stream that turns out idle is still correct (its flag write lands at once). When coalescing
- * (every submission counted, raw-stream work included), an event whose work an earlier wait or
- * query proved complete ({@link io.cudaloom.GpuStream#isKnownComplete}) returns with no driver call at all.
+ * <p>Driver calls: a wait whose own work (its event's position) is not yet proven complete takes
+ * the stream as busy without a query; registering on a stream that turns out idle is still correct
+ * (its flag write lands at once). When coalescing (every submission counted, raw-stream work
+ * included), an event whose work an earlier wait or query proved complete
+ * ({@link io.cudaloom.GpuStream#isKnownComplete}) returns with no driver call at all; without
+ * coalescing such an event (its counted work proven, raw-stream work perhaps not) asks the driver
+ * once: idle, it returns at once; busy, it registers.
  */
 public final class BlockingWait {
     /**
@@ -692,9 +694,11 @@ public final class BlockingWait {
          * {@link #precheck} after its open checks, for the blocking wait, which reads the reactor's and
          * the stream's state itself and routes a closed stream to its drain ({@link BlockingWait#acquire}).
          * With {@code assumeBusy}, the stream is BUSY without a query while the first {@code required}
-         * counted submissions are not known complete: {@code required} is at most the stream's count
-         * (an event's position, or the count itself: {@link #precheck}), so that is work not known
-         * complete ({@link ReactorStream#hasWorkNotKnownComplete}).
+         * counted submissions are not known complete ({@code required} is at most the stream's count:
+         * the wait's own position, or the count itself from {@link #precheck}, which is then
+         * {@link ReactorStream#hasWorkNotKnownComplete}). A wait whose own work is proven while later
+         * work is not (without coalescing: with it, such a wait returned before this, but for a proof
+         * raised in between) asks the driver instead: idle answers it at once, with no flag write.
          */
         StreamState examine(ReactorStream stream, long required, boolean assumeBusy) {
             if (assumeBusy && !stream.isKnownComplete(required)) {

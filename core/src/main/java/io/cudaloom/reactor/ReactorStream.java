@@ -398,7 +398,10 @@ public abstract class ReactorStream implements StreamSubmission, DeviceFaults.St
 
     /** Who arms a group that a delivery took from open ({@link CoalescedWait}, the coalescing wait's arming). */
     interface NextGroup {
-        /** Arms {@code taken}, whose reservation the delivery kept for it; on any thread a completion runs on. */
+        /**
+         * Arms {@code taken}, for which the delivery took a reservation (GroupCommit.delivered returned
+         * the delivered group's, then took one for the open group); on any thread a completion runs on.
+         */
         void armNext(ReactorStream stream, Waiter.Group taken);
     }
 
