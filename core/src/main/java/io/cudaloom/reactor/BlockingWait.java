@@ -41,7 +41,7 @@ import org.jspecify.annotations.Nullable;
  * the stream as busy without a query; registering on a stream that turns out idle is still correct
  * (its flag write lands at once). When coalescing (every submission counted, raw-stream work
  * included), an event whose work an earlier wait or query proved complete
- * ({@link io.cudaloom.GpuStream#isKnownComplete}) returns with no driver call at all; without
+ * ({@link ReactorStream#isKnownComplete}) returns with no driver call at all; without
  * coalescing such an event (its counted work proven, raw-stream work perhaps not) asks the driver
  * once: idle, it returns at once; busy, it registers.
  */
