@@ -14,6 +14,10 @@ import java.util.function.BooleanSupplier;
  * combining submission, coalescing on) that joins another waiter's armed group and parks, then is
  * woken when the stream's held work is released and the scanner retires that group.
  *
+ * <p>With the argument {@code lone}, no other waiter: the traced await finds no group, arms one of
+ * its own (its flag write appended behind the held work), spins, and parks; its group's retirement
+ * is the scanner's side.
+ *
  * <p>Run twice: a warm-up round (classes loaded and initialized, nothing traced), then the traced
  * round, which calls the marker methods the test sets its breakpoints on: {@link #waiterTraceBegins}
  * right before the traced await, {@link #scannerTraceBegins} on the releasing thread right before
@@ -25,16 +29,22 @@ public final class AwaitPathScenario {
     private AwaitPathScenario() {
     }
 
+    /**
+     * @param args {@code joined} (the default: the traced await joins another waiter's armed group)
+     *     or {@code lone} (no other waiter: the traced await arms a group of its own, spins, parks)
+     */
     public static void main(String[] args) throws Exception {
+        boolean lone = args.length > 0 && args[0].equals("lone");
         try (SimulatedDevice device = SimulatedDevice.create()) {
             SimulatedStream stream = device.newStream();
-            round(device, stream, false);
-            round(device, stream, true);
+            round(device, stream, false, lone);
+            round(device, stream, true, lone);
         }
         System.out.println("scenario done");
     }
 
-    private static void round(SimulatedDevice device, SimulatedStream stream, boolean traced) throws Exception {
+    private static void round(SimulatedDevice device, SimulatedStream stream, boolean traced, boolean lone)
+            throws Exception {
         CountDownLatch gate = new CountDownLatch(1);
         stream.launch(() -> { // the stream's work, held until released below
             try {
@@ -43,17 +53,20 @@ public final class AwaitPathScenario {
                 throw new IllegalStateException(e);
             }
         });
-        // The other waiter: it finds no group, arms one of its own (its flag write queued behind the
-        // held work) and, once its spin or predicted sleep is over, parks untimed.
-        Thread other = Thread.ofVirtual().name("other-waiter").start(() -> {
+        // The other waiter (joined): it finds no group, arms one of its own (its flag write queued
+        // behind the held work) and, once its spin or predicted sleep is over, parks untimed.
+        Thread other = Thread.ofVirtual().name("other-waiter").unstarted(() -> {
             try {
                 stream.event().await();
             } catch (InterruptedException e) {
                 throw new IllegalStateException(e);
             }
         });
-        waitUntil(() -> device.reactor().stats().armedNow() >= 1 && other.getState() == Thread.State.WAITING,
-                "the other waiter's group armed and its thread parked");
+        if (!lone) {
+            other.start();
+            waitUntil(() -> device.reactor().stats().armedNow() >= 1 && other.getState() == Thread.State.WAITING,
+                    "the other waiter's group armed and its thread parked");
+        }
         ReactorStats before = device.reactor().stats();
         long coalescedBefore = before.coalesced();
         GpuEvent event = stream.event(); // before the traced call: the event's allocation is not the await
@@ -74,9 +87,11 @@ public final class AwaitPathScenario {
             }
         });
         Thread releaser = Thread.ofPlatform().name("releaser").start(() -> {
-            // This waiter joined the armed group (counted coalesced) and parked: now release the work.
-            waitUntil(() -> device.reactor().stats().coalesced() > coalescedBefore
-                    && waiter.getState() == Thread.State.WAITING, "the traced waiter joined the group and parked");
+            // Joined: this waiter joined the armed group (counted coalesced) and parked. Lone: it armed a
+            // group of its own and parked after its spin. Now release the work.
+            waitUntil(() -> (lone ? device.reactor().stats().armedNow() >= 1
+                            : device.reactor().stats().coalesced() > coalescedBefore)
+                    && waiter.getState() == Thread.State.WAITING, "the traced waiter registered and parked");
             if (traced) {
                 scannerTraceBegins();
             }
@@ -85,12 +100,17 @@ public final class AwaitPathScenario {
         go.countDown();
         waiter.join();
         releaser.join();
-        other.join();
+        if (!lone) {
+            other.join();
+        }
         ReactorStats after = device.reactor().stats();
-        if (after.coalesced() != coalescedBefore + 1 || after.inlineCompletions() != before.inlineCompletions()) {
+        boolean asMeant = lone ? after.coalesced() == coalescedBefore && after.registrations() == before.registrations() + 1
+                : after.coalesced() == coalescedBefore + 1;
+        if (!asMeant || after.inlineCompletions() != before.inlineCompletions()) {
             throw new IllegalStateException("not the scenario: " + before + " -> " + after);
         }
-        System.out.println("round done" + (traced ? " (traced)" : " (warm-up)") + ": " + after);
+        System.out.println("round done" + (lone ? ", lone" : ", joined") + (traced ? " (traced)" : " (warm-up)") + ": "
+                + after);
     }
 
     private static void waitUntil(BooleanSupplier condition, String what) {
