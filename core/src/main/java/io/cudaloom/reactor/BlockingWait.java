@@ -660,14 +660,17 @@ public final class BlockingWait {
      */
     public static final class Checks {
         private final LifecycleState state;
-        private final SharedCounters counters;
+        /** The counters these checks increment, handed over once (SharedCounters.adder). */
+        private final LongAdder immediate, completions, faults;
         private final String deviceName;
         /** The reactor's scanner thread (made after these checks, so asked for when needed). */
         private final Supplier<Thread> scannerThread;
 
         public Checks(LifecycleState state, SharedCounters counters, String deviceName, Supplier<Thread> scannerThread) {
             this.state = state;
-            this.counters = counters;
+            this.immediate = counters.adder(Counter.IMMEDIATE);
+            this.completions = counters.adder(Counter.COMPLETIONS);
+            this.faults = counters.adder(Counter.FAULTS);
             this.deviceName = deviceName;
             this.scannerThread = scannerThread;
         }
@@ -708,10 +711,10 @@ public final class BlockingWait {
             StreamState state = stream.queryState();
             if (state == StreamState.IDLE) {
                 stream.completedThrough(counted);
-                counters.increment(Counter.IMMEDIATE);
-                counters.increment(Counter.COMPLETIONS);
+                immediate.increment();
+                completions.increment();
             } else if (state == StreamState.FAULTED) {
-                counters.increment(Counter.FAULTS);
+                faults.increment();
                 throw stream.faults().neverCompletes(); // the fault owner's one factory
             }
             return state;

@@ -5,6 +5,7 @@ import io.cudaloom.protocol.SlotTable;
 import io.cudaloom.reactor.metrics.Counter;
 import io.cudaloom.reactor.metrics.SharedCounters;
 import io.cudaloom.spi.StreamState;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Consumer;
 import org.jspecify.annotations.Nullable;
 
@@ -19,14 +20,18 @@ public final class CallbackRegistrations {
     private final BlockingWait.Checks checks;
     private final SlotTable<Completion> table;
     private final Registrar registrar;
-    private final SharedCounters counters;
+    /** The counters this part increments, handed over once (as BlockingWait's; SharedCounters.adder). */
+    private final LongAdder completions, faults, abandoned, callbackErrors;
 
     public CallbackRegistrations(BlockingWait.Checks checks, SlotTable<Completion> table, Registrar registrar,
             SharedCounters counters) {
         this.checks = checks;
         this.table = table;
         this.registrar = registrar;
-        this.counters = counters;
+        this.completions = counters.adder(Counter.COMPLETIONS);
+        this.faults = counters.adder(Counter.FAULTS);
+        this.abandoned = counters.adder(Counter.ABANDONED);
+        this.callbackErrors = counters.adder(Counter.CALLBACK_ERRORS);
     }
 
     /**
@@ -61,15 +66,15 @@ public final class CallbackRegistrations {
         }
         Completion completion = (ticket, failure) -> {
             if (failure == null) {
-                counters.increment(Counter.COMPLETIONS);
+                completions.increment();
             } else if (failure instanceof GpuFaultException) {
-                counters.increment(Counter.FAULTS);
+                faults.increment();
             }
             onDone.accept(failure);
         };
         long ticket = registrar.tryArm(stream, completion);
         if (Registrar.armed(ticket)) {
-            return () -> counters.abandoned(table.cancel(ticket, completion));
+            return () -> withdrawn(table.cancel(ticket, completion));
         }
         FallbackRegistration fb;
         try {
@@ -80,7 +85,7 @@ public final class CallbackRegistrations {
             onDone.accept(e);
             return Registration.DELIVERED;
         }
-        return () -> counters.abandoned(fb.cancel());
+        return () -> withdrawn(fb.cancel());
     }
 
     /**
@@ -103,6 +108,14 @@ public final class CallbackRegistrations {
         } catch (Throwable logFailed) {
             // the count below still tells; a failing logger must not take the delivering thread down
         }
-        counters.increment(Counter.CALLBACK_ERRORS);
+        callbackErrors.increment();
+    }
+
+    /** Counts a withdrawal, if it was one ({@link Counter#ABANDONED}); returns whether it was. */
+    private boolean withdrawn(boolean withdrawn) {
+        if (withdrawn) {
+            abandoned.increment();
+        }
+        return withdrawn;
     }
 }

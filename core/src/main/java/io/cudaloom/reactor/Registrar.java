@@ -9,6 +9,7 @@ import io.cudaloom.spi.StreamState;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Consumer;
 import org.jspecify.annotations.Nullable;
 
@@ -32,7 +33,8 @@ public final class Registrar implements FallbackRegistration.Owner {
     private final Runnable wakeScanner;
     private final SlotTable<Completion> table;
     private final FlagMemory flagMemory;
-    private final SharedCounters counters;
+    /** The counters this part increments, handed over once (as BlockingWait's; SharedCounters.adder). */
+    private final LongAdder flagWrites, registrations, fallbackCount, faults;
     private final boolean useSlots;
     /**
      * The stream each slot was armed on. Written by the registrant before {@link SlotTable#publish}
@@ -56,7 +58,10 @@ public final class Registrar implements FallbackRegistration.Owner {
         this.wakeScanner = wakeScanner;
         this.table = table;
         this.flagMemory = flagMemory;
-        this.counters = counters;
+        this.flagWrites = counters.adder(Counter.FLAG_WRITES);
+        this.registrations = counters.adder(Counter.REGISTRATIONS);
+        this.fallbackCount = counters.adder(Counter.FALLBACKS);
+        this.faults = counters.adder(Counter.FAULTS);
         this.useSlots = useSlots;
         this.slotStream = new ReactorStream[table.capacity()];
     }
@@ -117,9 +122,9 @@ public final class Registrar implements FallbackRegistration.Owner {
         }
         slotStream[slot] = stream; // published to the consumer by publish's bit update
         stream.enqueuedProof(proof);
-        counters.increment(Counter.FLAG_WRITES);
+        flagWrites.increment();
         if (counted) {
-            counters.increment(Counter.REGISTRATIONS);
+            registrations.increment();
         }
         if (table.publish(ticket, completion)) {
             wakeScanner.run(); // idle-to-active: the bit's read-modify-write came first
@@ -164,14 +169,14 @@ public final class Registrar implements FallbackRegistration.Owner {
         }
         if (enqueued) {
             stream.enqueuedProof(fb.proof);
-            counters.increment(Counter.FALLBACKS); // only now: a refused callback is no fallback (it is an error)
+            fallbackCount.increment(); // only now: a refused callback is no fallback (it is an error)
             if (JfrEvents.fallbackEnabled()) { // asked first: the event's values are gathered only for a recording
                 JfrEvents.fallback(stream.deviceName(), stream, reason.eventReason);
             }
         } else if (fb.cancel()) {
             if (stream.queryState() == StreamState.FAULTED) {
                 if (countFault) {
-                    counters.increment(Counter.FAULTS);
+                    faults.increment();
                 }
                 throw stream.faults().neverCompletes();
             }

@@ -5,7 +5,10 @@ import java.util.concurrent.atomic.LongAdder;
 
 /**
  * The reactor's multi-writer counters (registrants on any thread add to them): one
- * {@link LongAdder} per {@link Counter.Source#ADDER} counter, indexed by its ordinal. The
+ * {@link LongAdder} per {@link Counter.Source#ADDER} counter, indexed by its ordinal. A part
+ * holds the adders it increments, handed over once ({@link #adder}, as Agrona hands an agent its
+ * counters: the wait, its checks, the registrar and the callback registrations), so no path of
+ * theirs goes through this class; the facade increments the few it counts itself here. The
  * scanner's own, single-writer counters live in the scanner, read through {@link ScannerCounts};
  * {@link #snapshot} reads both, and samples the rest.
  */
@@ -32,7 +35,7 @@ public final class SharedCounters {
 
     /**
      * The adder behind {@code c}, for a part that increments it on its own path (handed over once, as
-     * Agrona hands an agent its counters; {@link io.cudaloom.reactor.BlockingWait} holds its own).
+     * Agrona hands an agent its counters).
      *
      * @throws IllegalArgumentException if {@code c} is not a multi-writer counter kept here
      */
@@ -53,14 +56,6 @@ public final class SharedCounters {
     /** Adds {@code n}; {@code c} must be an {@link Counter.Source#ADDER} counter. Allocation-free. */
     public void add(Counter c, long n) {
         adders[c.ordinal()].add(n);
-    }
-
-    /** Counts a withdrawal that succeeded; returns {@code withdrawn}. */
-    public boolean abandoned(boolean withdrawn) {
-        if (withdrawn) {
-            increment(Counter.ABANDONED);
-        }
-        return withdrawn;
     }
 
     /** {@link io.cudaloom.CompletionReactor#stats()}: these counters, the scanner's and the table's, now. */
