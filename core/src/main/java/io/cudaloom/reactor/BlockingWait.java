@@ -634,8 +634,11 @@ public final class BlockingWait {
         return start + (timed ? Math.min(sleep, deadline - start) : sleep);
     }
 
-    /** Counts a withdrawal in {@code counter}, if it was one; returns whether it was. */
-    private static boolean countIf(LongAdder counter, boolean withdrawn) {
+    /**
+     * Counts a withdrawal in {@code counter}, if it was one; returns whether it was (the wait's and
+     * the non-blocking registrations' withdrawals, {@link CallbackRegistrations}).
+     */
+    static boolean countIf(LongAdder counter, boolean withdrawn) {
         if (withdrawn) {
             counter.increment();
         }

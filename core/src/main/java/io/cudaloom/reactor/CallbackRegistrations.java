@@ -74,7 +74,7 @@ public final class CallbackRegistrations {
         };
         long ticket = registrar.tryArm(stream, completion);
         if (Registrar.armed(ticket)) {
-            return () -> withdrawn(table.cancel(ticket, completion));
+            return () -> BlockingWait.countIf(abandoned, table.cancel(ticket, completion));
         }
         FallbackRegistration fb;
         try {
@@ -85,7 +85,7 @@ public final class CallbackRegistrations {
             onDone.accept(e);
             return Registration.DELIVERED;
         }
-        return () -> withdrawn(fb.cancel());
+        return () -> BlockingWait.countIf(abandoned, fb.cancel());
     }
 
     /**
@@ -109,13 +109,5 @@ public final class CallbackRegistrations {
             // the count below still tells; a failing logger must not take the delivering thread down
         }
         callbackErrors.increment();
-    }
-
-    /** Counts a withdrawal, if it was one ({@link Counter#ABANDONED}); returns whether it was. */
-    private boolean withdrawn(boolean withdrawn) {
-        if (withdrawn) {
-            abandoned.increment();
-        }
-        return withdrawn;
     }
 }

@@ -178,6 +178,16 @@ public final class ServletBench {
     /** The benchmark's knob for {@link ReactorConfig#relayWakeups()} (default true, the library's default). */
     static final String RELAY_PROPERTY = "servlet.relayWakeups";
 
+    /** {@link #RELAY_PROPERTY}: true unless set to false; any other value is refused. */
+    static boolean relayWakeups() {
+        String value = System.getProperty(RELAY_PROPERTY, "true");
+        return switch (value) {
+            case "true" -> true;
+            case "false" -> false;
+            default -> throw new IllegalArgumentException(RELAY_PROPERTY + " must be true or false, was '" + value + "'");
+        };
+    }
+
     static final List<Variant> VARIANTS = List.of(FLOOR, AWAIT, BATCHED, SPINNING_POOL, BLOCKING_POOL);
 
     /** Why the blocking-sync pool does not run on the simulated device (its rows' note). */
@@ -227,7 +237,7 @@ public final class ServletBench {
             throws Exception {
         // One slot per concurrent request at most, as the demo's --load does. -Dservlet.relayWakeups=false
         // (a benchmark knob, not the library's) measures the servers with ReactorConfig.relayWakeups off.
-        boolean relay = Boolean.parseBoolean(System.getProperty(RELAY_PROPERTY, "true"));
+        boolean relay = relayWakeups();
         ReactorConfig config = ReactorConfig.builder()
                 .capacity(Math.max(ReactorConfig.defaults().capacity(), DemoServer.MAX_CONCURRENT))
                 .relayWakeups(relay).build();

@@ -19,6 +19,20 @@ import org.junit.jupiter.api.Test;
  * blocking-sync pool reported as not available here; the table against both pools.
  */
 class ServletBenchTest {
+    @Test
+    void theRelayKnobIsOnUnlessSetFalseAndRefusesAnythingElse() {
+        assertTrue(ServletBench.relayWakeups(), "on by default, as the library's");
+        try {
+            System.setProperty(ServletBench.RELAY_PROPERTY, "false");
+            assertEquals(false, ServletBench.relayWakeups());
+            System.setProperty(ServletBench.RELAY_PROPERTY, "off");
+            IllegalArgumentException bad = assertThrows(IllegalArgumentException.class, ServletBench::relayWakeups);
+            assertEquals("servlet.relayWakeups must be true or false, was 'off'", bad.getMessage());
+        } finally {
+            System.clearProperty(ServletBench.RELAY_PROPERTY);
+        }
+    }
+
 
     @Test
     void everyServerAnswersEveryLevelAndTheTableHasARowEach() throws Exception {
