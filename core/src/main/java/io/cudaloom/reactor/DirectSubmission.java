@@ -241,8 +241,7 @@ public final class DirectSubmission extends ReactorStream {
             }
         };
         try {
-            enqueuedProof(proof);
-            reactor.track(this, tracker);
+            reactor.track(this, tracker); // the registrar records the enqueued proof, after the enqueue (enqueuedProof)
         } catch (RuntimeException dropped) {
             trackerFailed(); // closed or faulted: openGate lets the parked submitters through
         }
