@@ -20,6 +20,7 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -265,8 +266,8 @@ public final class GpuBatcher<I, O> implements AutoCloseable {
     /** The timer's drains so far (for tests: a timer that reschedules itself while due would count without pause). */
     final AtomicLong timerRuns = new AtomicLong();
     /** The next timer drain, if one is scheduled (for maxDelay); replaced as deadlines come. */
-    private final java.util.concurrent.atomic.AtomicReference<@Nullable ScheduledFuture<?>> timer =
-            new java.util.concurrent.atomic.AtomicReference<>();
+    private final AtomicReference<@Nullable ScheduledFuture<?>> timer =
+            new AtomicReference<>();
 
     /** One timer thread for every batcher: it only calls drain() when a batch's maxDelay ends. */
     private static final ScheduledExecutorService TIMER = Executors.newSingleThreadScheduledExecutor(

@@ -9,6 +9,9 @@ import io.cudaloom.spi.StreamBackend;
 import java.util.List;
 import java.util.Objects;
 import java.util.ServiceLoader;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
 
@@ -258,8 +261,8 @@ public abstract class GpuDevice implements AutoCloseable {
      * the driver, {@code cuMemFreeHost} for one, which would hold a virtual thread's carrier).
      * One thread, started when the first free comes and ended after a second without one.
      */
-    private final java.util.concurrent.ThreadPoolExecutor releaser = new java.util.concurrent.ThreadPoolExecutor(0, 1,
-            1, java.util.concurrent.TimeUnit.SECONDS, new java.util.concurrent.LinkedBlockingQueue<>(),
+    private final ThreadPoolExecutor releaser = new ThreadPoolExecutor(0, 1,
+            1, TimeUnit.SECONDS, new LinkedBlockingQueue<>(),
             Thread.ofPlatform().daemon(true).name("cuda-loom-free (" + getClass().getSimpleName() + ")").factory());
 
     /** Runs {@code free} on this device's releaser thread (see {@link #releaser}). */

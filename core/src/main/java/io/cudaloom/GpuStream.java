@@ -4,6 +4,7 @@ import io.cudaloom.reactor.ReactorStream;
 import io.cudaloom.reactor.StreamDrain;
 import java.time.Duration;
 import java.util.Objects;
+import java.util.function.Consumer;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -133,7 +134,7 @@ public abstract class GpuStream implements AutoCloseable {
             done.run();
             return;
         }
-        java.util.function.Consumer<@Nullable RuntimeException> once = failure -> done.run();
+        Consumer<@Nullable RuntimeException> once = failure -> done.run();
         StreamDrain closedDrain = owner.drain();
         try {
             if (closedDrain == null) {

@@ -5,6 +5,7 @@ import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
 import java.nio.IntBuffer;
 import java.util.Objects;
+import java.util.function.Function;
 
 /**
  * One thread of a kernel run by the simulated device ({@link GpuKernel.Body}): its index in a 1-D
@@ -25,7 +26,7 @@ public final class KernelThread {
      * simulated device reaches it through {@code io.cudaloom.internal.KernelRuns} (a private
      * lookup inside this module), so that the API has no constructor users could call.
      */
-    private KernelThread(int gridX, int blockX, Object[] args, java.util.function.Function<DeviceMemory, ByteBuffer> memory) {
+    private KernelThread(int gridX, int blockX, Object[] args, Function<DeviceMemory, ByteBuffer> memory) {
         this.gridX = gridX;
         this.blockX = blockX;
         this.args = args.clone();

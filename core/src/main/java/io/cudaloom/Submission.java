@@ -1,5 +1,7 @@
 package io.cudaloom;
 
+import java.util.Locale;
+
 /**
  * How a stream's work, flag writes and host callbacks reach the driver
  * ({@link ReactorConfig.Builder#submission}).
@@ -38,7 +40,7 @@ public enum Submission {
             return COMBINING;
         }
         try {
-            return valueOf(v.trim().toUpperCase(java.util.Locale.ROOT));
+            return valueOf(v.trim().toUpperCase(Locale.ROOT));
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException(PROPERTY + " must be DIRECT or COMBINING, was " + v, e);
         }

@@ -14,6 +14,7 @@ import io.cudaloom.spi.StreamSubmission;
 import io.cudaloom.spi.StreamState;
 import io.cudaloom.internal.WorkChecks;
 import io.cudaloom.protocol.LifetimeGuard;
+import java.time.Duration;
 import java.util.Objects;
 import jcuda.Pointer;
 import jcuda.driver.CUdeviceptr;
@@ -177,7 +178,7 @@ public final class CudaStream extends GpuStream {
 
     /** Launches the library's {@code spin_kernel} (one thread), which spins on %globaltimer. */
     @Override
-    public void launchKernel(java.time.Duration duration) {
+    public void launchKernel(Duration duration) {
         long nanos = WorkChecks.durationNanos(duration);
         enqueueLaunch(device.kernel(CudaDevice.API.spinKernel()), 1, 1, 1, 1, 1, 1, 0, new Object[] {nanos});
     }

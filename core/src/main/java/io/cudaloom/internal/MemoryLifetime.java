@@ -6,6 +6,7 @@ import io.cudaloom.LiveResources;
 import io.cudaloom.protocol.LifetimeGuard;
 import io.cudaloom.protocol.OrderedRelease;
 import java.util.Arrays;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
  * The lifetime of one piece of device or host memory, the same on every backend: closing it is
@@ -62,8 +63,8 @@ public final class MemoryLifetime {
     static final String FREE_AT_CLOSE_PROPERTY = "cudaloom.memory.freeAtClose";
 
     /** Frees run on a virtual thread: stays 0 (every free a virtual thread causes goes to the releaser). */
-    private static final java.util.concurrent.atomic.LongAdder FREES_ON_VIRTUAL_THREADS =
-            new java.util.concurrent.atomic.LongAdder();
+    private static final LongAdder FREES_ON_VIRTUAL_THREADS =
+            new LongAdder();
 
     private final GpuDevice device;
     private final LifetimeGuard guard = new LifetimeGuard();

@@ -8,8 +8,11 @@ import io.cudaloom.spi.StreamBackend;
 import io.cudaloom.protocol.SubmissionQueue;
 import io.cudaloom.protocol.SubmissionRoom;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.LongConsumer;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -116,14 +119,14 @@ public final class CombinedSubmission extends ReactorStream implements Submissio
     private final SubmissionRoom<StreamOp> room;
     private final SubmissionQueue<StreamOp> queue;
     /** The proof's raise and the drain the hand-over runs, made once (no allocation per proof). */
-    private final java.util.function.LongConsumer raise;
+    private final LongConsumer raise;
     private final Runnable drainSafely = this::drainSafely;
     /** Drains handed to the executor, at most one pending (class comment, threads that do not drain). */
     private final DrainHandOff handOff;
     /** Positions submitted (or discarded): written by the drainer after each driver call returned. */
     private final AtomicLong submitted = new AtomicLong();
     /** Trackers armed and not yet landed or failed: incremented by the drainer, decremented by each landing or failure. */
-    private final java.util.concurrent.atomic.AtomicInteger trackersInFlight = new java.util.concurrent.atomic.AtomicInteger();
+    private final AtomicInteger trackersInFlight = new AtomicInteger();
     /**
      * The drainer while it submits its tracker: its flag write (or callback) goes to the driver
      * directly, and the stream's {@code submissionCount()} reads {@link #submitted} on that thread
@@ -135,7 +138,7 @@ public final class CombinedSubmission extends ReactorStream implements Submissio
     /** The position after the last work entry appended: what a wait for the work so far requires. */
     private final AtomicLong workThrough = new AtomicLong();
     /** The flag-write entries, made once per slot, in chunks of 1,024 made on first use. */
-    private final java.util.concurrent.atomic.AtomicReferenceArray<FlagWrite @Nullable []> flagWrites;
+    private final AtomicReferenceArray<FlagWrite @Nullable []> flagWrites;
     /** Trackers made (for tests and stats). */
     private final AtomicLong trackers = new AtomicLong();
     /** Work entries submitted behind the newest proof-bearing entry before a tracker is placed (a quarter of the room). */
@@ -158,7 +161,7 @@ public final class CombinedSubmission extends ReactorStream implements Submissio
         this.handOff = new DrainHandOff(queue::drain);
         this.trackerSpacing = Math.max(1, workLimit / 4);
         this.raise = this::raiseProof;
-        this.flagWrites = new java.util.concurrent.atomic.AtomicReferenceArray<>(
+        this.flagWrites = new AtomicReferenceArray<>(
                 (config.capacity() + (1 << FLAG_WRITE_CHUNK_BITS) - 1) >>> FLAG_WRITE_CHUNK_BITS);
     }
 

@@ -14,11 +14,14 @@ import io.cudaloom.protocol.SlotTable.OffHeapFlagArray;
 import io.cudaloom.spi.DeviceBackend;
 import io.cudaloom.spi.DeviceProbes;
 import io.cudaloom.spi.FlagMemory;
+import java.time.Duration;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * A device that runs on the CPU, so the whole protocol runs end to end without a GPU: each
@@ -56,13 +59,13 @@ public final class SimulatedDevice extends GpuDevice {
     public static final int DEFAULT_QUEUE_ENTRIES = 1024;
 
     private final int queueEntries;
-    private final java.util.concurrent.atomic.LongAdder queueFullWaits = new java.util.concurrent.atomic.LongAdder();
-    private final java.util.concurrent.atomic.LongAdder queueFullNanos = new java.util.concurrent.atomic.LongAdder();
+    private final LongAdder queueFullWaits = new LongAdder();
+    private final LongAdder queueFullNanos = new LongAdder();
 
     /** The modelled cost of one submission, spent holding {@link #driverLock} (0: no lock taken). */
     private final long submissionCostNanos;
     /** The driver's per-context lock, modelled: every submission of the device holds it for its cost. */
-    private final java.util.concurrent.locks.ReentrantLock driverLock = new java.util.concurrent.locks.ReentrantLock();
+    private final ReentrantLock driverLock = new ReentrantLock();
 
     private SimulatedDevice(int queueEntries, long submissionCostNanos) {
         this.queueEntries = queueEntries;
@@ -84,7 +87,7 @@ public final class SimulatedDevice extends GpuDevice {
      * @throws IllegalArgumentException if {@code queueEntries} is below 1
      */
     public static SimulatedDevice create(ReactorConfig config, int queueEntries) {
-        return create(config, queueEntries, java.time.Duration.ZERO);
+        return create(config, queueEntries, Duration.ZERO);
     }
 
     /**
@@ -96,10 +99,10 @@ public final class SimulatedDevice extends GpuDevice {
      *
      * @throws IllegalArgumentException if {@code queueEntries} is below 1 or the cost is negative or over 10 ms
      */
-    public static SimulatedDevice create(ReactorConfig config, int queueEntries, java.time.Duration submissionCost) {
+    public static SimulatedDevice create(ReactorConfig config, int queueEntries, Duration submissionCost) {
         Objects.requireNonNull(config, "config");
         Objects.requireNonNull(submissionCost, "submissionCost");
-        if (submissionCost.isNegative() || submissionCost.compareTo(java.time.Duration.ofMillis(10)) > 0) {
+        if (submissionCost.isNegative() || submissionCost.compareTo(Duration.ofMillis(10)) > 0) {
             throw new IllegalArgumentException("submissionCost must be between 0 and 10 ms, was " + submissionCost);
         }
         if (queueEntries < 1) {

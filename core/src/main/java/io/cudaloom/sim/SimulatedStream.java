@@ -17,8 +17,11 @@ import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.Supplier;
 
 /**
  * A stream of the {@link SimulatedDevice}: commands run in submission order on one platform
@@ -146,7 +149,7 @@ public final class SimulatedStream extends GpuStream {
      *
      * @throws IllegalStateException if a memory is closed (nothing is enqueued)
      */
-    private void submitUsing(String what, SimulatedMemory[] uses, java.util.function.Supplier<Command> make) {
+    private void submitUsing(String what, SimulatedMemory[] uses, Supplier<Command> make) {
         int entered = 0;
         boolean handedOver = false;
         try {
@@ -230,8 +233,8 @@ public final class SimulatedStream extends GpuStream {
     private final AtomicLong outOfOrder = new AtomicLong();
     private final AtomicLong positionsRun = new AtomicLong();
     /** Threads inside a submission of this stream now, and the most seen at once. */
-    private final java.util.concurrent.atomic.AtomicInteger inSubmission = new java.util.concurrent.atomic.AtomicInteger();
-    private final java.util.concurrent.atomic.AtomicInteger maxInSubmission = new java.util.concurrent.atomic.AtomicInteger();
+    private final AtomicInteger inSubmission = new AtomicInteger();
+    private final AtomicInteger maxInSubmission = new AtomicInteger();
 
     private Command inOrder(long position, Command c) {
         return () -> {
@@ -261,7 +264,7 @@ public final class SimulatedStream extends GpuStream {
     }
 
     private static final String SCANNER_THREAD_PREFIX = "cuda-loom-scanner-";
-    private final java.util.concurrent.atomic.LongAdder submissionsByScanner = new java.util.concurrent.atomic.LongAdder();
+    private final LongAdder submissionsByScanner = new LongAdder();
 
     /** Work entries of the submission queue (combining) that ran on this stream: each once, in position order. */
     public long queuedWorkRun() {

@@ -4,6 +4,7 @@ import io.cudaloom.CompletionStrategy;
 import io.cudaloom.GpuDevice;
 import io.cudaloom.ReactorConfig;
 import java.time.Duration;
+import java.util.function.Consumer;
 import org.jspecify.annotations.Nullable;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 
@@ -81,7 +82,7 @@ public class CudaLoomProperties {
         return b.build();
     }
 
-    private static <T> void apply(String name, @Nullable T value, java.util.function.Consumer<T> setter) {
+    private static <T> void apply(String name, @Nullable T value, Consumer<T> setter) {
         if (value == null) {
             return;
         }

@@ -15,6 +15,7 @@ import io.cudaloom.spi.FlagMemory;
 import io.cudaloom.spi.StreamBackend;
 import io.cudaloom.spi.StreamState;
 import java.time.Duration;
+import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 import org.jspecify.annotations.Nullable;
@@ -192,7 +193,7 @@ public class BlockingWaitTimeoutTest {
         }
 
         @Override
-        public java.util.concurrent.Executor callbackExecutor() {
+        public Executor callbackExecutor() {
             return Runnable::run;
         }
 

@@ -8,9 +8,12 @@ import java.lang.invoke.VarHandle;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.Function;
 
 /**
  * End-to-end check of the wake-up hand-off (SlotTable ordering 9): virtual threads wait for a
@@ -153,8 +156,8 @@ public final class LostWakeupStress {
         });
         long stopAt = System.nanoTime() + seconds * 1_000_000_000L;
         List<Thread> workers = new ArrayList<>();
-        java.util.Map<Thread, Record> records = new java.util.concurrent.ConcurrentHashMap<>();
-        java.util.Map<Thread, Long> waitingFor = new java.util.concurrent.ConcurrentHashMap<>();
+        Map<Thread, Record> records = new ConcurrentHashMap<>();
+        Map<Thread, Long> waitingFor = new ConcurrentHashMap<>();
         for (int i = 0; i < threads; i++) {
             Thread t = Thread.ofVirtual().unstarted(() -> {
                 Record rec = mode.equals("release") ? new ReleaseStoreRecord() : new RealWaiterRecord();
@@ -221,7 +224,7 @@ public final class LostWakeupStress {
      * later is parked with nobody to wake it (each hand-off takes microseconds). Hung workers are
      * printed, then unparked by hand, which shows that only their wake-up was missing.
      */
-    private static int awaitWorkers(List<Thread> workers, long seconds, java.util.function.Function<Thread, String> state)
+    private static int awaitWorkers(List<Thread> workers, long seconds, Function<Thread, String> state)
             throws InterruptedException {
         long deadline = System.nanoTime() + (seconds + 10) * 1_000_000_000L;
         List<Thread> hung = new ArrayList<>();

@@ -5,8 +5,11 @@ import io.cudaloom.protocol.SlotTable.HeapFlagArray;
 import io.cudaloom.protocol.IdleStrategy;
 import io.cudaloom.protocol.SlotTable.RetiredBatch;
 import io.cudaloom.protocol.SlotTable;
+import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.LocalDate;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -17,6 +20,7 @@ import java.util.SplittableRandom;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Supplier;
+import java.util.stream.LongStream;
 
 /**
  * The A/B harness of the scanner policy, a port of the Rust original's {@code ab_bench}, run
@@ -180,9 +184,9 @@ public final class AbBench {
     /** The first three fields of /proc/loadavg, or "n/a". */
     static String loadAverage() {
         try {
-            String[] f = java.nio.file.Files.readString(java.nio.file.Path.of("/proc/loadavg")).trim().split("\\s+");
+            String[] f = Files.readString(Path.of("/proc/loadavg")).trim().split("\\s+");
             return f[0] + " " + f[1] + " " + f[2];
-        } catch (java.io.IOException | RuntimeException e) {
+        } catch (IOException | RuntimeException e) {
             return "n/a";
         }
     }
@@ -812,7 +816,7 @@ public final class AbBench {
     }
 
     /** The samples (nanoseconds) in an HdrHistogram (3 significant digits, auto-resizing). */
-    static org.HdrHistogram.Histogram histogram(java.util.stream.LongStream samples) {
+    static org.HdrHistogram.Histogram histogram(LongStream samples) {
         org.HdrHistogram.Histogram h = new org.HdrHistogram.Histogram(3);
         samples.forEach(v -> h.recordValue(Math.max(0L, v)));
         return h;

@@ -29,6 +29,7 @@ import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -143,7 +144,7 @@ public final class DriverContention {
                 }
             }
             throw new IllegalArgumentException("unknown operation '" + text.strip() + "' (known: "
-                    + String.join(", ", java.util.Arrays.stream(values()).map(Enum::name).toList()) + ")");
+                    + String.join(", ", Arrays.stream(values()).map(Enum::name).toList()) + ")");
         }
     }
 
@@ -233,7 +234,7 @@ public final class DriverContention {
         } catch (IllegalArgumentException e) {
             System.err.println("DriverContention: " + e.getMessage());
             System.err.println("usage: DriverContention [perThread] [ops=" + String.join(",",
-                    java.util.Arrays.stream(Op.values()).map(Enum::name).toList()) + "]");
+                    Arrays.stream(Op.values()).map(Enum::name).toList()) + "]");
             System.exit(2);
             return;
         }

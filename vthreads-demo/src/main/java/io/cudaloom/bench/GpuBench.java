@@ -10,9 +10,16 @@ import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.Supplier;
 
 /**
  * The CPU, throughput and scale benchmarks of docs/BENCHMARKS.md (targets 2-4), on a CUDA device
@@ -106,7 +113,7 @@ public final class GpuBench {
                 new BenchArgs.Param("seconds", "10"),
                 new BenchArgs.Param("requests", "1000000"),
                 new BenchArgs.Param("device", "cuda")));
-        String device = v.get("device").toLowerCase(java.util.Locale.ROOT);
+        String device = v.get("device").toLowerCase(Locale.ROOT);
         if (!device.equals("cuda") && !device.equals("sim")) {
             throw new IllegalArgumentException("device must be cuda or sim, was '" + v.get("device") + "'");
         }
@@ -121,7 +128,7 @@ public final class GpuBench {
     }
 
     /** The parsed parameters, or the error and the usage on stderr and exit code 2. */
-    private static <T> T parsed(java.util.function.Supplier<T> parse) {
+    private static <T> T parsed(Supplier<T> parse) {
         try {
             return parse.get();
         } catch (IllegalArgumentException e) {
@@ -366,8 +373,8 @@ public final class GpuBench {
         try (CudaDevice d = CudaDevice.open(0, cfg.build()); DemoKernels k = DemoKernels.load(d)) {
             List<CudaStream> s = streams(d);
             warm(d, k, s);
-            java.util.concurrent.atomic.AtomicLong done = new java.util.concurrent.atomic.AtomicLong();
-            List<Thread> workers = java.util.Collections.synchronizedList(new ArrayList<>());
+            AtomicLong done = new AtomicLong();
+            List<Thread> workers = Collections.synchronizedList(new ArrayList<>());
             long t0 = System.nanoTime();
             Thread watchdog = Thread.ofPlatform().daemon().start(() -> {
                 try {
@@ -377,7 +384,7 @@ public final class GpuBench {
                 }
                 System.out.printf("STALL %s threads=%d: done %,d of %,d after 12 s; %s%n", kind, threads, done.get(),
                         (long) threads * awaits, d.reactor().stats());
-                java.util.Map<String, Integer> where = new java.util.TreeMap<>();
+                Map<String, Integer> where = new TreeMap<>();
                 List<Thread> sample;
                 synchronized (workers) {
                     sample = new ArrayList<>(workers.subList(0, Math.min(2000, workers.size())));
@@ -395,7 +402,7 @@ public final class GpuBench {
                 // A lost wake-up (docs/LOST-WAKEUP.md) would show as workers that finish once unparked by hand.
                 for (Thread t : sample) {
                     if (t.isAlive()) {
-                        java.util.concurrent.locks.LockSupport.unpark(t);
+                        LockSupport.unpark(t);
                     }
                 }
                 try {
@@ -443,7 +450,7 @@ public final class GpuBench {
                 k.launchSpin(st, 3_000_000_000L);
             }
             long t0 = System.nanoTime();
-            java.util.concurrent.atomic.AtomicInteger parked = new java.util.concurrent.atomic.AtomicInteger();
+            AtomicInteger parked = new AtomicInteger();
             long[] heap = {0};
             long[] parkedAtPeak = {0};
             Thread watcher = Thread.ofPlatform().start(() -> {

@@ -41,6 +41,7 @@ import java.util.EnumMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.concurrent.BrokenBarrierException;
 import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
@@ -392,7 +393,7 @@ public final class GraphStep {
         try {
             start.await();
             t0 = System.nanoTime();
-        } catch (java.util.concurrent.BrokenBarrierException e) {
+        } catch (BrokenBarrierException e) {
             for (Thread t : ts) {
                 t.join();
             }

@@ -15,6 +15,8 @@ import io.cudaloom.demo.DemoKernels;
 import io.cudaloom.demo.LatencyHistogram;
 import io.cudaloom.sim.SimulatedDevice;
 import io.cudaloom.sim.SimulatedStream;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -157,7 +159,7 @@ public final class LifetimeStress {
             System.out.println("== " + scenario + " (child JVM, at most " + limit + " s)");
             Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
             String verdict = null;
-            try (var out = new java.io.BufferedReader(new java.io.InputStreamReader(p.getInputStream()))) {
+            try (var out = new BufferedReader(new InputStreamReader(p.getInputStream()))) {
                 long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(limit);
                 Thread killer = Thread.ofPlatform().daemon(true).start(() -> {
                     try {

@@ -1,5 +1,6 @@
 package io.cudaloom.bench;
 
+import java.lang.reflect.Method;
 import java.util.Arrays;
 import java.util.Locale;
 import java.util.concurrent.locks.LockSupport;
@@ -17,7 +18,7 @@ public final class ParkOvershoot {
     /** The library's own setting of the scanner's slack (package-private there, hence reflection). */
     static boolean setSlack(long nanos) {
         try {
-            java.lang.reflect.Method m = Class.forName("io.cudaloom.reactor.TimerSlack").getDeclaredMethod("setForCurrentThread", long.class);
+            Method m = Class.forName("io.cudaloom.reactor.TimerSlack").getDeclaredMethod("setForCurrentThread", long.class);
             m.setAccessible(true);
             return (boolean) m.invoke(null, nanos);
         } catch (ReflectiveOperationException e) {

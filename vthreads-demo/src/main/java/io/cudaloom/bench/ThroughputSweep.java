@@ -22,10 +22,13 @@ import io.cudaloom.cuda.CudaDevice;
 import io.cudaloom.cuda.CudaStream;
 import io.cudaloom.demo.DemoKernels;
 import java.io.PrintStream;
+import java.lang.management.CompilationMXBean;
 import java.lang.management.ManagementFactory;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Locale;
@@ -120,7 +123,7 @@ final class ThroughputSweep {
     /** The kernel of the JIT's warm-up (see {@link #JIT_WARM_UP_LAUNCHES}). */
     static final long JIT_KERNEL_NANOS = 10_000;
 
-    private static final java.lang.management.CompilationMXBean JIT = java.lang.management.ManagementFactory.getCompilationMXBean();
+    private static final CompilationMXBean JIT = ManagementFactory.getCompilationMXBean();
 
     /** The JIT compilers' accumulated time (ms), or -1 where the JVM does not say. */
     static long jitMillis() {
@@ -209,7 +212,7 @@ final class ThroughputSweep {
                 picked.add(Method.valueOf(name.trim().toUpperCase(Locale.ROOT)));
             } catch (IllegalArgumentException e) {
                 throw new IllegalArgumentException("sweep.rows: no row " + name.trim() + "; rows are "
-                        + java.util.Arrays.toString(Method.values()), e);
+                        + Arrays.toString(Method.values()), e);
             }
         }
         return List.of(Method.values()).stream().filter(picked::contains).toList();
@@ -224,7 +227,7 @@ final class ThroughputSweep {
     static List<Method> order(int round, List<Method> rows) {
         List<Method> m = new ArrayList<>(rows);
         if (round % 2 == 0) {
-            java.util.Collections.reverse(m);
+            Collections.reverse(m);
         }
         return m;
     }

@@ -6,6 +6,7 @@ import io.cudaloom.cuda.CudaDevice;
 import io.cudaloom.cuda.CudaStream;
 import io.cudaloom.demo.DemoKernels;
 import io.cudaloom.demo.LatencyHistogram;
+import java.io.PrintWriter;
 import java.lang.management.ManagementFactory;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -134,7 +135,7 @@ public final class WaitLatencyBench {
         }
         // A CSV file receives every empty-kernel sample of round A (method,microseconds), for the
         // latency-distribution plot (docs/plot_latency.py).
-        java.io.PrintWriter csv = s.csv() != null ? new java.io.PrintWriter(s.csv(), "UTF-8") : null;
+        PrintWriter csv = s.csv() != null ? new PrintWriter(s.csv(), "UTF-8") : null;
         if (csv != null) {
             csv.println("method,us");
         }
@@ -176,7 +177,7 @@ public final class WaitLatencyBench {
     }
 
     /** Returns {p50, p90, p99, cpu-us-per-wait}. */
-    static double[] run(Method m, long kernelNanos, int iterations, int warmup, java.io.PrintWriter csv)
+    static double[] run(Method m, long kernelNanos, int iterations, int warmup, PrintWriter csv)
             throws Exception {
         AtomicReference<double[]> result = new AtomicReference<>();
         AtomicReference<Throwable> failure = new AtomicReference<>();

@@ -6,6 +6,9 @@ import io.cudaloom.cuda.CudaStream;
 import io.cudaloom.cuda.DeviceBuffer;
 import io.cudaloom.cuda.PinnedBuffer;
 import java.nio.ByteBuffer;
+import java.util.Objects;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.Semaphore;
 
 /**
  * {@link DemoWorkload} on a real GPU: copy the caller's vector into pinned memory, copy it to the
@@ -35,8 +38,8 @@ final class CudaWorkload implements DemoWorkload {
      * (JFR on the H200: AbstractQueuedSynchronizer.acquire and ConditionObject.signal deoptimized
      * thousands of times in 20 s, the carriers busy in the demo's own code).
      */
-    private final java.util.concurrent.ConcurrentLinkedQueue<Integer> free = new java.util.concurrent.ConcurrentLinkedQueue<>();
-    private final java.util.concurrent.Semaphore freeBlocks = new java.util.concurrent.Semaphore(BLOCKS);
+    private final ConcurrentLinkedQueue<Integer> free = new ConcurrentLinkedQueue<>();
+    private final Semaphore freeBlocks = new Semaphore(BLOCKS);
     private final StreamChoice choice;
     private final LatencyHistogram awaitLatency = new LatencyHistogram();
     private final WaitBy waitBy;
@@ -49,7 +52,7 @@ final class CudaWorkload implements DemoWorkload {
         if (streams < 1) {
             throw new IllegalArgumentException("streams must be >= 1, was " + streams);
         }
-        this.waitBy = java.util.Objects.requireNonNull(waitBy, "waitBy");
+        this.waitBy = Objects.requireNonNull(waitBy, "waitBy");
         this.device = device;
         this.kernels = DemoKernels.load(device);
         this.choice = new StreamChoice(streams, waitBy);
@@ -93,7 +96,7 @@ final class CudaWorkload implements DemoWorkload {
             return;
         }
         freeBlocks.acquire();
-        int block = java.util.Objects.requireNonNull(free.poll(), "a permit stands for a free block");
+        int block = Objects.requireNonNull(free.poll(), "a permit stands for a free block");
         boolean done = false;
         try {
             long offset = block * BLOCK_BYTES;

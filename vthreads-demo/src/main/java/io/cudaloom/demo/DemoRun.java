@@ -1,6 +1,7 @@
 package io.cudaloom.demo;
 
 import io.cudaloom.ReactorStats;
+import java.io.Console;
 import java.io.PrintStream;
 import java.time.Duration;
 import java.util.List;
@@ -10,6 +11,7 @@ import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.BooleanSupplier;
 
 /**
  * The await demo: {@code threads} virtual threads each run {@code iterations} steps of
@@ -62,7 +64,7 @@ final class DemoRun {
          * no, {@code console} yes, anything else ({@code auto}) what {@code onConsole} says, asked
          * only then.
          */
-        static boolean inPlace(String choice, java.util.function.BooleanSupplier onConsole) {
+        static boolean inPlace(String choice, BooleanSupplier onConsole) {
             return switch (choice.strip().toLowerCase(Locale.ROOT)) {
                 case "lines" -> false;
                 case "console" -> true;
@@ -76,12 +78,12 @@ final class DemoRun {
      * later (where it may be non-null with the streams redirected), {@code Console.isTerminal()}.
      */
     static boolean onConsole() {
-        java.io.Console c = System.console();
+        Console c = System.console();
         if (c == null) {
             return false;
         }
         try {
-            return (Boolean) java.io.Console.class.getMethod("isTerminal").invoke(c);
+            return (Boolean) Console.class.getMethod("isTerminal").invoke(c);
         } catch (NoSuchMethodException e) {
             return true; // JDK 21: a console exists only on a terminal
         } catch (ReflectiveOperationException | RuntimeException e) {

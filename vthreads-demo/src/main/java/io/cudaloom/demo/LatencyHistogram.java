@@ -2,6 +2,7 @@ package io.cudaloom.demo;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAccumulator;
 import org.HdrHistogram.AtomicHistogram;
@@ -64,7 +65,7 @@ public final class LatencyHistogram {
     static final List<Double> SERIES_PERCENTILES = seriesPercentiles();
 
     private static List<Double> seriesPercentiles() {
-        java.util.TreeSet<Double> ps = new java.util.TreeSet<>(List.of(1.0, 10.0, 25.0, 90.0, 99.0, 99.9, 99.99, 100.0));
+        TreeSet<Double> ps = new TreeSet<>(List.of(1.0, 10.0, 25.0, 90.0, 99.0, 99.9, 99.99, 100.0));
         for (double left = 50; left >= 0.001; left /= 2) {
             ps.add(100 - left);
         }

@@ -1,24 +1,32 @@
 package io.cudaloom.demo;
 
 import java.io.BufferedReader;
+import java.io.File;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.InputStreamReader;
 import java.io.OutputStream;
 import java.io.PrintStream;
 import java.net.URI;
+import java.net.URISyntaxException;
+import java.net.URL;
+import java.net.URLClassLoader;
 import java.net.URLDecoder;
 import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.FileSystemNotFoundException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
@@ -70,7 +78,7 @@ public final class LoadGeneratorProcess {
     private static final String EOF = new String("EOF"); // by identity: the end of the child's stdout
 
     /** Children still running; a shutdown hook kills them if this JVM ends first (e.g. under {@code timeout}). */
-    private static final java.util.Set<Process> RUNNING = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private static final Set<Process> RUNNING = ConcurrentHashMap.newKeySet();
 
     static {
         Runtime.getRuntime().addShutdownHook(new Thread(() -> RUNNING.forEach(Process::destroyForcibly),
@@ -179,8 +187,8 @@ public final class LoadGeneratorProcess {
      * {@code java.class.path}).
      */
     static String classPath() {
-        java.util.LinkedHashSet<String> entries = new java.util.LinkedHashSet<>();
-        for (String e : System.getProperty("java.class.path", "").split(java.io.File.pathSeparator)) {
+        LinkedHashSet<String> entries = new LinkedHashSet<>();
+        for (String e : System.getProperty("java.class.path", "").split(File.pathSeparator)) {
             if (!e.isEmpty()) {
                 entries.add(e);
             }
@@ -190,18 +198,18 @@ public final class LoadGeneratorProcess {
             loaders.add(0, cl); // parents first, as they are searched first
         }
         for (ClassLoader cl : loaders) {
-            if (cl instanceof java.net.URLClassLoader urls) {
-                for (java.net.URL url : urls.getURLs()) {
+            if (cl instanceof URLClassLoader urls) {
+                for (URL url : urls.getURLs()) {
                     try {
                         entries.add(Path.of(url.toURI()).toString());
-                    } catch (java.net.URISyntaxException | IllegalArgumentException
-                            | java.nio.file.FileSystemNotFoundException e) {
+                    } catch (URISyntaxException | IllegalArgumentException
+                            | FileSystemNotFoundException e) {
                         // not a local file: the child could not use it either
                     }
                 }
             }
         }
-        return String.join(java.io.File.pathSeparator, entries);
+        return String.join(File.pathSeparator, entries);
     }
 
     /** {@code java.home}'s {@code bin/java}, else the binary this process was started with. */
