@@ -9,7 +9,8 @@
 # AB_STEPS picks the steps in order (default "latency sweep10"); "sweep1000" is the sweep of 1 ms
 # kernels old, new, new, old (sweep1000-{old,new}-{1,2}.md), "sweep200" that of 200 us kernels
 # old, new (sweep200-{old,new}.md), each with its .err; "long1000" and "long200" the await() row alone
-# of 10,000 threads x 100 awaits, old, new, new, old; "demo" the per-op demo, 200 iterations, the same.
+# of 10,000 threads x 100 awaits, old, new, new, old; "demo" the per-op demo, 200 iterations, the same
+# (AB_DEMO_ROUNDS rounds, default 2, each round's order the reverse of the one before).
 # With .gpu/old/core.jar (the old commit's multi-release jar) the old build is that jar with the new
 # build's other classes: the A/B is the core's change alone.
 set -u
@@ -60,8 +61,8 @@ for step in ${AB_STEPS:-latency sweep10}; do
         done
       done ;;
     demo)
-      for round in 1 2; do
-        order="old new"; [ "$round" = 2 ] && order="new old"
+      for round in $(seq 1 "${AB_DEMO_ROUNDS:-2}"); do
+        order="old new"; [ $((round % 2)) = 0 ] && order="new old"
         for b in $order; do
           run "$b" "demo-$b-$round" io.cudaloom.demo.DemoMain --iterations 200 --baseline off
         done

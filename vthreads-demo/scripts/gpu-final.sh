@@ -53,10 +53,10 @@ want demo-long && step demo-long demo-long.txt 90 $J io.cudaloom.demo.DemoMain \
 want floor && step floor floor.md 60 $J io.cudaloom.bench.DriverContention 20000
 want sweep && step sweep sweep-combining.md 60 $J -Dcudaloom.submission=combining io.cudaloom.bench.GpuBench sweep kernelsUs=10 rounds=1
 want sweep && want sweep-p4 && step sweep-p4 sweep-p4.md 60 $J -Dsweep.rows=AWAIT,BATCHED,CEILING_8 -Djdk.virtualThreadScheduler.parallelism=4 io.cudaloom.bench.GpuBench sweep kernelsUs=10 rounds=1
-want sweep && step sweep-direct sweep-direct.md 60 $J -Dcudaloom.submission=direct io.cudaloom.bench.GpuBench sweep kernelsUs=10 rounds=1
+want sweep && want sweep-direct && step sweep-direct sweep-direct.md 60 $J -Dcudaloom.submission=direct io.cudaloom.bench.GpuBench sweep kernelsUs=10 rounds=1
 want latency && step latency-combining latency-combining.md 60 $J -Dcudaloom.submission=combining io.cudaloom.bench.WaitLatencyBench \
   iterations=2000 warmup=2000 methods=await,sync kernelsUs=0,20,200
-want latency && step latency-direct latency-direct.md 60 $J -Dcudaloom.submission=direct io.cudaloom.bench.WaitLatencyBench \
+want latency && want latency-direct && step latency-direct latency-direct.md 60 $J -Dcudaloom.submission=direct io.cudaloom.bench.WaitLatencyBench \
   iterations=2000 warmup=2000 methods=await,sync kernelsUs=0,20,200
 want lifetime && step lifetime lifetime.txt 100 $J io.cudaloom.bench.LifetimeStress all --seconds "${CHURN_SECONDS:-10}"
 # the long kernels: the await() row, the 8-thread ceiling and the blocking-sync pool (-Dsweep.rows), on the
