@@ -10,7 +10,8 @@
 # kernels old, new, new, old (sweep1000-{old,new}-{1,2}.md), "sweep200" that of 200 us kernels
 # old, new (sweep200-{old,new}.md), each with its .err; "long1000" and "long200" the await() row alone
 # of 10,000 threads x 100 awaits, old, new, new, old; "demo" the per-op demo, 200 iterations, the same
-# (AB_DEMO_ROUNDS rounds, default 2, each round's order the reverse of the one before).
+# (AB_DEMO_ROUNDS rounds, default 2, each round's order the reverse of the one before). The latency step's
+# knobs: AB_LATENCY_ROUNDS (default 2, ordered the same way), AB_LATENCY_ITERATIONS (2000), AB_LATENCY_KERNELS (0,20,200).
 # With .gpu/old/core.jar (the old commit's multi-release jar) the old build is that jar with the new
 # build's other classes: the A/B is the core's change alone.
 set -u
@@ -34,10 +35,11 @@ run() { # build, output name, args...
 for step in ${AB_STEPS:-latency sweep10}; do
   case "$step" in
     latency)
-      for round in 1 2; do
-        order="old new"; [ "$round" = 2 ] && order="new old"
+      for round in $(seq 1 "${AB_LATENCY_ROUNDS:-2}"); do
+        order="old new"; [ $((round % 2)) = 0 ] && order="new old"
         for b in $order; do
-          run "$b" "latency-$b-$round" io.cudaloom.bench.WaitLatencyBench iterations=2000 warmup=2000 methods=await,sync kernelsUs=0,20,200
+          run "$b" "latency-$b-$round" io.cudaloom.bench.WaitLatencyBench iterations="${AB_LATENCY_ITERATIONS:-2000}" \
+            warmup=2000 methods=await,sync kernelsUs="${AB_LATENCY_KERNELS:-0,20,200}"
         done
       done ;;
     sweep10)
