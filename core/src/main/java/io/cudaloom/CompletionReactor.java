@@ -23,6 +23,7 @@ import io.cudaloom.reactor.metrics.LatencySnapshot;
 import io.cudaloom.reactor.metrics.Monitoring;
 import io.cudaloom.reactor.metrics.SharedCounters;
 import io.cudaloom.spi.DeviceBackend;
+import io.cudaloom.spi.DeviceProbes;
 import io.cudaloom.spi.FlagMemory;
 import io.cudaloom.spi.StreamBackend;
 import java.util.Arrays;
@@ -113,7 +114,7 @@ public final class CompletionReactor {
                 counters, latency, device.name(), this, callbackExecutor));
         this.callbacks = new CallbackRegistrations(checks, table, registrar, counters);
         this.scanner = new Scanner(lifecycle, registrar, table, config, device.faults, preWake, this);
-        this.scannerThread = DaemonThreads.system("cuda-loom-scanner-" + id + " (" + device.name() + ")", scanner.task());
+        this.scannerThread = DaemonThreads.system(DeviceProbes.SCANNER_THREAD_PREFIX + id + " (" + device.name() + ")", scanner.task());
         this.observability = new Monitoring(observed, device.name(), id, MXBEANS);
         Monitoring o = observability;
         lifecycle.attach(scanner, scannerThread, o::closing, o::close);

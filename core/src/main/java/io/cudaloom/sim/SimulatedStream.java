@@ -6,6 +6,7 @@ import io.cudaloom.GpuKernel;
 import io.cudaloom.HostMemory;
 import io.cudaloom.GpuStream;
 import io.cudaloom.ReactorClosedException;
+import io.cudaloom.spi.DeviceProbes;
 import io.cudaloom.spi.FlagMemory;
 import io.cudaloom.spi.StreamBackend;
 import io.cudaloom.spi.StreamState;
@@ -256,14 +257,13 @@ public final class SimulatedStream extends GpuStream {
     }
 
     /**
-     * Submissions made on a reactor's scanner thread (named {@value #SCANNER_THREAD_PREFIX}...):
+     * Submissions made on a reactor's scanner thread (named {@value DeviceProbes#SCANNER_THREAD_PREFIX}...):
      * 0 under submission by combining, whose scanner hands its drains off.
      */
     public long submissionsByScanner() {
         return submissionsByScanner.sum();
     }
 
-    private static final String SCANNER_THREAD_PREFIX = "cuda-loom-scanner-";
     private final LongAdder submissionsByScanner = new LongAdder();
 
     /** Work entries of the submission queue (combining) that ran on this stream: each once, in position order. */
@@ -355,7 +355,7 @@ public final class SimulatedStream extends GpuStream {
     private boolean enqueue(Command c) {
         int inside = inSubmission.incrementAndGet(); // threads inside a submission of this stream
         maxInSubmission.accumulateAndGet(inside, Math::max);
-        if (Thread.currentThread().getName().startsWith(SCANNER_THREAD_PREFIX)) {
+        if (Thread.currentThread().getName().startsWith(DeviceProbes.SCANNER_THREAD_PREFIX)) {
             submissionsByScanner.increment();
         }
         try {

@@ -10,6 +10,13 @@ public interface DeviceProbes {
     /** The probes of a backend that keeps none. */
     DeviceProbes NONE = new DeviceProbes() {};
 
+    /**
+     * The name prefix of every reactor's scanner thread ({@code cuda-loom-scanner-<id> (<device>)},
+     * named by the facade): a backend's probes tell the scanner's calls apart by it (the simulated
+     * stream's {@code submissionsByScanner}).
+     */
+    String SCANNER_THREAD_PREFIX = "cuda-loom-scanner-";
+
     /** Streams the backend still holds (not yet released after their close and drain). */
     default int liveStreams() {
         return 0;

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.cudaloom.GpuEvent;
+import io.cudaloom.spi.DeviceProbes;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.net.URL;
@@ -309,7 +310,7 @@ class AwaitPathTest {
                                 waiterRequest = entries(requests, waiterThread);
                                 waiterRequest.enable();
                                 for (var t : vm.allThreads()) {
-                                    if (t.name().startsWith("cuda-loom-scanner-")) {
+                                    if (t.name().startsWith(DeviceProbes.SCANNER_THREAD_PREFIX)) {
                                         scannerThread = t;
                                     }
                                 }
