@@ -33,6 +33,7 @@ import java.util.Set;
 import java.util.WeakHashMap;
 import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
 import org.jspecify.annotations.Nullable;
@@ -63,6 +64,8 @@ public final class CompletionReactor {
     private final ReactorConfig config;
     private final SlotTable<Completion> table;
     private final SharedCounters counters = new SharedCounters();
+    /** The scanner's wake-ups, held as the adder itself: every lone registration and pre-wake counts one. */
+    private final LongAdder scannerUnparks = counters.adder(Counter.SCANNER_UNPARKS);
     private final LifecycleState state;
     private final Shutdown lifecycle;
     private final BlockingWait.Checks checks;
@@ -278,7 +281,7 @@ public final class CompletionReactor {
 
     /** The scanner's wake-up, made by a registrant after the volatile write that armed work (SlotTable ordering 9). */
     void wakeScanner() {
-        counters.increment(Counter.SCANNER_UNPARKS);
+        scannerUnparks.increment();
         LockSupport.unpark(scannerThread);
     }
 

@@ -131,14 +131,14 @@
  * mode's proof, ReactorStream.proven), protocol.SubmissionRoom, protocol.SubmissionQueue and
  * protocol.GroupCommit (the reservation returned, the open group taken).
  * A lone await (no other waiter: it arms a group of its own, AwaitPathTest's second scenario)
- * passes through 25 classes on the waiter's side: the above, and the registration it makes
+ * passes through 24 classes on the waiter's side: the above, and the registration it makes
  * (protocol.GroupCommit, protocol.SlotTable with its flag memory, SpinPolicy, CoalescedWait,
  * Registrar), the flag write appended and, this thread being the stream's drainer, submitted
  * (CombinedSubmission, protocol.SubmissionQueue, protocol.SubmissionRoom, spi.StreamOp,
  * DeviceFaults, FallbackRegistration's host-callback check, the facade's stream hooks in
  * CompletionReactor, the backend: sim.SimulatedStream and sim.SimulatedDevice here), the scanner
- * woken on the table's idle-to-active publish (the facade's wake-up, counted in
- * metrics.SharedCounters) and the sleep through the prediction (its margin from
+ * woken on the table's idle-to-active publish (the facade's wake-up, which holds the adder it
+ * counts in) and the sleep through the prediction (its margin from
  * protocol.BackoffIdleStrategy, its planned wake-up with PreWake over protocol.WakeBoard); the
  * scanner's side of its retirement is the same 8.
  * Issue #41's targets are at most 8 and 4: the joined await's waiter's side meets its target, the
