@@ -7,6 +7,7 @@ import io.cudaloom.cuda.CudaStream;
 import io.cudaloom.demo.DemoKernels;
 import io.cudaloom.demo.LatencyHistogram;
 import java.io.PrintWriter;
+import java.lang.management.CompilationMXBean;
 import java.lang.management.ManagementFactory;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -97,16 +98,27 @@ public final class WaitLatencyBench {
         }
     }
 
-    /** One measured row: latencies in microseconds, CPU per wait in microseconds. */
-    record Measured(double p50, double p90, double p99, double cpuMicrosPerWait) {}
+    /**
+     * One measured row: latencies in microseconds, CPU per wait in microseconds, and the JIT
+     * compilers' time over the timed waits in milliseconds (-1 where the JVM does not report it): a
+     * first round whose waits ran partly before the await path was compiled shows it here.
+     */
+    record Measured(double p50, double p90, double p99, double cpuMicrosPerWait, long jitMillis) {}
+
+    /** The JIT compilers' total time, or -1 where the JVM does not monitor it. */
+    private static long jitMillis() {
+        CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
+        return jit != null && jit.isCompilationTimeMonitoringSupported() ? jit.getTotalCompilationTime() : -1;
+    }
 
     static String kernelLabel(long kernelNanos) {
         return kernelNanos == 0 ? "empty" : (kernelNanos / 1000) + " us";
     }
 
     static String row(long kernelNanos, Method m, String round, Measured r) {
-        return String.format(Locale.ROOT, "| %s | %s | %s | %.1f | %.1f | %.1f | %.1f us |", kernelLabel(kernelNanos),
-                m.name(), round, r.p50(), r.p90(), r.p99(), r.cpuMicrosPerWait());
+        return String.format(Locale.ROOT, "| %s | %s | %s | %.1f | %.1f | %.1f | %.1f us%s |", kernelLabel(kernelNanos),
+                m.name(), round, r.p50(), r.p90(), r.p99(), r.cpuMicrosPerWait(),
+                r.jitMillis() >= 0 ? " (JIT " + r.jitMillis() + " ms)" : "");
     }
 
     static final String COMPARISON_HEADER = "| kernel | round | `await()` p50 / p99 | `cuStreamSynchronize` p50 / p99"
@@ -141,7 +153,7 @@ public final class WaitLatencyBench {
         }
         System.out.printf("# Wait latency, one waiter (%d iterations, %d warm-up; microseconds)%n%n", s.iterations(), s.warmup());
         System.out.println("CPU per wait: process CPU time over a method's timed iterations / iterations (every thread"
-                + " of the JVM, the reactor's scanner included).");
+                + " of the JVM, the reactor's scanner included); JIT: the JIT compilers' time over those iterations.");
         System.out.println();
         System.out.println("| kernel | wait method | round | p50 | p90 | p99 | CPU per wait |");
         System.out.println("|---|---|---|---|---|---|---|");
@@ -152,7 +164,7 @@ public final class WaitLatencyBench {
                 for (Method m : s.methods()) {
                     double[] r = run(m, kernelNanos, s.iterations(), s.warmup(),
                             csv != null && kernelNanos == 0 && round.equals("A") ? csv : null);
-                    Measured measured = new Measured(r[0], r[1], r[2], r[3]);
+                    Measured measured = new Measured(r[0], r[1], r[2], r[3], (long) r[4]);
                     results.put(kernelUs + "/" + round + "/" + m.key(), measured);
                     System.out.println(row(kernelNanos, m, round, measured));
                     System.out.flush();
@@ -176,7 +188,7 @@ public final class WaitLatencyBench {
         }
     }
 
-    /** Returns {p50, p90, p99, cpu-us-per-wait}. */
+    /** Returns {p50, p90, p99, cpu-us-per-wait, jit-ms over the timed waits (-1: not monitored)}. */
     static double[] run(Method m, long kernelNanos, int iterations, int warmup, PrintWriter csv)
             throws Exception {
         AtomicReference<double[]> result = new AtomicReference<>();
@@ -189,10 +201,12 @@ public final class WaitLatencyBench {
                     LatencyHistogram latency = new LatencyHistogram(); // HdrHistogram: no sort, no array to keep
                     var os = (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
                     long cpu0 = 0;
+                    long jit0 = 0;
                     io.cudaloom.ReactorStats before = null;
                     for (int i = -warmup; i < iterations; i++) {
                         if (i == 0) {
                             cpu0 = os.getProcessCpuTime();
+                            jit0 = jitMillis();
                             before = device.reactor().stats();
                         }
                         long t0 = System.nanoTime();
@@ -224,6 +238,7 @@ public final class WaitLatencyBench {
                         }
                     }
                     long cpu = os.getProcessCpuTime() - cpu0;
+                    long jit = jit0 < 0 ? -1 : jitMillis() - jit0;
                     io.cudaloom.ReactorStats after = device.reactor().stats();
                     if (before != null && m.waitBy() == Wait.AWAIT) { // which path the timed awaits took (stderr)
                         System.err.printf(Locale.ROOT, "%s, %s: registrations %d, inline %d, joined %d, already done %d,"
@@ -244,7 +259,7 @@ public final class WaitLatencyBench {
                     }
                     result.set(new double[] {
                         latency.percentile(50) / 1e3, latency.percentile(90) / 1e3,
-                        latency.percentile(99) / 1e3, cpu / 1e3 / iterations});
+                        latency.percentile(99) / 1e3, cpu / 1e3 / iterations, jit});
                 } catch (Throwable t) {
                     failure.set(t);
                 }

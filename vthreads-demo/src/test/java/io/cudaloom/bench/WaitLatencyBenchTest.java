@@ -40,8 +40,8 @@ class WaitLatencyBenchTest {
 
     @Test
     void cpuPerWaitSideBySide() {
-        Measured await = new Measured(10.2, 12.0, 24.3, 15.0);
-        Measured sync = new Measured(9.8, 11.6, 22.8, 10.0);
+        Measured await = new Measured(10.2, 12.0, 24.3, 15.0, 12);
+        Measured sync = new Measured(9.8, 11.6, 22.8, 10.0, -1);
         String row = WaitLatencyBench.comparison(0, "A", await, sync);
         assertEquals("| empty | A | 10.2 / 24.3 us | 9.8 / 22.8 us | 15.0 us | 10.0 us | 1.50 x |", row);
         int columns = WaitLatencyBench.COMPARISON_HEADER.lines().findFirst().orElseThrow().split("\\|", -1).length;
@@ -49,5 +49,8 @@ class WaitLatencyBenchTest {
         assertTrue(WaitLatencyBench.comparison(200_000, "B", await, sync).startsWith("| 200 us | B |"));
         assertEquals("| 20 us | cuStreamSynchronize, platform thread | B | 9.8 | 11.6 | 22.8 | 10.0 us |",
                 WaitLatencyBench.row(20_000, WaitLatencyBench.METHODS.stream().filter(m -> m.key().equals("sync")).findFirst().orElseThrow(), "B", sync));
+        String withJit = WaitLatencyBench.row(0, WaitLatencyBench.METHODS.stream().filter(m -> m.key().equals("await")).findFirst().orElseThrow(), "A", await);
+        assertTrue(withJit.endsWith("| 15.0 us (JIT 12 ms) |"), withJit);
+        assertEquals(columns, withJit.split("\\|", -1).length, "the JIT's time shares the CPU column: " + withJit);
     }
 }
