@@ -32,43 +32,31 @@ run() { # build, output name, args...
   echo "$name: exit $?"
   pack
 }
+alternate() { # rounds, output name, args...: old, new; new, old; ... (each round the reverse of the one before)
+  local rounds=$1 out=$2 round b order; shift 2
+  for round in $(seq 1 "$rounds"); do
+    order="old new"; [ $((round % 2)) = 0 ] && order="new old"
+    for b in $order; do
+      run "$b" "$out-$b-$round" "$@"
+    done
+  done
+}
 for step in ${AB_STEPS:-latency sweep10}; do
   case "$step" in
     latency)
-      for round in $(seq 1 "${AB_LATENCY_ROUNDS:-2}"); do
-        order="old new"; [ $((round % 2)) = 0 ] && order="new old"
-        for b in $order; do
-          run "$b" "latency-$b-$round" io.cudaloom.bench.WaitLatencyBench iterations="${AB_LATENCY_ITERATIONS:-2000}" \
-            warmup=2000 methods=await,sync kernelsUs="${AB_LATENCY_KERNELS:-0,20,200}"
-        done
-      done ;;
+      alternate "${AB_LATENCY_ROUNDS:-2}" latency io.cudaloom.bench.WaitLatencyBench \
+        iterations="${AB_LATENCY_ITERATIONS:-2000}" warmup=2000 methods=await,sync kernelsUs="${AB_LATENCY_KERNELS:-0,20,200}" ;;
     sweep10)
       for b in old new; do
         run "$b" "sweep10-$b" io.cudaloom.bench.GpuBench sweep kernelsUs=10 rounds=1
       done ;;
     sweep1000)
-      for round in 1 2; do
-        order="old new"; [ "$round" = 2 ] && order="new old"
-        for b in $order; do
-          run "$b" "sweep1000-$b-$round" io.cudaloom.bench.GpuBench sweep kernelsUs=1000 rounds=1
-        done
-      done ;;
+      alternate 2 sweep1000 io.cudaloom.bench.GpuBench sweep kernelsUs=1000 rounds=1 ;;
     long1000|long200)
       # the await() row alone, old, new, new, old: 10,000 threads x 100 awaits (capped to 8 s of kernels)
-      us=${step#long}
-      for round in 1 2; do
-        order="old new"; [ "$round" = 2 ] && order="new old"
-        for b in $order; do
-          run "$b" "$step-$b-$round" -Dsweep.rows=AWAIT io.cudaloom.bench.GpuBench sweep kernelsUs=$us awaitsPerThread=100 rounds=1
-        done
-      done ;;
+      alternate 2 "$step" -Dsweep.rows=AWAIT io.cudaloom.bench.GpuBench sweep kernelsUs="${step#long}" awaitsPerThread=100 rounds=1 ;;
     demo)
-      for round in $(seq 1 "${AB_DEMO_ROUNDS:-2}"); do
-        order="old new"; [ $((round % 2)) = 0 ] && order="new old"
-        for b in $order; do
-          run "$b" "demo-$b-$round" io.cudaloom.demo.DemoMain --iterations 200 --baseline off
-        done
-      done ;;
+      alternate "${AB_DEMO_ROUNDS:-2}" demo io.cudaloom.demo.DemoMain --iterations 200 --baseline off ;;
     sweep200)
       for b in old new; do
         run "$b" "sweep200-$b" io.cudaloom.bench.GpuBench sweep kernelsUs=200 rounds=1
