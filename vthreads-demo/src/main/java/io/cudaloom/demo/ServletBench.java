@@ -10,11 +10,14 @@ import java.io.PrintStream;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 import java.util.function.Function;
+import org.jspecify.annotations.Nullable;
 
 /**
  * {@code GpuBench servlet}: the demo's {@link ScaleServlet} served four ways, each loaded by the
@@ -190,6 +193,41 @@ public final class ServletBench {
 
     static final List<Variant> VARIANTS = List.of(FLOOR, AWAIT, BATCHED, SPINNING_POOL, BLOCKING_POOL);
 
+    /**
+     * The benchmark's knob for which servers run ({@link #servers}), e.g. {@code -Dservlet.servers=floor,await}
+     * for a profile of the {@code await()} server beside its HTTP floor alone. Default: all five.
+     */
+    static final String SERVERS_PROPERTY = "servlet.servers";
+
+    /** The names {@link #SERVERS_PROPERTY} takes, in the order of {@link #VARIANTS}. */
+    static final List<String> SERVER_NAMES = List.of("floor", "await", "batched", "spinning", "blocking");
+
+    /**
+     * The servers {@code spec} names (comma-separated names of {@link #SERVER_NAMES}, in any order;
+     * null or blank: all), in the order of {@link #VARIANTS}. An unknown name is refused with the
+     * names it takes.
+     */
+    static List<Variant> servers(@Nullable String spec) {
+        if (spec == null || spec.isBlank()) {
+            return VARIANTS;
+        }
+        Set<String> wanted = new LinkedHashSet<>();
+        for (String name : spec.split(",")) {
+            String n = name.strip();
+            if (!SERVER_NAMES.contains(n)) {
+                throw new IllegalArgumentException(SERVERS_PROPERTY + " takes names of " + SERVER_NAMES + ", was '" + n + "'");
+            }
+            wanted.add(n);
+        }
+        List<Variant> chosen = new ArrayList<>();
+        for (int i = 0; i < VARIANTS.size(); i++) {
+            if (wanted.contains(SERVER_NAMES.get(i))) {
+                chosen.add(VARIANTS.get(i));
+            }
+        }
+        return chosen;
+    }
+
     /** Why the blocking-sync pool does not run on the simulated device (its rows' note). */
     static final String NOT_ON_SIMULATED = "the simulated device has no CUDA context to create with"
             + " CU_CTX_SCHED_BLOCKING_SYNC (device=cuda runs it); there the synchronize() server above already parks"
@@ -253,7 +291,7 @@ public final class ServletBench {
         List<String> notes = new ArrayList<>();
         Map<Variant, List<LoadGeneratorProcess.Outcome>> results = new LinkedHashMap<>();
         boolean allOk = true;
-        for (Variant v : VARIANTS) {
+        for (Variant v : servers(System.getProperty(SERVERS_PROPERTY))) {
             List<LoadGeneratorProcess.Outcome> outcomes = new ArrayList<>();
             results.put(v, outcomes);
             if (v.blockingSync()) {

@@ -113,6 +113,18 @@ class ServletBenchTest {
     }
 
     @Test
+    void theServersKnobChoosesServersInTheTablesOrderAndRefusesUnknownNames() {
+        assertEquals(ServletBench.VARIANTS, ServletBench.servers(null), "all by default");
+        assertEquals(ServletBench.VARIANTS, ServletBench.servers(" "), "all when blank");
+        assertEquals(List.of(ServletBench.FLOOR, ServletBench.AWAIT), ServletBench.servers("await, floor"),
+                "in the table's order, whatever the order named");
+        assertEquals(List.of(ServletBench.BLOCKING_POOL), ServletBench.servers("blocking"));
+        IllegalArgumentException bad = assertThrows(IllegalArgumentException.class, () -> ServletBench.servers("floor,pool"));
+        assertEquals("servlet.servers takes names of [floor, await, batched, spinning, blocking], was 'pool'",
+                bad.getMessage());
+    }
+
+    @Test
     void theServersInOrderTheBlockingSyncPoolLast() {
         assertEquals(List.of(ServletBench.FLOOR, ServletBench.AWAIT, ServletBench.BATCHED, ServletBench.SPINNING_POOL,
                 ServletBench.BLOCKING_POOL), ServletBench.VARIANTS);
