@@ -12,6 +12,7 @@
 # of 10,000 threads x 100 awaits, old, new, new, old; "demo" the per-op demo, 200 iterations, the same
 # (AB_DEMO_ROUNDS rounds, default 2, each round's order the reverse of the one before). The latency step's
 # knobs: AB_LATENCY_ROUNDS (default 2, ordered the same way), AB_LATENCY_ITERATIONS (2000), AB_LATENCY_KERNELS (0,20,200).
+# "servlet": GpuBench servlet's await() server and its HTTP floor (servlet-{old,new}-N.md), AB_SERVLET_ROUNDS rounds.
 # With .gpu/old/core.jar (the old commit's multi-release jar) the old build is that jar with the new
 # build's other classes: the A/B is the core's change alone.
 set -u
@@ -57,6 +58,11 @@ for step in ${AB_STEPS:-latency sweep10}; do
       alternate 2 "$step" -Dsweep.rows=AWAIT io.cudaloom.bench.GpuBench sweep kernelsUs="${step#long}" awaitsPerThread=100 rounds=1 ;;
     demo)
       alternate "${AB_DEMO_ROUNDS:-2}" demo io.cudaloom.demo.DemoMain --iterations 200 --baseline off ;;
+    servlet)
+      # the servlet at 10,000 concurrent (AB_SERVLET_LEVELS), the await() server beside its HTTP floor alone
+      # (-Dservlet.servers), AB_SERVLET_ROUNDS rounds (default 2)
+      alternate "${AB_SERVLET_ROUNDS:-2}" servlet -Dservlet.servers=floor,await io.cudaloom.bench.GpuBench servlet \
+        concurrency="${AB_SERVLET_LEVELS:-10000}" seconds=5 ;;
     sweep200)
       for b in old new; do
         run "$b" "sweep200-$b" io.cudaloom.bench.GpuBench sweep kernelsUs=200 rounds=1
@@ -64,4 +70,4 @@ for step in ${AB_STEPS:-latency sweep10}; do
     *) echo "unknown step $step" ;;
   esac
 done
-grep -H -E "await\(\)|^summary" "$R"/*.md | sed "s|^$R/||" | cut -c1-240
+grep -H -E "await\(\)|^summary|^\| Jetty" "$R"/*.md | sed "s|^$R/||" | cut -c1-240
