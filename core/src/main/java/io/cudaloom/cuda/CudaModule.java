@@ -3,7 +3,7 @@ package io.cudaloom.cuda;
 import static io.cudaloom.cuda.Cuda.check;
 
 import io.cudaloom.GpuKernel;
-import io.cudaloom.protocol.SharedLifetimeGuard;
+import io.cudaloom.protocol.LifetimeGuard;
 import java.util.List;
 import java.util.Objects;
 import jcuda.driver.CUfunction;
@@ -24,10 +24,9 @@ public final class CudaModule implements AutoCloseable {
      * function later, on its own thread. So {@link #close()} closes this guard, and the unload
      * (which invalidates every function of the module) runs only after the last launch in it has
      * left: no driver call uses a function of an unloaded module. A launch made after the close is
-     * refused ({@link #enterLaunch}). Every launch of every stream enters it, so it is a
-     * {@link SharedLifetimeGuard} (no word that all of them write).
+     * refused ({@link #enterLaunch}).
      */
-    private final SharedLifetimeGuard launches = new SharedLifetimeGuard();
+    private final LifetimeGuard launches = new LifetimeGuard();
 
     CudaModule(CudaDevice device, String ptx) {
         this.device = device;
@@ -88,22 +87,20 @@ public final class CudaModule implements AutoCloseable {
     }
 
     /**
-     * Admits a launch of one of this module's kernels, until its {@link #exitLaunch(int)} after its
-     * driver call returned or it was discarded: returns the token that exit takes.
+     * Admits a launch of one of this module's kernels, until its {@link #exitLaunch()} after its
+     * driver call returned or it was discarded.
      *
      * @throws IllegalStateException if the module was unloaded (closed)
      */
-    int enterLaunch(String kernel) {
-        int token = launches.enter();
-        if (token == SharedLifetimeGuard.REFUSED) {
+    void enterLaunch(String kernel) {
+        if (!launches.enter()) {
             throw new IllegalStateException("kernel " + kernel + ": its module was unloaded");
         }
-        return token;
     }
 
-    /** Ends a launch admitted by {@link #enterLaunch} with {@code token}. */
-    void exitLaunch(int token) {
-        launches.exit(token);
+    /** Ends a launch admitted by {@link #enterLaunch}. */
+    void exitLaunch() {
+        launches.exit();
     }
 
     /**

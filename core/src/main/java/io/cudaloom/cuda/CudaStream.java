@@ -12,7 +12,6 @@ import io.cudaloom.spi.FlagMemory;
 import io.cudaloom.spi.StreamBackend;
 import io.cudaloom.spi.StreamSubmission;
 import io.cudaloom.spi.StreamState;
-import io.cudaloom.internal.MemoryLifetime;
 import io.cudaloom.internal.WorkChecks;
 import io.cudaloom.protocol.LifetimeGuard;
 import java.time.Duration;
@@ -117,68 +116,55 @@ public final class CudaStream extends GpuStream {
             throw new IllegalArgumentException("kernel " + kernel.name() + " was loaded on "
                     + kernel.module().device().name() + ", not on " + device.name());
         }
-        int[] bufferTokens = enterBuffers(args);
+        int entered = enterBuffers(args);
         boolean handedOver = false;
-        int moduleToken = NOT_ENTERED;
+        boolean inModule = false;
         try {
             checkUsable();
             Pointer params = HotCalls.params(kernel.name(), args);
-            moduleToken = kernel.module().enterLaunch(kernel.name()); // exited by the entry once made or discarded (finish)
+            kernel.module().enterLaunch(kernel.name()); // exited by the entry once made or discarded (finish)
+            inModule = true;
             LaunchOp op = new LaunchOp(kernel, gridX, gridY, gridZ, blockX, blockY, blockZ, sharedBytes, params, args,
-                    bufferTokens, moduleToken);
+                    entered);
             handedOver = true; // the entry exits the lifetimes now, whatever happens
             if (!submission.submit(op)) {
                 throw refusal(); // raced the close and came after it (combining)
             }
         } finally {
             if (!handedOver) {
-                exitBuffers(args, bufferTokens, bufferTokens.length);
-                if (moduleToken != NOT_ENTERED) {
-                    kernel.module().exitLaunch(moduleToken);
+                exitBuffers(args, entered);
+                if (inModule) {
+                    kernel.module().exitLaunch();
                 }
             }
         }
     }
-
-    /** A lifetime not entered (its token unset). */
-    private static final int NOT_ENTERED = MemoryLifetime.CLOSED;
-    private static final int[] NO_TOKENS = new int[0];
 
     /**
      * Enters the lifetime of every {@link DeviceBuffer} argument (stream-ordered frees: a close then
      * waits for this launch), in order; if one is closed, exits those entered and throws its error.
-     * Returns their tokens, one per {@link DeviceBuffer} argument in order, for {@link #exitBuffers}.
+     * Returns how many were entered.
      */
-    private static int[] enterBuffers(Object[] args) {
-        int buffers = 0;
-        for (Object a : args) {
-            if (a instanceof DeviceBuffer) {
-                buffers++;
-            }
-        }
-        if (buffers == 0) {
-            return NO_TOKENS;
-        }
-        int[] tokens = new int[buffers];
+    private static int enterBuffers(Object[] args) {
         int entered = 0;
         for (Object a : args) {
             if (a instanceof DeviceBuffer b) {
-                int token = b.lifetime.enter();
-                if (token == MemoryLifetime.CLOSED) {
-                    exitBuffers(args, tokens, entered);
+                if (!b.lifetime.enter()) {
+                    exitBuffers(args, entered);
                     throw b.closedError();
                 }
-                tokens[entered++] = token;
+                entered++;
             }
         }
-        return tokens;
+        return entered;
     }
 
-    /** Exits the first {@code entered} {@link DeviceBuffer} arguments' lifetimes, with their {@code tokens}. */
-    private static void exitBuffers(Object[] args, int[] tokens, int entered) {
+    /** Exits the first {@code entered} {@link DeviceBuffer} arguments' lifetimes. */
+    private static void exitBuffers(Object[] args, int entered) {
         for (int i = 0, n = 0; i < args.length && n < entered; i++) {
             if (args[i] instanceof DeviceBuffer b) {
-                b.lifetime.exit(tokens[n++]);
+                b.lifetime.exit();
+                n++;
             }
         }
     }
@@ -207,21 +193,17 @@ public final class CudaStream extends GpuStream {
     }
 
     /**
-     * Enters both buffers' lifetimes (stream-ordered frees: a close then waits for this copy) and
-     * returns their tokens, the host's in the high half; throws the closed one's error, having
-     * entered neither, if one is closed.
+     * Enters both buffers' lifetimes (stream-ordered frees: a close then waits for this copy);
+     * throws the closed one's error, having entered neither, if one is closed.
      */
-    private static long enterBoth(PinnedBuffer host, DeviceBuffer memory) {
-        int hostToken = host.lifetime.enter();
-        if (hostToken == MemoryLifetime.CLOSED) {
+    private static void enterBoth(PinnedBuffer host, DeviceBuffer memory) {
+        if (!host.lifetime.enter()) {
             throw host.closedError();
         }
-        int memoryToken = memory.lifetime.enter();
-        if (memoryToken == MemoryLifetime.CLOSED) {
-            host.lifetime.exit(hostToken);
+        if (!memory.lifetime.enter()) {
+            host.lifetime.exit();
             throw memory.closedError();
         }
-        return ((long) hostToken << 32) | (memoryToken & 0xFFFF_FFFFL);
     }
 
     /** Async copy device to host; {@code dst} is pinned ({@link CudaDevice#allocateHost}). */
@@ -238,21 +220,20 @@ public final class CudaStream extends GpuStream {
     public void memset32(DeviceMemory dst, int value, long count) {
         WorkChecks.memset32(device, dst, count);
         DeviceBuffer memory = (DeviceBuffer) dst;
-        int token = memory.lifetime.enter();
-        if (token == MemoryLifetime.CLOSED) {
+        if (!memory.lifetime.enter()) {
             throw memory.closedError();
         }
         boolean handedOver = false;
         try {
             checkUsable();
-            MemsetOp op = new MemsetOp(memory, token, value, count);
+            MemsetOp op = new MemsetOp(memory, value, count);
             handedOver = true; // the entry exits the lifetime now, whatever happens
             if (!submission.submit(op)) {
                 throw refusal(); // raced the close and came after it (combining)
             }
         } finally {
             if (!handedOver) {
-                memory.lifetime.exit(token);
+                memory.lifetime.exit();
             }
         }
     }
@@ -303,21 +284,19 @@ public final class CudaStream extends GpuStream {
     /** A copy's checks done: enters both lifetimes, makes the entry, hands it over ({@link StreamSubmission#submit}). */
     private void submitCopy(PinnedBuffer host, DeviceBuffer memory, boolean toDevice, long hostOffset, long deviceOffset,
             long bytes) {
-        long tokens = enterBoth(host, memory);
-        int hostToken = (int) (tokens >>> 32);
-        int memoryToken = (int) tokens;
+        enterBoth(host, memory);
         boolean handedOver = false;
         try {
             checkUsable();
-            CopyOp op = new CopyOp(host, hostToken, memory, memoryToken, toDevice, hostOffset, deviceOffset, bytes);
+            CopyOp op = new CopyOp(host, memory, toDevice, hostOffset, deviceOffset, bytes);
             handedOver = true; // the entry exits the lifetimes now, whatever happens
             if (!submission.submit(op)) {
                 throw refusal(); // raced the close and came after it (combining)
             }
         } finally {
             if (!handedOver) {
-                memory.lifetime.exit(memoryToken);
-                host.lifetime.exit(hostToken);
+                memory.lifetime.exit();
+                host.lifetime.exit();
             }
         }
     }
@@ -409,13 +388,10 @@ public final class CudaStream extends GpuStream {
         private final int sharedBytes;
         private final @org.jspecify.annotations.Nullable Pointer params;
         private final Object[] args;
-        /** The tokens of the {@link DeviceBuffer} arguments' lifetimes, in order; the module's. */
-        private final int[] bufferTokens;
-        private final int moduleToken;
+        private final int entered;
 
         LaunchOp(CudaKernel kernel, int gridX, int gridY, int gridZ, int blockX, int blockY, int blockZ,
-                int sharedBytes, @org.jspecify.annotations.Nullable Pointer params, Object[] args, int[] bufferTokens,
-                int moduleToken) {
+                int sharedBytes, @org.jspecify.annotations.Nullable Pointer params, Object[] args, int entered) {
             this.kernel = kernel;
             this.gridX = gridX;
             this.gridY = gridY;
@@ -426,8 +402,7 @@ public final class CudaStream extends GpuStream {
             this.sharedBytes = sharedBytes;
             this.params = params;
             this.args = args;
-            this.bufferTokens = bufferTokens;
-            this.moduleToken = moduleToken;
+            this.entered = entered;
         }
 
         @Override
@@ -443,34 +418,29 @@ public final class CudaStream extends GpuStream {
 
         @Override
         public void finish(boolean submitted) {
-            if (made(submitted) && bufferTokens.length > 0) {
+            if (made(submitted) && entered > 0) {
                 for (Object a : args) {
                     if (a instanceof DeviceBuffer b) {
                         b.lifetime.usedOn(CudaStream.this);
                     }
                 }
             }
-            exitBuffers(args, bufferTokens, bufferTokens.length);
-            kernel.module().exitLaunch(moduleToken); // after the driver call returned: the module may be unloaded now
+            exitBuffers(args, entered);
+            kernel.module().exitLaunch(); // after the driver call returned: the module may be unloaded now
         }
     }
 
     private final class CopyOp extends CudaOp {
         private final PinnedBuffer host;
-        private final int hostToken;
         private final DeviceBuffer memory;
-        private final int memoryToken;
         private final boolean toDevice;
         private final long hostOffset;
         private final long deviceOffset;
         private final long bytes;
 
-        CopyOp(PinnedBuffer host, int hostToken, DeviceBuffer memory, int memoryToken, boolean toDevice, long hostOffset,
-                long deviceOffset, long bytes) {
+        CopyOp(PinnedBuffer host, DeviceBuffer memory, boolean toDevice, long hostOffset, long deviceOffset, long bytes) {
             this.host = host;
-            this.hostToken = hostToken;
             this.memory = memory;
-            this.memoryToken = memoryToken;
             this.toDevice = toDevice;
             this.hostOffset = hostOffset;
             this.deviceOffset = deviceOffset;
@@ -494,20 +464,18 @@ public final class CudaStream extends GpuStream {
                 host.lifetime.usedOn(CudaStream.this);
                 memory.lifetime.usedOn(CudaStream.this);
             }
-            memory.lifetime.exit(memoryToken);
-            host.lifetime.exit(hostToken);
+            memory.lifetime.exit();
+            host.lifetime.exit();
         }
     }
 
     private final class MemsetOp extends CudaOp {
         private final DeviceBuffer memory;
-        private final int token;
         private final int value;
         private final long count;
 
-        MemsetOp(DeviceBuffer memory, int token, int value, long count) {
+        MemsetOp(DeviceBuffer memory, int value, long count) {
             this.memory = memory;
-            this.token = token;
             this.value = value;
             this.count = count;
         }
@@ -527,7 +495,7 @@ public final class CudaStream extends GpuStream {
             if (made(submitted)) {
                 memory.lifetime.usedOn(CudaStream.this);
             }
-            memory.lifetime.exit(token);
+            memory.lifetime.exit();
         }
     }
 

@@ -3,8 +3,8 @@ package io.cudaloom.internal;
 import io.cudaloom.GpuDevice;
 import io.cudaloom.GpuStream;
 import io.cudaloom.LiveResources;
+import io.cudaloom.protocol.LifetimeGuard;
 import io.cudaloom.protocol.OrderedRelease;
-import io.cudaloom.protocol.SharedLifetimeGuard;
 import java.util.Arrays;
 import java.util.concurrent.atomic.LongAdder;
 
@@ -20,13 +20,10 @@ import java.util.concurrent.atomic.LongAdder;
  * <h2>Who uses it, and how the free waits for them</h2>
  * <ol>
  *   <li>Every operation that hands the memory to a stream (a copy, a launch that takes it as an
- *       argument, a memset) runs between {@link #enter()} and {@link #exit(int)} of this memory's
- *       {@link SharedLifetimeGuard} (the protocol of a lifetime guard, without one word that every
- *       copy of every thread writes: memory carved into blocks that copies on every stream use is
- *       shared by all of them): it enters before it checks anything, makes its driver call, has its
- *       submission counted, records the stream ({@link #usedOn}), and only then exits with the
- *       token its enter returned. An operation that cannot enter (the memory is closed) throws and
- *       enqueues nothing.
+ *       argument, a memset) runs between {@link #enter()} and {@link #exit()} of this memory's
+ *       {@link LifetimeGuard}: it enters before it checks anything, makes its driver call, has its
+ *       submission counted, records the stream ({@link #usedOn}), and only then exits. An
+ *       operation that cannot enter (the memory is closed) throws and enqueues nothing.
  *   <li>{@link #close(Runnable)} closes the guard; the guard runs {@link #release} exactly once,
  *       after the close and after every operation that entered has exited (its own protocol), so
  *       every submission that uses this memory has been counted by then, and every stream it went
@@ -70,7 +67,7 @@ public final class MemoryLifetime {
             new LongAdder();
 
     private final GpuDevice device;
-    private final SharedLifetimeGuard guard = new SharedLifetimeGuard();
+    private final LifetimeGuard guard = new LifetimeGuard();
     /** Counts the memory in the device's live resources while it is open. */
     private final Runnable open;
     /** The streams the memory was handed to; copy-on-write under this object's monitor, read volatile. */
@@ -90,20 +87,14 @@ public final class MemoryLifetime {
         return FREES_ON_VIRTUAL_THREADS.sum();
     }
 
-    /** {@link #enter()}'s answer once the memory is closed (the operation must throw then). */
-    public static final int CLOSED = SharedLifetimeGuard.REFUSED;
-
-    /**
-     * Before an operation uses the memory: the token its {@link #exit(int)} takes (on any thread),
-     * or {@link #CLOSED} once the memory is closed (the operation must throw then).
-     */
-    public int enter() {
+    /** Before an operation uses the memory: false once it is closed (the operation must throw then). */
+    public boolean enter() {
         return guard.enter();
     }
 
     /**
      * The operation's submission on {@code stream} was counted: the free waits for that stream's
-     * work. Call between {@link #enter()} and {@link #exit(int)}.
+     * work. Call between {@link #enter()} and {@link #exit()}.
      */
     public void usedOn(GpuStream stream) {
         for (GpuStream s : streams) {
@@ -124,9 +115,9 @@ public final class MemoryLifetime {
         }
     }
 
-    /** After the operation, admitted by {@link #enter()} with {@code token}, was counted (or failed). */
-    public void exit(int token) {
-        guard.exit(token);
+    /** After the operation, admitted by {@link #enter()}, was counted (or failed). */
+    public void exit() {
+        guard.exit();
     }
 
     /** Whether {@link #close} was called. */
@@ -145,7 +136,7 @@ public final class MemoryLifetime {
         guard.close(() -> release(free));
     }
 
-    /** Runs once, after the close and after every use that entered has exited (SharedLifetimeGuard). */
+    /** Runs once, after the close and after every use that entered has exited (LifetimeGuard). */
     private void release(Runnable free) {
         BackendAccess.Hooks hooks = BackendAccess.hooks();
         Runnable freeing = hooks.tracked(device, LiveResources.Kind.FREEING_MEMORY);

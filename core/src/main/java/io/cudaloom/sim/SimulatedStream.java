@@ -12,7 +12,6 @@ import io.cudaloom.spi.StreamBackend;
 import io.cudaloom.spi.StreamState;
 import io.cudaloom.spi.StreamSubmission;
 import io.cudaloom.internal.KernelRuns;
-import io.cudaloom.internal.MemoryLifetime;
 import io.cudaloom.internal.WorkChecks;
 import java.lang.ref.WeakReference;
 import java.nio.ByteBuffer;
@@ -153,15 +152,13 @@ public final class SimulatedStream extends GpuStream {
      */
     private void submitUsing(String what, SimulatedMemory[] uses, Supplier<Command> make) {
         int entered = 0;
-        int[] tokens = uses.length == 0 ? NO_TOKENS : new int[uses.length];
         boolean handedOver = false;
         try {
             for (SimulatedMemory m : uses) {
-                int token = m.lifetime.enter();
-                if (token == MemoryLifetime.CLOSED) {
+                if (!m.lifetime.enter()) {
                     throw m.closedError();
                 }
-                tokens[entered++] = token;
+                entered++;
             }
             checkUsable();
             Command c = make.get();
@@ -171,7 +168,7 @@ public final class SimulatedStream extends GpuStream {
                     m.checkNotFreed(what, stream);
                 }
                 c.run();
-            }, uses, tokens);
+            }, uses);
             handedOver = true; // the entry exits the lifetimes now, whatever happens
             if (!submission.submit(op)) {
                 throw closed(); // raced the close and came after it (combining)
@@ -179,14 +176,13 @@ public final class SimulatedStream extends GpuStream {
         } finally {
             if (!handedOver) {
                 for (int i = 0; i < entered; i++) {
-                    uses[i].lifetime.exit(tokens[i]);
+                    uses[i].lifetime.exit();
                 }
             }
         }
     }
 
     private static final SimulatedMemory[] NO_MEMORY = new SimulatedMemory[0];
-    private static final int[] NO_TOKENS = new int[0];
 
     /**
      * A work entry: the command, handed to the stream's queue by the caller (direct, {@link #call()})
@@ -196,16 +192,13 @@ public final class SimulatedStream extends GpuStream {
         private final SimulatedStream stream;
         private final Command command;
         private final SimulatedMemory[] uses;
-        /** The tokens of {@link #uses}' lifetimes, in order. */
-        private final int[] tokens;
         private boolean queued;
 
-        SimOp(SimulatedStream stream, Command command, SimulatedMemory[] uses, int[] tokens) {
+        SimOp(SimulatedStream stream, Command command, SimulatedMemory[] uses) {
             super(true);
             this.stream = stream;
             this.command = command;
             this.uses = uses;
-            this.tokens = tokens;
         }
 
         @Override
@@ -227,11 +220,11 @@ public final class SimulatedStream extends GpuStream {
 
         @Override
         public void finish(boolean submitted) {
-            for (int i = 0; i < uses.length; i++) {
+            for (SimulatedMemory m : uses) {
                 if (submitted && queued) {
-                    uses[i].lifetime.usedOn(stream);
+                    m.lifetime.usedOn(stream);
                 }
-                uses[i].lifetime.exit(tokens[i]);
+                m.lifetime.exit();
             }
         }
     }
@@ -328,7 +321,7 @@ public final class SimulatedStream extends GpuStream {
 
     private void submit(Command c) {
         checkUsable();
-        if (!submission.submit(new SimOp(this, c, NO_MEMORY, NO_TOKENS))) {
+        if (!submission.submit(new SimOp(this, c, NO_MEMORY))) {
             throw closed(); // raced the close and came after it (combining)
         }
     }

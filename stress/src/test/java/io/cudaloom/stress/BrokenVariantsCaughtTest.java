@@ -39,7 +39,6 @@ class BrokenVariantsCaughtTest {
             "io.cudaloom.stress.jcstress.BrokenGroupCommitTest",
             "io.cudaloom.reactor.BrokenAdmissionProofTest",
             "io.cudaloom.stress.jcstress.BrokenLifetimeGuardTest",
-            "io.cudaloom.stress.jcstress.BrokenSharedLifetimeGuardTest",
             "io.cudaloom.reactor.BrokenParkGateScannerTest",
             "io.cudaloom.reactor.BrokenBlockingWaitTimeoutTest",
             "io.cudaloom.stress.jcstress.BrokenWakeBoardPlanTest",
