@@ -38,7 +38,7 @@ want handoff && step handoff handoff.md 40 $J io.cudaloom.bench.VirtualThreadHan
 # driver, scheduler, Jetty) and jfr's hot methods beside each recording
 for s in floor await; do
   want "servlet-jfr-$s" && step "servlet-jfr-$s" "servlet-jfr-$s.md" 90 $J $P \
-    -XX:StartFlightRecording=filename="$OUT/servlet-$s.jfr",settings=profile -Dservlet.servers="$s" \
+    -XX:StartFlightRecording=filename="$OUT/servlet-$s.jfr",settings=profile,+io.cudaloom.SlowAwait#enabled=false -Dservlet.servers="$s" \
     io.cudaloom.bench.GpuBench servlet concurrency="${SERVLET_LEVELS:-10000}" seconds="${SERVLET_SECONDS:-5}" ${SERVLET_DEVICE:+device=$SERVLET_DEVICE}
   if [ -f "$OUT/servlet-$s.jfr" ]; then
     $J io.cudaloom.bench.ProfileBreakdown "$OUT/servlet-$s.jfr" top=20 > "$OUT/servlet-jfr-$s-owners.md" 2>&1
