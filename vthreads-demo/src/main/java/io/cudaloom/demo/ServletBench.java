@@ -17,6 +17,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.function.Function;
+import java.util.function.IntConsumer;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -118,15 +119,21 @@ public final class ServletBench {
     /**
      * One server configuration; {@code batched}: a {@link BatchedWorkload} ({@code waitBy} unused);
      * {@code blockingSync}: a {@link BlockingSyncWorkload} on a {@code CU_CTX_SCHED_BLOCKING_SYNC}
-     * context of its own (a CUDA device only; see {@link ServletBench}).
+     * context of its own (a CUDA device only; see {@link ServletBench}); {@code held}: the floor's
+     * workload with each request held ({@link HeldFloorWorkload}).
      */
-    record Variant(DemoServer.RequestThreads threads, DemoWorkload.WaitBy waitBy, boolean batched, boolean blockingSync) {
+    record Variant(DemoServer.RequestThreads threads, DemoWorkload.WaitBy waitBy, boolean batched, boolean blockingSync,
+            boolean held) {
         Variant(DemoServer.RequestThreads threads, DemoWorkload.WaitBy waitBy) {
-            this(threads, waitBy, false, false);
+            this(threads, waitBy, false, false, false);
         }
 
         Variant(DemoServer.RequestThreads threads, DemoWorkload.WaitBy waitBy, boolean batched) {
-            this(threads, waitBy, batched, false);
+            this(threads, waitBy, batched, false, false);
+        }
+
+        Variant(DemoServer.RequestThreads threads, DemoWorkload.WaitBy waitBy, boolean batched, boolean blockingSync) {
+            this(threads, waitBy, batched, blockingSync, false);
         }
 
         /** The streams of each of the batched server's batchers: the settings' streams over 4, at least 1 (as the demo's --batch). */
@@ -146,6 +153,9 @@ public final class ServletBench {
         }
 
         String label(boolean simulated) {
+            if (held) {
+                return "Jetty VirtualThreadPool, no device work, each request held (the HTTP floor at the `await()` server's rate)";
+            }
             if (batched) {
                 return "Jetty VirtualThreadPool, batched (`GpuBatcher.call`, up to " + BATCH_MAX + " vectors per launch)";
             }
@@ -194,18 +204,32 @@ public final class ServletBench {
     static final List<Variant> VARIANTS = List.of(FLOOR, AWAIT, BATCHED, SPINNING_POOL, BLOCKING_POOL);
 
     /**
+     * The floor held: virtual threads, no device work, each request held for the {@code await()}
+     * server's p50 over the floor's at its level ({@link #holdFor}; {@link HeldFloorWorkload}), so
+     * that HTTP answers at about the {@code await()} server's rate. Runs only when named
+     * ({@code -Dservlet.servers=floor,await,held}), after the others.
+     */
+    static final Variant HELD_FLOOR = new Variant(DemoServer.RequestThreads.VIRTUAL, DemoWorkload.WaitBy.HOST_ONLY, false,
+            false, true);
+
+    /** The knob for the held floor's hold when the run has no await() and floor p50 to take it from: milliseconds. */
+    static final String HOLD_PROPERTY = "servlet.holdMillis";
+    /** The hold without the knob or the two p50s: the await() server's p50 over the floor's on an H100 at 10,000 (s16-run27). */
+    static final Duration DEFAULT_HOLD = Duration.ofMillis(33);
+
+    /**
      * The benchmark's knob for which servers run ({@link #servers}), e.g. {@code -Dservlet.servers=floor,await}
      * for a profile of the {@code await()} server beside its HTTP floor alone. Default: all five.
      */
     static final String SERVERS_PROPERTY = "servlet.servers";
 
-    /** The names {@link #SERVERS_PROPERTY} takes, in the order of {@link #VARIANTS}. */
-    static final List<String> SERVER_NAMES = List.of("floor", "await", "batched", "spinning", "blocking");
+    /** The names {@link #SERVERS_PROPERTY} takes, in the order of {@link #VARIANTS} and then {@link #HELD_FLOOR}. */
+    static final List<String> SERVER_NAMES = List.of("floor", "await", "batched", "spinning", "blocking", "held");
 
     /**
      * The servers {@code spec} names (comma-separated names of {@link #SERVER_NAMES}, in any order;
-     * null or blank: all), in the order of {@link #VARIANTS}. An unknown name is refused with the
-     * names it takes.
+     * null or blank: the five of {@link #VARIANTS}), in the order of {@link #SERVER_NAMES}. An
+     * unknown name is refused with the names it takes.
      */
     static List<Variant> servers(@Nullable String spec) {
         if (spec == null || spec.isBlank()) {
@@ -219,13 +243,43 @@ public final class ServletBench {
             }
             wanted.add(n);
         }
+        List<Variant> all = new ArrayList<>(VARIANTS);
+        all.add(HELD_FLOOR);
         List<Variant> chosen = new ArrayList<>();
-        for (int i = 0; i < VARIANTS.size(); i++) {
+        for (int i = 0; i < all.size(); i++) {
             if (wanted.contains(SERVER_NAMES.get(i))) {
-                chosen.add(VARIANTS.get(i));
+                chosen.add(all.get(i));
             }
         }
         return chosen;
+    }
+
+    /**
+     * The held floor's hold at level {@code level}: {@link #HOLD_PROPERTY} if set; else the
+     * {@code await()} server's p50 over the floor's at that level, where both ran in this run
+     * (never below 0); else {@link #DEFAULT_HOLD}.
+     */
+    static Duration holdFor(Map<Variant, List<LoadGeneratorProcess.Outcome>> results, int level) {
+        String knob = System.getProperty(HOLD_PROPERTY);
+        if (knob != null) {
+            long millis;
+            try {
+                millis = Long.parseLong(knob.strip());
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException(HOLD_PROPERTY + " must be a whole number of milliseconds, was '" + knob
+                        + "'");
+            }
+            if (millis < 0) {
+                throw new IllegalArgumentException(HOLD_PROPERTY + " must be >= 0, was " + millis);
+            }
+            return Duration.ofMillis(millis);
+        }
+        LoadGenerator.Level await = level(outcome(results, AWAIT, level));
+        LoadGenerator.Level floor = level(outcome(results, FLOOR, level));
+        if (await == null || floor == null) {
+            return DEFAULT_HOLD;
+        }
+        return Duration.ofNanos(Math.max(0L, await.p50() - floor.p50()));
     }
 
     /** Why the blocking-sync pool does not run on the simulated device (its rows' note). */
@@ -299,11 +353,19 @@ public final class ServletBench {
                 continue;
             }
             try (GpuDevice device = open.apply(config);
-                 DemoWorkload workload = v.workload(device, s);
+                 DemoWorkload workload = v.held() ? new HeldFloorWorkload(v.workload(device, s), holdFor(results, 0))
+                         : v.workload(device, s);
                  DemoServer server = DemoServer.start(workload, 0, v.threads())) {
                 String label = v.label(device.isSimulated());
                 ReactorStats before = device.reactor().stats();
-                allOk &= levels(label, server.port(), s, out, err, notes, outcomes);
+                IntConsumer beforeLevel = i -> {
+                    if (workload instanceof HeldFloorWorkload held) {
+                        held.hold(holdFor(results, i));
+                        notes.add(String.format(Locale.ROOT, "%s, %,d concurrent: each request held %.2f ms", label,
+                                s.concurrency().get(i), held.hold().toNanos() / 1e6));
+                    }
+                };
+                allOk &= levels(label, server.port(), s, out, err, notes, outcomes, beforeLevel);
                 ReactorStats after = DemoRun.awaitQuiescence(workload);
                 String batches = workload instanceof BatchedWorkload b
                         ? String.format(Locale.ROOT, "; %,d batches over the levels (warm-ups included)", b.batches()) : "";
@@ -323,6 +385,12 @@ public final class ServletBench {
         out.println();
         for (String line : ratioTable(s.concurrency(), results)) {
             out.println(line);
+        }
+        if (results.containsKey(AWAIT) && results.containsKey(FLOOR)) {
+            out.println();
+            for (String line : gpuPathTable(s.concurrency(), results)) {
+                out.println(line);
+            }
         }
         out.println();
         for (String n : notes) {
@@ -345,8 +413,17 @@ public final class ServletBench {
      */
     private static boolean levels(String label, int port, Settings s, PrintStream out, PrintStream err,
             List<String> notes, List<LoadGeneratorProcess.Outcome> outcomes) throws InterruptedException {
+        return levels(label, port, s, out, err, notes, outcomes, i -> { });
+    }
+
+    /** {@link #levels(String, int, Settings, PrintStream, PrintStream, List, List)}, {@code beforeLevel} run with each level's index first. */
+    private static boolean levels(String label, int port, Settings s, PrintStream out, PrintStream err,
+            List<String> notes, List<LoadGeneratorProcess.Outcome> outcomes, IntConsumer beforeLevel)
+            throws InterruptedException {
         boolean allOk = true;
-        for (int c : s.concurrency()) {
+        for (int i = 0; i < s.concurrency().size(); i++) {
+            int c = s.concurrency().get(i);
+            beforeLevel.accept(i);
             LoadGeneratorProcess.Request request = new LoadGeneratorProcess.Request(port, c, s.requestsPerLevel(),
                     s.timeLimit(), s.warmUpRequests(), s.warmUpTime(), LoadGenerator.Protocol.AUTO);
             err.printf(Locale.ROOT, "servlet: %s: %,d concurrent (a new load generator JVM: warm-up of %,d"
@@ -467,6 +544,34 @@ public final class ServletBench {
                         ratio(perCpuSecond(o), perCpuSecond(spinning), "%,.0f"),
                         ratio(perCpuSecond(o), perCpuSecond(blocking), "%,.0f")));
             }
+        }
+        return lines;
+    }
+
+    /**
+     * The {@code await()} server's GPU path at each level (issue #37: its server CPU per request
+     * minus the HTTP floor's), and, where the held floor ran, the same over the held floor (HTTP and
+     * one park and unpark per request at about the {@code await()} server's rate): what the driver
+     * calls and the library cost a request above what HTTP costs at that rate. Figures missing: "n/a".
+     */
+    static List<String> gpuPathTable(List<Integer> concurrency, Map<Variant, List<LoadGeneratorProcess.Outcome>> results) {
+        List<String> lines = new ArrayList<>();
+        lines.add("### The `await()` server's GPU path: its server CPU per request over the HTTP floor's, and over the held floor's");
+        lines.add("");
+        lines.add("| concurrency | server CPU us per request: `await()` / floor / held floor | requests/s: `await()` / floor / held floor"
+                + " | GPU path over the floor (us) | over the held floor (us) |");
+        lines.add("|---|---|---|---|---|");
+        for (int i = 0; i < concurrency.size(); i++) {
+            LoadGeneratorProcess.Outcome await = outcome(results, AWAIT, i);
+            LoadGeneratorProcess.Outcome floor = outcome(results, FLOOR, i);
+            LoadGeneratorProcess.Outcome held = outcome(results, HELD_FLOOR, i);
+            double a = cpuMicrosPerRequest(await);
+            double f = cpuMicrosPerRequest(floor);
+            double h = cpuMicrosPerRequest(held);
+            lines.add(String.format(Locale.ROOT, "| %,d | %s / %s / %s | %s / %s / %s | %s | %s |", concurrency.get(i),
+                    figure(a, "%.1f"), figure(f, "%.1f"), figure(h, "%.1f"), figure(requestsPerSecond(await), "%,.0f"),
+                    figure(requestsPerSecond(floor), "%,.0f"), figure(requestsPerSecond(held), "%,.0f"),
+                    figure(a - f, "%.1f"), figure(a - h, "%.1f")));
         }
         return lines;
     }

@@ -119,9 +119,70 @@ class ServletBenchTest {
         assertEquals(List.of(ServletBench.FLOOR, ServletBench.AWAIT), ServletBench.servers("await, floor"),
                 "in the table's order, whatever the order named");
         assertEquals(List.of(ServletBench.BLOCKING_POOL), ServletBench.servers("blocking"));
+        assertEquals(List.of(ServletBench.FLOOR, ServletBench.AWAIT, ServletBench.HELD_FLOOR),
+                ServletBench.servers("held,await,floor"), "the held floor last: it takes its hold from the two before");
         IllegalArgumentException bad = assertThrows(IllegalArgumentException.class, () -> ServletBench.servers("floor,pool"));
-        assertEquals("servlet.servers takes names of [floor, await, batched, spinning, blocking], was 'pool'",
+        assertEquals("servlet.servers takes names of [floor, await, batched, spinning, blocking, held], was 'pool'",
                 bad.getMessage());
+    }
+
+    /**
+     * The held floor: its hold is the await() server's p50 over the floor's at each level of the
+     * run, each request is held that long (the level's p50 is at least the hold), and the GPU path
+     * table sets the await() server's CPU per request over both floors'.
+     */
+    @Test
+    void theHeldFloorHoldsEachRequestForTheAwaitServersP50OverTheFloorsAndTheGpuPathTableSetsBoth() throws Exception {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8);
+        ServletBench.Settings s = new ServletBench.Settings(List.of(40), Duration.ofSeconds(5), 150, 50,
+                Duration.ofSeconds(5), 4);
+        boolean ok;
+        System.setProperty(ServletBench.SERVERS_PROPERTY, "floor,await,held");
+        try {
+            ok = ServletBench.run(SimulatedDevice::create, s, out, new PrintStream(PrintStream.nullOutputStream()));
+        } finally {
+            System.clearProperty(ServletBench.SERVERS_PROPERTY);
+        }
+        String text = bytes.toString(StandardCharsets.UTF_8);
+        assertTrue(ok, text);
+        List<String> rows = text.lines().filter(l -> l.startsWith("| Jetty")).toList();
+        assertEquals(3, rows.size(), text);
+        String held = rows.get(2);
+        assertTrue(held.startsWith("| Jetty VirtualThreadPool, no device work, each request held (the HTTP floor at the"
+                + " `await()` server's rate) | 40 |"), held);
+        double awaitP50 = Double.parseDouble(rows.get(1).split("\\|")[7].strip());
+        double floorP50 = Double.parseDouble(rows.get(0).split("\\|")[7].strip());
+        double heldP50 = Double.parseDouble(held.split("\\|")[7].strip());
+        String note = text.lines().filter(l -> l.contains(", 40 concurrent: each request held ")).findFirst()
+                .orElseThrow(() -> new AssertionError("no hold note:\n" + text));
+        double hold = Double.parseDouble(note.replaceAll(".*each request held ([0-9.]+) ms.*", "$1"));
+        assertEquals(Math.max(0, awaitP50 - floorP50), hold, 0.02, "the hold is the await() p50 over the floor's: " + note);
+        assertTrue(heldP50 >= hold, "each request was held: p50 " + heldP50 + " ms, hold " + hold + " ms");
+        assertTrue(text.contains("### The `await()` server's GPU path"), text);
+        String path = text.lines().filter(l -> l.startsWith("| 40 | ") && l.split("\\|").length == 6).findFirst()
+                .orElseThrow(() -> new AssertionError("no GPU path row:\n" + text));
+        String[] cells = path.split("\\|");
+        assertTrue(cells[2].strip().matches("[0-9.]+ / [0-9.]+ / [0-9.]+"), path);
+        assertTrue(cells[4].strip().matches("-?[0-9.]+") && cells[5].strip().matches("-?[0-9.]+"), path);
+    }
+
+    @Test
+    void theHoldKnobIsWholeMillisecondsAndWithoutItOrTheTwoP50sTheDefault() {
+        assertEquals(ServletBench.DEFAULT_HOLD, ServletBench.holdFor(java.util.Map.of(), 0));
+        try {
+            System.setProperty(ServletBench.HOLD_PROPERTY, "12");
+            assertEquals(Duration.ofMillis(12), ServletBench.holdFor(java.util.Map.of(), 0));
+            System.setProperty(ServletBench.HOLD_PROPERTY, "1.5");
+            IllegalArgumentException bad = assertThrows(IllegalArgumentException.class,
+                    () -> ServletBench.holdFor(java.util.Map.of(), 0));
+            assertEquals("servlet.holdMillis must be a whole number of milliseconds, was '1.5'", bad.getMessage());
+            System.setProperty(ServletBench.HOLD_PROPERTY, "-1");
+            bad = assertThrows(IllegalArgumentException.class, () -> ServletBench.holdFor(java.util.Map.of(), 0));
+            assertEquals("servlet.holdMillis must be >= 0, was -1", bad.getMessage());
+        } finally {
+            System.clearProperty(ServletBench.HOLD_PROPERTY);
+        }
     }
 
     @Test
