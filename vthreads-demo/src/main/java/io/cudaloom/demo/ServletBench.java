@@ -17,7 +17,6 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.function.Function;
-import java.util.function.IntConsumer;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -358,14 +357,11 @@ public final class ServletBench {
                  DemoServer server = DemoServer.start(workload, 0, v.threads())) {
                 String label = v.label(device.isSimulated());
                 ReactorStats before = device.reactor().stats();
-                IntConsumer beforeLevel = i -> {
-                    if (workload instanceof HeldFloorWorkload held) {
-                        held.hold(holdFor(results, i));
-                        notes.add(String.format(Locale.ROOT, "%s, %,d concurrent: each request held %.2f ms", label,
-                                s.concurrency().get(i), held.hold().toNanos() / 1e6));
-                    }
-                };
-                allOk &= levels(label, server.port(), s, out, err, notes, outcomes, beforeLevel);
+                if (workload instanceof HeldFloorWorkload held) {
+                    allOk &= heldLevels(label, held, results, server.port(), s, out, err, notes, outcomes);
+                } else {
+                    allOk &= levels(label, server.port(), s, out, err, notes, outcomes);
+                }
                 ReactorStats after = DemoRun.awaitQuiescence(workload);
                 String batches = workload instanceof BatchedWorkload b
                         ? String.format(Locale.ROOT, "; %,d batches over the levels (warm-ups included)", b.batches()) : "";
@@ -413,42 +409,82 @@ public final class ServletBench {
      */
     private static boolean levels(String label, int port, Settings s, PrintStream out, PrintStream err,
             List<String> notes, List<LoadGeneratorProcess.Outcome> outcomes) throws InterruptedException {
-        return levels(label, port, s, out, err, notes, outcomes, i -> { });
+        boolean allOk = true;
+        for (int i = 0; i < s.concurrency().size(); i++) {
+            allOk &= level(label, port, s, i, out, err, notes, outcomes);
+        }
+        return allOk;
     }
 
-    /** {@link #levels(String, int, Settings, PrintStream, PrintStream, List, List)}, {@code beforeLevel} run with each level's index first. */
-    private static boolean levels(String label, int port, Settings s, PrintStream out, PrintStream err,
-            List<String> notes, List<LoadGeneratorProcess.Outcome> outcomes, IntConsumer beforeLevel)
-            throws InterruptedException {
+    /**
+     * The held floor's levels. Each level runs first with the hold {@link #holdFor} gives (its row
+     * labelled "first hold", not counted); then, unless {@link #HOLD_PROPERTY} fixed the hold, once
+     * more with the hold adjusted so that the requests take as long as the {@code await()}
+     * server's on average (Little's law: a request of a closed loop of {@code c} connections takes
+     * {@code c / rate}): the first hold plus the {@code await()} server's {@code c / rate} minus the
+     * first pass's, never below 0. That second pass is the level's row and outcome.
+     */
+    private static boolean heldLevels(String label, HeldFloorWorkload held, Map<Variant, List<LoadGeneratorProcess.Outcome>> results,
+            int port, Settings s, PrintStream out, PrintStream err, List<String> notes,
+            List<LoadGeneratorProcess.Outcome> outcomes) throws InterruptedException {
         boolean allOk = true;
         for (int i = 0; i < s.concurrency().size(); i++) {
             int c = s.concurrency().get(i);
-            beforeLevel.accept(i);
-            LoadGeneratorProcess.Request request = new LoadGeneratorProcess.Request(port, c, s.requestsPerLevel(),
-                    s.timeLimit(), s.warmUpRequests(), s.warmUpTime(), LoadGenerator.Protocol.AUTO);
-            err.printf(Locale.ROOT, "servlet: %s: %,d concurrent (a new load generator JVM: warm-up of %,d"
-                    + " requests or %d s, then the level; killed after %d s)%n", label, c, s.warmUpRequests(),
-                    s.warmUpTime().toSeconds(), request.childLimit().toSeconds());
-            LoadGeneratorProcess.Outcome o = LoadGeneratorProcess.run(request, err);
-            outcomes.add(o);
-            out.println(markdown(label, c, o));
-            out.flush();
+            Duration first = holdFor(results, i);
+            held.hold(first);
             String at = String.format(Locale.ROOT, "%s, %,d concurrent", label, c);
-            if (o.error() != null) {
-                notes.add(at + ": load generator failed: " + o.error());
+            if (System.getProperty(HOLD_PROPERTY) != null) {
+                notes.add(String.format(Locale.ROOT, "%s: each request held %.2f ms (%s)", at, first.toNanos() / 1e6,
+                        HOLD_PROPERTY));
+                allOk &= level(label, port, s, i, out, err, notes, outcomes);
+                continue;
             }
-            if (o.warmUpOk() == 0 && o.error() == null) {
-                notes.add(at + ": the warm-up got no correct answer: " + o.warmUpError());
+            List<LoadGeneratorProcess.Outcome> firstPass = new ArrayList<>();
+            allOk &= level(label + " (first hold)", port, s, i, out, err, notes, firstPass);
+            double awaitRate = requestsPerSecond(outcome(results, AWAIT, i));
+            double firstRate = requestsPerSecond(firstPass.get(0));
+            Duration adjusted = first;
+            if (!Double.isNaN(awaitRate) && !Double.isNaN(firstRate) && awaitRate > 0 && firstRate > 0) {
+                long nanos = first.toNanos() + Math.round((c / awaitRate - c / firstRate) * 1e9);
+                adjusted = Duration.ofNanos(Math.max(0L, nanos));
             }
-            if (o.level() != null && o.level().firstError() != null) {
-                notes.add(at + ": first error: " + o.level().firstError());
-            }
-            if (o.level() != null && o.level().timedOut()) {
-                notes.add(at + ": the time limit ended the level before its request bound");
-            }
-            allOk &= o.completed() && o.level().failed() == 0 && o.level().ok() > 0;
+            held.hold(adjusted);
+            notes.add(String.format(Locale.ROOT, "%s: each request held %.2f ms (the first hold %.2f ms, the `await()`"
+                    + " server's p50 over the floor's; then adjusted by the `await()` server's time per request,"
+                    + " concurrency / requests/s, %.2f ms, over the first pass's, %.2f ms)", at, adjusted.toNanos() / 1e6,
+                    first.toNanos() / 1e6, c / awaitRate * 1e3, c / firstRate * 1e3));
+            allOk &= level(label, port, s, i, out, err, notes, outcomes);
         }
         return allOk;
+    }
+
+    /** One level (index {@code i} of {@code s}) against the server on {@code port}; see {@link #levels}. */
+    private static boolean level(String label, int port, Settings s, int i, PrintStream out, PrintStream err,
+            List<String> notes, List<LoadGeneratorProcess.Outcome> outcomes) throws InterruptedException {
+        int c = s.concurrency().get(i);
+        LoadGeneratorProcess.Request request = new LoadGeneratorProcess.Request(port, c, s.requestsPerLevel(),
+                s.timeLimit(), s.warmUpRequests(), s.warmUpTime(), LoadGenerator.Protocol.AUTO);
+        err.printf(Locale.ROOT, "servlet: %s: %,d concurrent (a new load generator JVM: warm-up of %,d"
+                + " requests or %d s, then the level; killed after %d s)%n", label, c, s.warmUpRequests(),
+                s.warmUpTime().toSeconds(), request.childLimit().toSeconds());
+        LoadGeneratorProcess.Outcome o = LoadGeneratorProcess.run(request, err);
+        outcomes.add(o);
+        out.println(markdown(label, c, o));
+        out.flush();
+        String at = String.format(Locale.ROOT, "%s, %,d concurrent", label, c);
+        if (o.error() != null) {
+            notes.add(at + ": load generator failed: " + o.error());
+        }
+        if (o.warmUpOk() == 0 && o.error() == null) {
+            notes.add(at + ": the warm-up got no correct answer: " + o.warmUpError());
+        }
+        if (o.level() != null && o.level().firstError() != null) {
+            notes.add(at + ": first error: " + o.level().firstError());
+        }
+        if (o.level() != null && o.level().timedOut()) {
+            notes.add(at + ": the time limit ended the level before its request bound");
+        }
+        return o.completed() && o.level().failed() == 0 && o.level().ok() > 0;
     }
 
     /**
