@@ -15,6 +15,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import jcuda.driver.CUresult;
 import jcuda.driver.JCudaDriver;
@@ -27,7 +28,7 @@ import jcuda.driver.JCudaDriver;
  * (rounds A and B) to show the noise. A second table puts {@code await()} (reactor defaults) and
  * {@code cuStreamSynchronize} side by side per kernel and round, with their CPU per wait.
  *
- * <p>Usage: {@code WaitLatencyBench [iterations=3000] [warmup=2000] [csv=FILE] [methods=all|KEY,...]
+ * <p>Usage: {@code WaitLatencyBench [iterations=3000] [warmup=2000|auto] [csv=FILE] [methods=all|KEY,...]
  * [kernelsUs=0,20,200]} (needs a CUDA device), by position or as {@code name=value}; method keys:
  * {@code await, await-spin20, await-nospin, await-scannerspin, await-scannerpark, sync, query-spin,
  * host-callback}; e.g. {@code methods=await,sync} for the side-by-side comparison alone. The CSV
@@ -68,6 +69,19 @@ public final class WaitLatencyBench {
 
     static final List<String> ROUNDS = List.of("A", "B");
 
+    /**
+     * {@code warmup=auto}: each row warms up until the JIT is quiet: at least {@value #AUTO_MIN}
+     * waits, then chunks of {@value #AUTO_CHUNK} until the JIT compilers spent at most 1 ms over a
+     * chunk, at most {@value #AUTO_MAX} waits in all (JMH's warm-up, made a stopping rule). A fixed
+     * warm-up of 2,000 waits leaves the first row of a JVM (round A of the first kernel) partly
+     * running before the await path is compiled: its JIT column shows compilation during the timed
+     * waits.
+     */
+    static final int AUTO_WARMUP = -1;
+    static final int AUTO_MIN = 2_000;
+    static final int AUTO_CHUNK = 1_000;
+    static final int AUTO_MAX = 100_000;
+
     /** The parsed arguments. */
     record Settings(int iterations, int warmup, String csv, List<Method> methods, List<Integer> kernelsUs) {
         static Settings parse(String[] args) {
@@ -92,7 +106,8 @@ public final class WaitLatencyBench {
                 }
             }
             return new Settings(BenchArgs.intValue("iterations", v.get("iterations"), 100, 10_000_000),
-                    BenchArgs.intValue("warmup", v.get("warmup"), 0, 10_000_000),
+                    v.get("warmup").equalsIgnoreCase("auto") ? AUTO_WARMUP
+                            : BenchArgs.intValue("warmup", v.get("warmup"), 0, 10_000_000),
                     v.get("csv").equals("-") ? null : v.get("csv"), List.copyOf(methods),
                     BenchArgs.intList("kernelsUs", v.get("kernelsUs"), 0, 100_000));
         }
@@ -103,7 +118,12 @@ public final class WaitLatencyBench {
      * compilers' time over the timed waits in milliseconds (-1 where the JVM does not report it): a
      * first round whose waits ran partly before the await path was compiled shows it here.
      */
-    record Measured(double p50, double p90, double p99, double cpuMicrosPerWait, long jitMillis) {}
+    record Measured(double p50, double p90, double p99, double cpuMicrosPerWait, long jitMillis, int autoWarmupWaits) {
+        /** A row with a fixed warm-up. */
+        Measured(double p50, double p90, double p99, double cpuMicrosPerWait, long jitMillis) {
+            this(p50, p90, p99, cpuMicrosPerWait, jitMillis, -1);
+        }
+    }
 
     /** The JIT compilers' total time, or -1 where the JVM does not monitor it. */
     private static long jitMillis() {
@@ -118,7 +138,8 @@ public final class WaitLatencyBench {
     static String row(long kernelNanos, Method m, String round, Measured r) {
         return String.format(Locale.ROOT, "| %s | %s | %s | %.1f | %.1f | %.1f | %.1f us%s |", kernelLabel(kernelNanos),
                 m.name(), round, r.p50(), r.p90(), r.p99(), r.cpuMicrosPerWait(),
-                r.jitMillis() >= 0 ? " (JIT " + r.jitMillis() + " ms)" : "");
+                r.jitMillis() >= 0 ? " (JIT " + r.jitMillis() + " ms" + (r.autoWarmupWaits() >= 0
+                        ? String.format(Locale.ROOT, ", warm-up %,d", r.autoWarmupWaits()) : "") + ")" : "");
     }
 
     static final String COMPARISON_HEADER = "| kernel | round | `await()` p50 / p99 | `cuStreamSynchronize` p50 / p99"
@@ -140,7 +161,7 @@ public final class WaitLatencyBench {
             s = Settings.parse(args);
         } catch (IllegalArgumentException e) {
             System.err.println("error: " + e.getMessage());
-            System.err.println("usage: WaitLatencyBench [iterations=3000] [warmup=2000] [csv=FILE] [methods=all|KEY,...]"
+            System.err.println("usage: WaitLatencyBench [iterations=3000] [warmup=2000|auto] [csv=FILE] [methods=all|KEY,...]"
                     + " [kernelsUs=0,20,200]");
             System.exit(2);
             return;
@@ -151,7 +172,9 @@ public final class WaitLatencyBench {
         if (csv != null) {
             csv.println("method,us");
         }
-        System.out.printf("# Wait latency, one waiter (%d iterations, %d warm-up; microseconds)%n%n", s.iterations(), s.warmup());
+        System.out.printf("# Wait latency, one waiter (%d iterations, %s warm-up; microseconds)%n%n", s.iterations(),
+                s.warmup() == AUTO_WARMUP ? String.format(Locale.ROOT, "an automatic (until the JIT is quiet, %,d to %,d waits)",
+                        AUTO_MIN, AUTO_MAX) : String.valueOf(s.warmup()));
         System.out.println("CPU per wait: process CPU time over a method's timed iterations / iterations (every thread"
                 + " of the JVM, the reactor's scanner included); JIT: the JIT compilers' time over those iterations.");
         System.out.println();
@@ -164,7 +187,7 @@ public final class WaitLatencyBench {
                 for (Method m : s.methods()) {
                     double[] r = run(m, kernelNanos, s.iterations(), s.warmup(),
                             csv != null && kernelNanos == 0 && round.equals("A") ? csv : null);
-                    Measured measured = new Measured(r[0], r[1], r[2], r[3], (long) r[4]);
+                    Measured measured = new Measured(r[0], r[1], r[2], r[3], (long) r[4], (int) r[5]);
                     results.put(kernelUs + "/" + round + "/" + m.key(), measured);
                     System.out.println(row(kernelNanos, m, round, measured));
                     System.out.flush();
@@ -188,10 +211,38 @@ public final class WaitLatencyBench {
         }
     }
 
-    /** Returns {p50, p90, p99, cpu-us-per-wait, jit-ms over the timed waits (-1: not monitored)}. */
+    /** One launch and its wait, {@code m}'s way. */
+    private static void waitOnce(Method m, DemoKernels k, CudaStream stream, CudaDevice device, long kernelNanos)
+            throws InterruptedException {
+        if (kernelNanos == 0) {
+            k.launchEmpty(stream);
+        } else {
+            k.launchSpin(stream, kernelNanos);
+        }
+        if (m.waitBy() == Wait.QUERY_SPIN) {
+            device.makeCurrent();
+            int r;
+            while ((r = JCudaDriver.cuStreamQuery(stream.handle())) == CUresult.CUDA_ERROR_NOT_READY) {
+                Thread.onSpinWait();
+            }
+            if (r != CUresult.CUDA_SUCCESS) {
+                throw new IllegalStateException("cuStreamQuery: " + CUresult.stringFor(r));
+            }
+        } else if (m.waitBy() == Wait.SYNCHRONIZE) {
+            stream.synchronize();
+        } else {
+            stream.await();
+        }
+    }
+
+    /**
+     * Returns {p50, p90, p99, cpu-us-per-wait, jit-ms over the timed waits (-1: not monitored),
+     * the waits of an automatic warm-up (-1: fixed)}.
+     */
     static double[] run(Method m, long kernelNanos, int iterations, int warmup, PrintWriter csv)
             throws Exception {
         AtomicReference<double[]> result = new AtomicReference<>();
+        AtomicInteger warmedUp = new AtomicInteger(-1);
         AtomicReference<Throwable> failure = new AtomicReference<>();
         try (CudaDevice device = CudaDevice.open(0, m.config()); DemoKernels k = DemoKernels.load(device)) {
             CudaStream stream = device.newStream();
@@ -203,32 +254,32 @@ public final class WaitLatencyBench {
                     long cpu0 = 0;
                     long jit0 = 0;
                     io.cudaloom.ReactorStats before = null;
-                    for (int i = -warmup; i < iterations; i++) {
+                    int warmups = warmup;
+                    if (warmup == AUTO_WARMUP) {
+                        warmups = 0;
+                        long jitBefore = jitMillis();
+                        while (warmups < AUTO_MAX) {
+                            for (int j = 0; j < AUTO_CHUNK; j++) {
+                                waitOnce(m, k, stream, device, kernelNanos);
+                            }
+                            warmups += AUTO_CHUNK;
+                            long jitNow = jitMillis();
+                            boolean quiet = jitBefore < 0 || jitNow - jitBefore <= 1;
+                            jitBefore = jitNow;
+                            if (warmups >= AUTO_MIN && quiet) {
+                                break;
+                            }
+                        }
+                    }
+                    warmedUp.set(warmups);
+                    for (int i = warmup == AUTO_WARMUP ? 0 : -warmup; i < iterations; i++) {
                         if (i == 0) {
                             cpu0 = os.getProcessCpuTime();
                             jit0 = jitMillis();
                             before = device.reactor().stats();
                         }
                         long t0 = System.nanoTime();
-                        if (kernelNanos == 0) {
-                            k.launchEmpty(stream);
-                        } else {
-                            k.launchSpin(stream, kernelNanos);
-                        }
-                        if (m.waitBy() == Wait.QUERY_SPIN) {
-                            device.makeCurrent();
-                            int r;
-                            while ((r = JCudaDriver.cuStreamQuery(stream.handle())) == CUresult.CUDA_ERROR_NOT_READY) {
-                                Thread.onSpinWait();
-                            }
-                            if (r != CUresult.CUDA_SUCCESS) {
-                                throw new IllegalStateException("cuStreamQuery: " + CUresult.stringFor(r));
-                            }
-                        } else if (m.waitBy() == Wait.SYNCHRONIZE) {
-                            stream.synchronize();
-                        } else {
-                            stream.await();
-                        }
+                        waitOnce(m, k, stream, device, kernelNanos);
                         if (i >= 0) {
                             long took = System.nanoTime() - t0;
                             latency.record(took);
@@ -259,7 +310,8 @@ public final class WaitLatencyBench {
                     }
                     result.set(new double[] {
                         latency.percentile(50) / 1e3, latency.percentile(90) / 1e3,
-                        latency.percentile(99) / 1e3, cpu / 1e3 / iterations, jit});
+                        latency.percentile(99) / 1e3, cpu / 1e3 / iterations, jit,
+                        warmup == AUTO_WARMUP ? warmedUp.get() : -1});
                 } catch (Throwable t) {
                     failure.set(t);
                 }

@@ -34,6 +34,9 @@ class WaitLatencyBenchTest {
         assertThrows(IllegalArgumentException.class, () -> Settings.parse(new String[] {"methods=await,bogus"}));
         assertThrows(IllegalArgumentException.class, () -> Settings.parse(new String[] {"methods=sync,sync"}));
         assertThrows(IllegalArgumentException.class, () -> Settings.parse(new String[] {"iterations=10"}));
+        assertEquals(2000, s.warmup(), "a fixed warm-up by default");
+        assertEquals(WaitLatencyBench.AUTO_WARMUP, Settings.parse(new String[] {"warmup=auto"}).warmup());
+        assertThrows(IllegalArgumentException.class, () -> Settings.parse(new String[] {"warmup=-3"}));
         assertEquals(WaitLatencyBench.METHODS.size(),
                 WaitLatencyBench.METHODS.stream().map(WaitLatencyBench.Method::key).distinct().count(), "unique keys");
     }
@@ -52,5 +55,8 @@ class WaitLatencyBenchTest {
         String withJit = WaitLatencyBench.row(0, WaitLatencyBench.METHODS.stream().filter(m -> m.key().equals("await")).findFirst().orElseThrow(), "A", await);
         assertTrue(withJit.endsWith("| 15.0 us (JIT 12 ms) |"), withJit);
         assertEquals(columns, withJit.split("\\|", -1).length, "the JIT's time shares the CPU column: " + withJit);
+        String auto = WaitLatencyBench.row(0, WaitLatencyBench.METHODS.stream().filter(m -> m.key().equals("await")).findFirst()
+                .orElseThrow(), "A", new Measured(10.2, 12.0, 24.3, 15.0, 0, 14_000));
+        assertTrue(auto.endsWith("| 15.0 us (JIT 0 ms, warm-up 14,000) |"), "an automatic warm-up's waits: " + auto);
     }
 }
