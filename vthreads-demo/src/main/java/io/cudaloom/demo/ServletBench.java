@@ -190,6 +190,30 @@ public final class ServletBench {
     /** The benchmark's knob for {@link ReactorConfig#relayWakeups()} (default true, the library's default). */
     static final String RELAY_PROPERTY = "servlet.relayWakeups";
 
+    /**
+     * The benchmark's knob for {@link ReactorConfig#flagWritesInFlight()} (default: the library's):
+     * how many shared flag writes each stream may have pending before new waiters gather behind
+     * the next. With one, under a deep queue a waiter that joins the open group just after the
+     * pending write was armed waits for that write and then for its own group's, behind everything
+     * queued meanwhile: up to two queue lengths, against one for a waiter that joins just before.
+     */
+    static final String WRITES_PROPERTY = "servlet.flagWritesInFlight";
+
+    /** {@link #WRITES_PROPERTY}: 1 to 64, else the library's default; anything else is refused. */
+    static int flagWritesInFlight() {
+        String value = System.getProperty(WRITES_PROPERTY);
+        if (value == null) {
+            return ReactorConfig.defaults().flagWritesInFlight();
+        }
+        try {
+            int writes = Integer.parseInt(value.strip());
+            ReactorConfig.builder().flagWritesInFlight(writes); // its own bounds, its own message
+            return writes;
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(WRITES_PROPERTY + " must be a whole number, was '" + value + "'");
+        }
+    }
+
     /** {@link #RELAY_PROPERTY}: true unless set to false; any other value is refused. */
     static boolean relayWakeups() {
         String value = System.getProperty(RELAY_PROPERTY, "true");
@@ -329,14 +353,17 @@ public final class ServletBench {
         // One slot per concurrent request at most, as the demo's --load does. -Dservlet.relayWakeups=false
         // (a benchmark knob, not the library's) measures the servers with ReactorConfig.relayWakeups off.
         boolean relay = relayWakeups();
+        int writes = flagWritesInFlight();
         ReactorConfig config = ReactorConfig.builder()
                 .capacity(Math.max(ReactorConfig.defaults().capacity(), DemoServer.MAX_CONCURRENT))
-                .relayWakeups(relay).build();
+                .relayWakeups(relay).flagWritesInFlight(writes).build();
         out.printf(Locale.ROOT, "## GpuBench servlet: GET /scale on 127.0.0.1, up to %,d requests or %d s per level;"
                 + " load from a separate JVM per level; open-file limit %,d; %d cores; Java %s%s%n%n",
                 s.requestsPerLevel(), s.timeLimit().toSeconds(), ProcessMetrics.maxFileDescriptors(),
                 Runtime.getRuntime().availableProcessors(), Runtime.version(),
                 (relay ? "" : "; relayed wake-ups off (" + RELAY_PROPERTY + "=false)")
+                        + (writes == ReactorConfig.defaults().flagWritesInFlight() ? ""
+                                : "; " + writes + " flag writes in flight per stream (" + WRITES_PROPERTY + ")")
                         + (LoadGenerator.platformWorkers() ? "; the load generator's workers are platform threads ("
                         + LoadGenerator.WORKER_THREADS_PROPERTY + "=platform)" : ""));
         out.println(tableHeader());

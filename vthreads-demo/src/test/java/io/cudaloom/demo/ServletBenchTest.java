@@ -113,6 +113,23 @@ class ServletBenchTest {
     }
 
     @Test
+    void theFlagWritesKnobIsTheLibrarysDefaultUnlessSetAndKeepsItsBounds() {
+        assertEquals(io.cudaloom.ReactorConfig.defaults().flagWritesInFlight(), ServletBench.flagWritesInFlight());
+        try {
+            System.setProperty(ServletBench.WRITES_PROPERTY, "4");
+            assertEquals(4, ServletBench.flagWritesInFlight());
+            System.setProperty(ServletBench.WRITES_PROPERTY, "four");
+            IllegalArgumentException bad = assertThrows(IllegalArgumentException.class, ServletBench::flagWritesInFlight);
+            assertEquals("servlet.flagWritesInFlight must be a whole number, was 'four'", bad.getMessage());
+            System.setProperty(ServletBench.WRITES_PROPERTY, "0");
+            bad = assertThrows(IllegalArgumentException.class, ServletBench::flagWritesInFlight);
+            assertEquals("flagWritesInFlight must be between 1 and 64, was 0", bad.getMessage());
+        } finally {
+            System.clearProperty(ServletBench.WRITES_PROPERTY);
+        }
+    }
+
+    @Test
     void theServersKnobChoosesServersInTheTablesOrderAndRefusesUnknownNames() {
         assertEquals(ServletBench.VARIANTS, ServletBench.servers(null), "all by default");
         assertEquals(ServletBench.VARIANTS, ServletBench.servers(" "), "all when blank");
