@@ -10,10 +10,11 @@ import java.util.Objects;
  * server {@code held}): no device work, as the floor ({@link DemoWorkload.WaitBy#HOST_ONLY}: the
  * vector scaled on the request's thread), then the request's thread sleeps for {@link #hold()}
  * ({@code Thread.sleep}: a virtual thread parks, and the JDK's timer unparks it). With 10,000
- * connections each waiting for its answer, a request held as long as the {@code await()} server's
- * (its p50 over the floor's) makes the HTTP server answer at about that server's rate, with as many
- * requests parked at once: the floor for what HTTP and one park and unpark per request cost at that
- * rate, which the plain floor (at its own, higher rate) is not.
+ * connections each waiting for its answer, a request held for long enough (the servlet benchmark
+ * calibrates the hold, {@code ServletBench.heldLevels}) makes the HTTP server answer at about the
+ * {@code await()} server's rate, with as many requests parked at once: the floor for what HTTP and
+ * one park and unpark per request cost at that rate, which the plain floor (at its own, higher
+ * rate) is not.
  */
 final class HeldFloorWorkload implements DemoWorkload {
     private final DemoWorkload floor;

@@ -227,10 +227,11 @@ public final class ServletBench {
     static final List<Variant> VARIANTS = List.of(FLOOR, AWAIT, BATCHED, SPINNING_POOL, BLOCKING_POOL);
 
     /**
-     * The floor held: virtual threads, no device work, each request held for the {@code await()}
-     * server's p50 over the floor's at its level ({@link #holdFor}; {@link HeldFloorWorkload}), so
-     * that HTTP answers at about the {@code await()} server's rate. Runs only when named
-     * ({@code -Dservlet.servers=floor,await,held}), after the others.
+     * The floor held: virtual threads, no device work, each request held ({@link HeldFloorWorkload})
+     * for as long as makes HTTP answer at about the {@code await()} server's rate: a first pass at
+     * the {@code await()} server's p50 over the floor's ({@link #holdFor}), then one adjusted by
+     * Little's law ({@link #heldLevels}). Runs only when named ({@code -Dservlet.servers=floor,await,held}),
+     * after the others.
      */
     static final Variant HELD_FLOOR = new Variant(DemoServer.RequestThreads.VIRTUAL, DemoWorkload.WaitBy.HOST_ONLY, false,
             false, true);
