@@ -309,6 +309,66 @@ class CombinedSubmissionTest {
         held.countDown();
     }
 
+    /**
+     * A tracker whose proof is already covered when it lands still drains. The drainer that finds
+     * no room places no tracker while one is in flight ({@code stalled}), relying on that tracker's
+     * landing to run the room check again. But the scanner retires the flags of one pass in slot
+     * order, not in stream order, so a later proof-bearing entry can raise the proof past a
+     * tracker's before the tracker is retired; its landing then raises nothing, and must drain
+     * all the same. When it returned early instead, a stream whose entries behind its room were
+     * work and the flag writes of callbacks (which carry no proof) hung for good: in CI,
+     * StreamOrderedFreeTest's stream held 3,854 entries queued behind 256 unproven ones on an idle
+     * device (its memory closes' callbacks waiting for work that was never submitted).
+     *
+     * <p>Made deterministic here: the stream held, the first pass fills the room and paces its
+     * trackers; the proof is then raised to what that pass submitted, as a later proof-bearing
+     * entry retired before those trackers would raise it (its drain submits the next room's worth:
+     * work and callbacks' flag writes, which reset the pacing, so it places no tracker, and stalls
+     * with the first pass's trackers still in flight). Released, those trackers land behind the
+     * raised proof: each must drain, or the rest of the queue waits forever.
+     */
+    @Test
+    void aTrackerLandingBehindAHigherProofStillDrainsSoAStalledStreamNeverHangs() throws Exception {
+        SimulatedDevice device = device(ReactorConfig.builder().admissionLimit(16));
+        SimulatedStream stream = device.newStream();
+        CountDownLatch held = gate(stream);
+        for (int i = 0; i < 15; i++) {
+            stream.launchKernel(Duration.ZERO); // the first pass: the room (16, the gate's included) filled, trackers paced
+        }
+        // Behind it: work, and every third entry the flag write of a registration that carries no proof
+        // (a memory close's wait for the work that used it, as in StreamOrderedFreeTest).
+        AtomicInteger registrationsDone = new AtomicInteger();
+        int registrations = 0;
+        for (int i = 0; i < 300; i++) {
+            stream.launchKernel(Duration.ZERO);
+            if (i % 3 == 2) {
+                GpuStream s = stream;
+                s.whenWorkDone(s.owner().required(), registrationsDone::incrementAndGet);
+                registrations++;
+            }
+        }
+        long[] first = probe(stream);
+        assertTrue(first[3] >= 1 && first[2] > 300, "premise: the first pass stalled with trackers in flight: "
+                + java.util.Arrays.toString(first));
+        // What a later proof-bearing entry (an await's shared flag write, an event's callback), retired
+        // by the scanner before the first pass's trackers, would do.
+        ((GpuStream) stream).owner().completedThrough(first[1]);
+        long[] second = probe(stream);
+        assertTrue(second[1] > first[1] && second[2] > 0 && second[3] == first[3],
+                "premise: the raise drained the next room's worth and stalled again, placing no tracker: "
+                        + java.util.Arrays.toString(first) + " then " + java.util.Arrays.toString(second));
+        held.countDown();
+        // Only the stream's own proofs may drain it: no query of the stream while waiting (workInFlight
+        // asks the stream, and an idle answer is a proof that drains).
+        await().atMost(Duration.ofSeconds(30)).until(() -> probe(stream)[2] == 0);
+        int expected = registrations;
+        await().atMost(LONG).until(() -> registrationsDone.get() == expected);
+        await().atMost(LONG).until(() -> stream.workInFlight() == 0);
+        assertEquals(315, stream.queuedWorkRun() - 1); // and the gate
+        assertEquals(0, stream.queuedWorkOutOfOrder());
+        assertNothingLeaked(device);
+    }
+
     private static long[] probe(SimulatedStream stream) {
         long[] p = ((GpuStream) stream).owner().probe();
         assertNotNull(p, "a combining stream");

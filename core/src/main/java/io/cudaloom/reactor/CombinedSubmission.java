@@ -496,11 +496,23 @@ public final class CombinedSubmission extends ReactorStream implements Submissio
         }
     }
 
-    /** The tracker landed (proof recorded) or failed: clear the mark, then drain (class comment). */
+    /**
+     * The tracker landed (proof recorded) or failed: clear the mark, then drain (class comment).
+     *
+     * <p>Always drains, through {@link #proven}, never {@link #completedThrough(long)}, whose
+     * shortcut returns when the proof already covers {@code proof}: a drainer that found no room
+     * while this tracker was in flight placed none of its own ({@link #stalled}) and left, relying
+     * on this landing to run its room check again. The proof can be past this tracker's by then,
+     * raised by a later proof-bearing entry that the scanner retired first (it retires the flags of
+     * a pass in slot order, not in stream order), whose drain ran before the stall. Returning
+     * there left a stream whose entries behind the room carry no proof of their own (work, a memory
+     * close's wait) stalled for good (CombinedSubmissionTest's tracker landing behind a higher
+     * proof). The mark is cleared first, so the drain's stall places the next tracker.
+     */
     private void trackerDone(long proof, boolean landed) {
         trackersInFlight.decrementAndGet();
         if (landed) {
-            completedThrough(proof); // raises the proof, then drains (the hand-over)
+            proven(proof); // raises the proof if higher, then drains if entries wait (the hand-over)
         } else {
             gateOpened();
         }

@@ -174,7 +174,9 @@ public abstract class ReactorStream implements StreamSubmission, DeviceFaults.St
      * their room ({@link #proven}). A proof already known returns here: whoever raised the proof
      * this far gave back that room and drained after its raise (each mode's ordering), and room
      * changes only with the proof, so this call would find nothing new. A woken waiter's return,
-     * the common case, stops here.
+     * the common case, stops here. Not a landing that a stalled drainer relied on to check its room
+     * again (combining's tracker): that calls {@link #proven} itself, since the drainer may have
+     * stalled after that raise's drain.
      */
     @Override
     public final void completedThrough(long count) {
