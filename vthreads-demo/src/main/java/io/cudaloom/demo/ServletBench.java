@@ -247,7 +247,10 @@ public final class ServletBench {
      */
     static final String SERVERS_PROPERTY = "servlet.servers";
 
-    /** The names {@link #SERVERS_PROPERTY} takes, in the order of {@link #VARIANTS} and then {@link #HELD_FLOOR}. */
+    /** Every server {@link #SERVERS_PROPERTY} can name: {@link #VARIANTS}, then {@link #HELD_FLOOR}. */
+    static final List<Variant> ALL_VARIANTS = List.of(FLOOR, AWAIT, BATCHED, SPINNING_POOL, BLOCKING_POOL, HELD_FLOOR);
+
+    /** The names {@link #SERVERS_PROPERTY} takes, one per server of {@link #ALL_VARIANTS}, in its order. */
     static final List<String> SERVER_NAMES = List.of("floor", "await", "batched", "spinning", "blocking", "held");
 
     /**
@@ -267,12 +270,10 @@ public final class ServletBench {
             }
             wanted.add(n);
         }
-        List<Variant> all = new ArrayList<>(VARIANTS);
-        all.add(HELD_FLOOR);
         List<Variant> chosen = new ArrayList<>();
-        for (int i = 0; i < all.size(); i++) {
+        for (int i = 0; i < ALL_VARIANTS.size(); i++) {
             if (wanted.contains(SERVER_NAMES.get(i))) {
-                chosen.add(all.get(i));
+                chosen.add(ALL_VARIANTS.get(i));
             }
         }
         return chosen;
@@ -380,7 +381,7 @@ public final class ServletBench {
                 continue;
             }
             try (GpuDevice device = open.apply(config);
-                 DemoWorkload workload = v.held() ? new HeldFloorWorkload(v.workload(device, s), holdFor(results, 0))
+                 DemoWorkload workload = v.held() ? new HeldFloorWorkload(v.workload(device, s), Duration.ZERO) // heldLevels sets each level's hold
                          : v.workload(device, s);
                  DemoServer server = DemoServer.start(workload, 0, v.threads())) {
                 String label = v.label(device.isSimulated());
