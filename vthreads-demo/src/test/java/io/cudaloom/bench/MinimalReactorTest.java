@@ -1,0 +1,52 @@
+package io.cudaloom.bench;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * {@code MinimalReactor} (the demo's floor end to end, compiled for Java 22 from
+ * {@code src/main/java22}, so reached here by reflection) on its in-process stand-in: its
+ * combining, room and scanner must serve every step of 10,000 virtual threads on one stream (every
+ * drain stops at the room, so only wake-ups move the queue on) and on eight, with every check
+ * passing. A lost drain or wake-up hangs a thread, which the timeout turns into a failure.
+ */
+class MinimalReactorTest {
+    @Test
+    @Timeout(120)
+    void everyStepOfTenThousandThreadsCompletesAndChecksOnTheStandIn() throws Exception {
+        Method run = standIn();
+        for (int streams : new int[] {1, 8}) {
+            String report = invoke(run, 10_000, 3, streams);
+            assertTrue(report.contains("completions              30,000 (0 mismatches)"), report);
+            assertTrue(report.contains(streams + " streams"), report);
+        }
+    }
+
+    private static Method standIn() {
+        try {
+            return Class.forName("io.cudaloom.bench.MinimalReactor").getMethod("runOnStandIn", int.class, int.class,
+                    int.class);
+        } catch (ReflectiveOperationException e) {
+            String reason = "skipped: io.cudaloom.bench.MinimalReactor is not compiled (it needs a JDK >= 22 to build): " + e;
+            System.out.println("MinimalReactorTest " + reason);
+            Assumptions.abort(reason);
+            throw new AssertionError(e);
+        }
+    }
+
+    private static String invoke(Method run, int threads, int iterations, int streams) throws Exception {
+        try {
+            return (String) run.invoke(null, threads, iterations, streams);
+        } catch (InvocationTargetException e) {
+            if (e.getCause() instanceof Exception cause) {
+                throw cause;
+            }
+            throw e;
+        }
+    }
+}
