@@ -482,7 +482,6 @@ public final class MinimalReactor {
                 JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG);
         private static final MethodHandle WRITE32 = handle("cuStreamWriteValue32_v2", JAVA_LONG, JAVA_LONG, JAVA_INT,
                 JAVA_INT);
-        private static final MethodHandle ERROR_NAME = handle("cuGetErrorName", JAVA_INT, ADDRESS);
         /** {@code CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP}. */
         private static final int MAPPED = 0x01 | 0x02;
         private static final int STREAM_NON_BLOCKING = 0x1;
@@ -636,21 +635,9 @@ public final class MinimalReactor {
             return LINKER.downcallHandle(symbol, FunctionDescriptor.of(JAVA_INT, args));
         }
 
-        /** Throws, naming the call and the driver's error name, unless {@code result} is CUDA_SUCCESS. */
+        /** Throws, naming the call and the driver's error name, unless {@code result} is CUDA_SUCCESS (BindingCost's check). */
         private static void check(int result, String what) {
-            if (result == 0) {
-                return;
-            }
-            String error = "CUresult " + result;
-            try (Arena a = Arena.ofConfined()) {
-                MemorySegment out = a.allocate(ADDRESS);
-                if ((int) ERROR_NAME.invokeExact(result, out) == 0) {
-                    error = out.get(ADDRESS, 0).reinterpret(128).getString(0);
-                }
-            } catch (Throwable t) {
-                // keep the number
-            }
-            throw new IllegalStateException(what + " failed: " + error);
+            BindingCost.Cuda.check(result, what);
         }
     }
 
