@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # gpu-carriers.sh: the per-op demo (one await() per step) beside MinimalReactor (the same steps waited for
 # the same way by the fewest parts, no project code) and the driver's floor for its step, in one call, by the
-# JDK scheduler's carriers and by streams; then the 200 us and 1 ms sweeps. What the demo's CPU per completion
+# JDK scheduler's carriers and by streams; the servlet's await() server beside its floors and the same
+# server on MinimalReactor; then the 200 us and 1 ms sweeps. What the demo's CPU per completion
 # owes to the library, to the virtual-thread scheduler (carriers) and to the number of streams (drainers in
 # the driver at once), each ratio within this one run.
 #   bash vthreads-demo/scripts/gpu-carriers.sh        (on the GPU machine, after gpu-bundle; OUT must be set)
@@ -29,11 +30,14 @@ for r in $(seq 1 "${ROUNDS:-2}"); do
       --baseline off --streams "$s"
   done
 done
+want servlet && step servlet servlet.md 150 $J -Dservlet.servers=floor,await,held,minimal io.cudaloom.bench.GpuBench \
+  servlet concurrency=10000 seconds=5
 want sweep-long && step sweep-long sweep-long.md 150 $J -Dsweep.rows=AWAIT,CEILING_8,POOL_BLOCKING \
   io.cudaloom.bench.GpuBench sweep kernelsUs=200,1000 awaitsPerThread=8 rounds=1
 {
   echo "-- floor"; grep -E "^### |^\| [0-9]" "$OUT/floor.md" 2>/dev/null
   for f in "$OUT"/demo-*.txt "$OUT"/minimal-*.txt; do echo "-- $(basename "$f")"; grep -E "^summary" "$f"; done
+  echo "-- servlet"; grep -E "^\| (Jetty|10,000)" "$OUT/servlet.md" 2>/dev/null | cut -c1-260
   echo "-- sweep-long"; grep -E "^\| (\`await|ceiling: 8|pool: 64 platform threads)" "$OUT/sweep-long.md" 2>/dev/null | cut -c1-220
 } > "$OUT/summary.txt"
 cat "$OUT/summary.txt"

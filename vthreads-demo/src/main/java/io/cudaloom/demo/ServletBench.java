@@ -119,20 +119,21 @@ public final class ServletBench {
      * One server configuration; {@code batched}: a {@link BatchedWorkload} ({@code waitBy} unused);
      * {@code blockingSync}: a {@link BlockingSyncWorkload} on a {@code CU_CTX_SCHED_BLOCKING_SYNC}
      * context of its own (a CUDA device only; see {@link ServletBench}); {@code held}: the floor's
-     * workload with each request held ({@link HeldFloorWorkload}).
+     * workload with each request held ({@link HeldFloorWorkload}); {@code minimal}: the step waited for
+     * by {@code MinimalReactor} instead of the library ({@link MinimalWorkload}).
      */
     record Variant(DemoServer.RequestThreads threads, DemoWorkload.WaitBy waitBy, boolean batched, boolean blockingSync,
-            boolean held) {
+            boolean held, boolean minimal) {
         Variant(DemoServer.RequestThreads threads, DemoWorkload.WaitBy waitBy) {
-            this(threads, waitBy, false, false, false);
+            this(threads, waitBy, false, false, false, false);
         }
 
         Variant(DemoServer.RequestThreads threads, DemoWorkload.WaitBy waitBy, boolean batched) {
-            this(threads, waitBy, batched, false, false);
+            this(threads, waitBy, batched, false, false, false);
         }
 
         Variant(DemoServer.RequestThreads threads, DemoWorkload.WaitBy waitBy, boolean batched, boolean blockingSync) {
-            this(threads, waitBy, batched, blockingSync, false);
+            this(threads, waitBy, batched, blockingSync, false, false);
         }
 
         /** The streams of each of the batched server's batchers: the settings' streams over 4, at least 1 (as the demo's --batch). */
@@ -152,6 +153,10 @@ public final class ServletBench {
         }
 
         String label(boolean simulated) {
+            if (minimal) {
+                return "Jetty VirtualThreadPool, the step waited for by MinimalReactor (no project code)"
+                        + (simulated ? ", on its in-process stand-in" : "");
+            }
             if (held) {
                 return "Jetty VirtualThreadPool, no device work, each request held (the HTTP floor at the `await()` server's rate)";
             }
@@ -234,7 +239,17 @@ public final class ServletBench {
      * after the others.
      */
     static final Variant HELD_FLOOR = new Variant(DemoServer.RequestThreads.VIRTUAL, DemoWorkload.WaitBy.HOST_ONLY, false,
-            false, true);
+            false, true, false);
+
+    /**
+     * The step waited for by {@code MinimalReactor} ({@link MinimalWorkload}): virtual threads, the
+     * same driver calls, the fewest parts that wait the way the library does, no project code. Its
+     * server CPU per request is the {@code await()} server's without the library's own code (the
+     * GPU-path table shows the difference). Runs only when named, after the others; on the simulated
+     * device, on MinimalReactor's stand-in (the figures mean nothing there).
+     */
+    static final Variant MINIMAL = new Variant(DemoServer.RequestThreads.VIRTUAL, DemoWorkload.WaitBy.AWAIT, false,
+            false, false, true);
 
     /** The knob for the held floor's hold when the run has no await() and floor p50 to take it from: milliseconds. */
     static final String HOLD_PROPERTY = "servlet.holdMillis";
@@ -247,11 +262,13 @@ public final class ServletBench {
      */
     static final String SERVERS_PROPERTY = "servlet.servers";
 
-    /** Every server {@link #SERVERS_PROPERTY} can name: {@link #VARIANTS}, then {@link #HELD_FLOOR}. */
-    static final List<Variant> ALL_VARIANTS = List.of(FLOOR, AWAIT, BATCHED, SPINNING_POOL, BLOCKING_POOL, HELD_FLOOR);
+    /** Every server {@link #SERVERS_PROPERTY} can name: {@link #VARIANTS}, then {@link #HELD_FLOOR} and {@link #MINIMAL}. */
+    static final List<Variant> ALL_VARIANTS = List.of(FLOOR, AWAIT, BATCHED, SPINNING_POOL, BLOCKING_POOL, HELD_FLOOR,
+            MINIMAL);
 
     /** The names {@link #SERVERS_PROPERTY} takes, one per server of {@link #ALL_VARIANTS}, in its order. */
-    static final List<String> SERVER_NAMES = List.of("floor", "await", "batched", "spinning", "blocking", "held");
+    static final List<String> SERVER_NAMES = List.of("floor", "await", "batched", "spinning", "blocking", "held",
+            "minimal");
 
     /**
      * The servers {@code spec} names (comma-separated names of {@link #SERVER_NAMES}, in any order;
@@ -378,6 +395,10 @@ public final class ServletBench {
             results.put(v, outcomes);
             if (v.blockingSync()) {
                 allOk &= blockingSyncServer(v, open, config, s, out, err, notes, outcomes);
+                continue;
+            }
+            if (v.minimal()) {
+                allOk &= minimalServer(v, open, config, s, out, err, notes, outcomes);
                 continue;
             }
             try (GpuDevice device = open.apply(config);
@@ -579,6 +600,43 @@ public final class ServletBench {
     }
 
     /**
+     * The {@link #MINIMAL} server: {@link MinimalWorkload} on device 0 of CUDA, on its stand-in where
+     * {@code open} gives a simulated device (the device is opened only to tell which, then closed:
+     * MinimalReactor retains the primary context itself). Returns true if every request of every
+     * level was answered correctly.
+     */
+    private static boolean minimalServer(Variant v, Function<ReactorConfig, GpuDevice> open, ReactorConfig config,
+            Settings s, PrintStream out, PrintStream err, List<String> notes, List<LoadGeneratorProcess.Outcome> outcomes)
+            throws Exception {
+        boolean simulated;
+        try (GpuDevice probe = open.apply(config)) {
+            simulated = !(probe instanceof CudaDevice);
+        }
+        String label = v.label(simulated);
+        MinimalWorkload workload;
+        try {
+            workload = new MinimalWorkload(s.streams(), simulated);
+        } catch (IllegalStateException e) {
+            for (int c : s.concurrency()) {
+                out.println(placeholderRow(label, c, "error"));
+                outcomes.add(null);
+            }
+            out.flush();
+            notes.add(label + ": could not start: " + e.getMessage());
+            return false;
+        }
+        boolean ok;
+        try (workload; DemoServer server = DemoServer.start(workload, 0, v.threads())) {
+            ok = levels(label, server.port(), s, out, err, notes, outcomes);
+        }
+        LatencyHistogram waits = workload.awaitLatency();
+        notes.add(String.format(Locale.ROOT, "%s: %s; over the levels (warm-ups included): %,d steps, p50 %.2f ms,"
+                + " p99 %.2f ms", label, workload.description(), waits.count(), waits.percentile(50) / 1e6,
+                waits.percentile(99) / 1e6));
+        return ok;
+    }
+
+    /**
      * The {@code await()} and batched servers against both pools, per level, as markdown lines
      * (a heading, a line on what the columns are, the table): requests/s as a ratio to each pool's
      * (with both figures), p99 in ms and server CPU per request in microseconds of the server and
@@ -617,26 +675,32 @@ public final class ServletBench {
      * The {@code await()} server's GPU path at each level (issue #37: its server CPU per request
      * minus the HTTP floor's), and, where the held floor ran, the same over the held floor (HTTP and
      * one park and unpark per request at about the {@code await()} server's rate): what the driver
-     * calls and the library cost a request above what HTTP costs at that rate. Figures missing: "n/a".
+     * calls and the library cost a request above what HTTP costs at that rate; and, where the
+     * {@link #MINIMAL} server ran, the {@code await()} server's CPU per request over its (the same
+     * driver calls and wake-ups by the fewest parts: the library's own share). Figures missing: "n/a".
      */
     static List<String> gpuPathTable(List<Integer> concurrency, Map<Variant, List<LoadGeneratorProcess.Outcome>> results) {
         List<String> lines = new ArrayList<>();
         lines.add("### The `await()` server's GPU path: its server CPU per request over the HTTP floor's, and over the held floor's");
         lines.add("");
-        lines.add("| concurrency | server CPU us per request: `await()` / floor / held floor | requests/s: `await()` / floor / held floor"
-                + " | GPU path over the floor (us) | over the held floor (us) |");
-        lines.add("|---|---|---|---|---|");
+        lines.add("| concurrency | server CPU us per request: `await()` / floor / held floor / minimal | requests/s: `await()`"
+                + " / floor / held floor / minimal | GPU path over the floor (us) | over the held floor (us) | minimal's GPU path"
+                + " over the floor (us) | `await()` over minimal (us) |");
+        lines.add("|---|---|---|---|---|---|---|");
         for (int i = 0; i < concurrency.size(); i++) {
             LoadGeneratorProcess.Outcome await = outcome(results, AWAIT, i);
             LoadGeneratorProcess.Outcome floor = outcome(results, FLOOR, i);
             LoadGeneratorProcess.Outcome held = outcome(results, HELD_FLOOR, i);
+            LoadGeneratorProcess.Outcome minimal = outcome(results, MINIMAL, i);
             double a = cpuMicrosPerRequest(await);
             double f = cpuMicrosPerRequest(floor);
             double h = cpuMicrosPerRequest(held);
-            lines.add(String.format(Locale.ROOT, "| %,d | %s / %s / %s | %s / %s / %s | %s | %s |", concurrency.get(i),
-                    figure(a, "%.1f"), figure(f, "%.1f"), figure(h, "%.1f"), figure(requestsPerSecond(await), "%,.0f"),
-                    figure(requestsPerSecond(floor), "%,.0f"), figure(requestsPerSecond(held), "%,.0f"),
-                    figure(a - f, "%.1f"), figure(a - h, "%.1f")));
+            double m = cpuMicrosPerRequest(minimal);
+            lines.add(String.format(Locale.ROOT, "| %,d | %s / %s / %s / %s | %s / %s / %s / %s | %s | %s | %s | %s |",
+                    concurrency.get(i), figure(a, "%.1f"), figure(f, "%.1f"), figure(h, "%.1f"), figure(m, "%.1f"),
+                    figure(requestsPerSecond(await), "%,.0f"), figure(requestsPerSecond(floor), "%,.0f"),
+                    figure(requestsPerSecond(held), "%,.0f"), figure(requestsPerSecond(minimal), "%,.0f"),
+                    figure(a - f, "%.1f"), figure(a - h, "%.1f"), figure(m - f, "%.1f"), figure(a - m, "%.1f")));
         }
         return lines;
     }

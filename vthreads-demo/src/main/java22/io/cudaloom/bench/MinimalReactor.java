@@ -33,6 +33,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.ObjDoubleConsumer;
 import org.HdrHistogram.AtomicHistogram;
 
 /**
@@ -201,25 +202,7 @@ public final class MinimalReactor {
             for (int i = 0; i < FLOATS; i++) {
                 data[i] = base + i;
             }
-            freeBlocks.acquire();
-            int block = Objects.requireNonNull(free.poll(), "a permit stands for a free block");
-            long offset = block * BLOCK_BYTES;
-            MemorySegment.copy(data, 0, device.host(), JAVA_FLOAT, offset, FLOATS);
-            Lane lane = lanes[Math.floorMod(nextLane.getAndIncrement(), lanes.length)]; // the demo's round robin
-            Step step = new Step(block, factor);
-            lane.queue.add(step);
-            long start = System.nanoTime();
-            drain(lane);
-            while (!step.done) {
-                LockSupport.park(this);
-            }
-            awaitLatency.recordValue(System.nanoTime() - start);
-            if (!lane.queue.isEmpty()) {
-                drain(lane); // room came back with this wake-up
-            }
-            MemorySegment.copy(device.host(), JAVA_FLOAT, offset, data, 0, FLOATS);
-            free.add(block);
-            freeBlocks.release();
+            scale(data, factor);
             boolean ok = true;
             for (int i = 0; i < FLOATS; i++) {
                 if (data[i] != (base + i) * factor) {
@@ -231,6 +214,34 @@ public final class MinimalReactor {
             if (!ok) {
                 mismatches.increment();
             }
+        }
+
+        /** The demo's {@code CudaWorkload.scale}: a block from the pool, in, scaled on the device, waited for, out. */
+        void scale(float[] data, float factor) throws InterruptedException {
+            freeBlocks.acquire();
+            int block = Objects.requireNonNull(free.poll(), "a permit stands for a free block");
+            long offset = block * BLOCK_BYTES;
+            MemorySegment.copy(data, 0, device.host(), JAVA_FLOAT, offset, FLOATS);
+            Lane lane = lanes[Math.floorMod(nextLane.getAndIncrement(), lanes.length)]; // the demo's round robin
+            Step step = new Step(block, factor);
+            lane.queue.add(step);
+            long start = System.nanoTime();
+            drain(lane);
+            boolean interrupted = false;
+            while (!step.done) { // an interrupt is kept for later: the step's block is in flight
+                LockSupport.park(this);
+                interrupted |= Thread.interrupted();
+            }
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+            awaitLatency.recordValue(System.nanoTime() - start);
+            if (!lane.queue.isEmpty()) {
+                drain(lane); // room came back with this wake-up
+            }
+            MemorySegment.copy(device.host(), JAVA_FLOAT, offset, data, 0, FLOATS);
+            free.add(block);
+            freeBlocks.release();
         }
 
         /**
@@ -388,15 +399,7 @@ public final class MinimalReactor {
     static Result run(Device device, int threads, int iterations, int streams, Arena arena) throws InterruptedException {
         Run run = new Run(device, streams, arena);
         AtomicLong scannerCpu = new AtomicLong();
-        Thread scanner = Thread.ofPlatform().name("minimal-scanner").daemon().start(() -> {
-            device.bind();
-            long t0 = THREADS.getCurrentThreadCpuTime();
-            try {
-                run.scan();
-            } finally {
-                scannerCpu.set(THREADS.getCurrentThreadCpuTime() - t0);
-            }
-        });
+        Thread scanner = startScanner(run, scannerCpu);
         CountDownLatch warmedUp = new CountDownLatch(threads);
         CountDownLatch steady = new CountDownLatch(1);
         CountDownLatch finished = new CountDownLatch(threads);
@@ -450,6 +453,83 @@ public final class MinimalReactor {
         return new Result(device.name(), threads, iterations, streams, all, run.mismatches.sum(), all - warm, wall, cpu,
                 flagWrites, drains, scannerCpu.get(), run.awaitLatency.getValueAtPercentile(50),
                 run.awaitLatency.getValueAtPercentile(99));
+    }
+
+    /** Starts {@code run}'s scanner (a platform thread), which leaves its CPU time in {@code cpu} when it stops. */
+    private static Thread startScanner(Run run, AtomicLong cpu) {
+        return Thread.ofPlatform().name("minimal-scanner").daemon().start(() -> {
+            run.device.bind();
+            long t0 = THREADS.getCurrentThreadCpuTime();
+            try {
+                run.scan();
+            } finally {
+                cpu.set(THREADS.getCurrentThreadCpuTime() - t0);
+            }
+        });
+    }
+
+    /**
+     * The same reactor as a service, for the servlet benchmark's {@code minimal} server: {@link #open}
+     * makes the device (CUDA, or the stand-in), the lanes and the scanner; {@link #accept} is one
+     * request's step (the demo's scale: a block from the pool, in, scaled on the device, waited for,
+     * out) on the caller's thread, which parks while it waits; {@link #close} stops the scanner and
+     * frees everything. The demo's code (compiled for Java 21) reaches it by reflection, hence the JDK
+     * interface.
+     */
+    public static final class Service implements ObjDoubleConsumer<float[]>, AutoCloseable {
+        private final Arena arena;
+        private final Device device;
+        private final Run run;
+        private final Thread scanner;
+        private final int streams;
+
+        private Service(int streams, boolean standIn) {
+            this.streams = streams;
+            this.arena = Arena.ofShared();
+            this.device = standIn ? new Fake(streams, arena) : new Cuda(streams, arena);
+            this.run = new Run(device, streams, arena);
+            this.scanner = startScanner(run, new AtomicLong());
+        }
+
+        /** A service on device 0 ({@code standIn}: on the in-process stand-in) with {@code streams} streams. */
+        public static Service open(int streams, boolean standIn) {
+            if (streams < 1) {
+                throw new IllegalArgumentException("streams must be >= 1, was " + streams);
+            }
+            return new Service(streams, standIn);
+        }
+
+        public String description() {
+            return device.name() + ", " + streams + " streams, MinimalReactor (combining per stream, one flag write per"
+                    + " drain, one scanner; no project code)";
+        }
+
+        /**
+         * Scales {@code data} ({@value MinimalReactor#FLOATS} floats) by {@code factor} on the device, in place, and
+         * returns when it is done. An interrupt while it waits for the device is kept for the caller
+         * (the wait goes on: the block is in flight); one while it waits for a block is reported as an
+         * {@link IllegalStateException}, the interrupt kept.
+         */
+        @Override
+        public void accept(float[] data, double factor) {
+            if (data.length != FLOATS) {
+                throw new IllegalArgumentException("vector length must be " + FLOATS + ", was " + data.length);
+            }
+            try {
+                run.scale(data, (float) factor);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted while waiting for the device", e);
+            }
+        }
+
+        @Override
+        public void close() throws InterruptedException {
+            run.stop = true;
+            scanner.join();
+            device.close();
+            arena.close();
+        }
     }
 
     // ---- libcuda through java.lang.foreign ---------------------------------------------------------

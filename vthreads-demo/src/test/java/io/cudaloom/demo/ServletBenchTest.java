@@ -11,6 +11,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -138,8 +139,9 @@ class ServletBenchTest {
         assertEquals(List.of(ServletBench.BLOCKING_POOL), ServletBench.servers("blocking"));
         assertEquals(List.of(ServletBench.FLOOR, ServletBench.AWAIT, ServletBench.HELD_FLOOR),
                 ServletBench.servers("held,await,floor"), "the held floor last: it takes its hold from the two before");
+        assertEquals(List.of(ServletBench.AWAIT, ServletBench.MINIMAL), ServletBench.servers("minimal,await"));
         IllegalArgumentException bad = assertThrows(IllegalArgumentException.class, () -> ServletBench.servers("floor,pool"));
-        assertEquals("servlet.servers takes names of [floor, await, batched, spinning, blocking, held], was 'pool'",
+        assertEquals("servlet.servers takes names of [floor, await, batched, spinning, blocking, held, minimal], was 'pool'",
                 bad.getMessage());
     }
 
@@ -183,11 +185,59 @@ class ServletBenchTest {
         assertEquals(Math.max(0, first + (40 / awaitRate - 40 / firstRate) * 1e3), hold, 0.05 + first * 0.01, note);
         assertTrue(heldP50 >= hold, "each request was held: p50 " + heldP50 + " ms, hold " + hold + " ms");
         assertTrue(text.contains("### The `await()` server's GPU path"), text);
-        String path = text.lines().filter(l -> l.startsWith("| 40 | ") && l.split("\\|").length == 6).findFirst()
+        String path = text.lines().filter(l -> l.startsWith("| 40 | ") && l.split("\\|").length == 8).findFirst()
                 .orElseThrow(() -> new AssertionError("no GPU path row:\n" + text));
         String[] cells = path.split("\\|");
-        assertTrue(cells[2].strip().matches("[0-9.]+ / [0-9.]+ / [0-9.]+"), path);
+        assertTrue(cells[2].strip().matches("[0-9.]+ / [0-9.]+ / [0-9.]+ / n/a"), path);
         assertTrue(cells[4].strip().matches("-?[0-9.]+") && cells[5].strip().matches("-?[0-9.]+"), path);
+        assertEquals("n/a", cells[7].strip(), "no minimal server ran: " + path);
+    }
+
+    /**
+     * The minimal server (MinimalReactor, on its stand-in here) answers every request correctly, and
+     * the GPU path table sets the await() server's CPU per request over its.
+     */
+    @Test
+    void theMinimalServerAnswersEveryRequestAndTheGpuPathTableSetsAwaitOverIt() throws Exception {
+        Assumptions.assumeTrue(classExists("io.cudaloom.bench.MinimalReactor"), () -> {
+            String reason = "skipped: MinimalReactor is not compiled (the module was built with a JDK below 22)";
+            System.out.println("ServletBenchTest " + reason);
+            return reason;
+        });
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8);
+        ServletBench.Settings s = new ServletBench.Settings(List.of(40), Duration.ofSeconds(5), 150, 50,
+                Duration.ofSeconds(5), 4);
+        boolean ok;
+        System.setProperty(ServletBench.SERVERS_PROPERTY, "floor,await,minimal");
+        try {
+            ok = ServletBench.run(SimulatedDevice::create, s, out, new PrintStream(PrintStream.nullOutputStream()));
+        } finally {
+            System.clearProperty(ServletBench.SERVERS_PROPERTY);
+        }
+        String text = bytes.toString(StandardCharsets.UTF_8);
+        assertTrue(ok, text);
+        List<String> rows = text.lines().filter(l -> l.startsWith("| Jetty")).toList();
+        assertEquals(3, rows.size(), text);
+        assertTrue(rows.get(2).startsWith("| Jetty VirtualThreadPool, the step waited for by MinimalReactor (no project code),"
+                + " on its in-process stand-in | 40 | "), rows.get(2));
+        assertTrue(rows.get(2).split("\\|")[5].strip().equals("0"), "no request failed: " + rows.get(2));
+        String path = text.lines().filter(l -> l.startsWith("| 40 | ") && l.split("\\|").length == 8).findFirst()
+                .orElseThrow(() -> new AssertionError("no GPU path row:\n" + text));
+        String[] cells = path.split("\\|");
+        assertTrue(cells[2].strip().matches("[0-9.]+ / [0-9.]+ / n/a / [0-9.]+"), path);
+        assertTrue(cells[6].strip().matches("-?[0-9.]+") && cells[7].strip().matches("-?[0-9.]+"), path);
+        assertTrue(text.contains("MinimalReactor (combining per stream, one flag write per drain, one scanner; no project code)"),
+                "the note names the workload:\n" + text);
+    }
+
+    private static boolean classExists(String name) {
+        try {
+            Class.forName(name, false, ServletBenchTest.class.getClassLoader());
+            return true;
+        } catch (ClassNotFoundException e) {
+            return false;
+        }
     }
 
     @Test
