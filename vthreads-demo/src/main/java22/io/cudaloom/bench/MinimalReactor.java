@@ -57,8 +57,9 @@ import org.HdrHistogram.AtomicHistogram;
  *   <li><b>Submission by combining, per stream.</b> A step is appended to its stream's queue
  *       (a {@link ConcurrentLinkedQueue}); the thread that then wins the stream's drain flag (a
  *       compare-and-set) calls {@code cuCtxSetCurrent} once and submits every queued step (three
- *       driver calls each) while the stream has room (at most {@value #ROOM_STEPS} steps submitted
- *       and not yet proven complete), gives each its ticket (the stream's count of steps submitted),
+ *       driver calls each) while the stream has room (at most {@value #ROOM_ENTRIES} work entries
+ *       submitted and not yet proven complete, as the library's work limit; a drain starts only with
+ *       a quarter of that free), gives each its ticket (the stream's count of steps submitted),
  *       then enqueues one {@code cuStreamWriteValue32} of the last ticket into the stream's flag word
  *       in pinned, device-mapped host memory. It clears the flag and looks again (a step appended
  *       after its last poll, or room that came back, is then drained by it or by whoever set the
@@ -84,8 +85,12 @@ import org.HdrHistogram.AtomicHistogram;
  * over that steady state. Printed: the same summary line as the demo's, and flag writes, drains and
  * the scanner's CPU per completion.
  *
+ * <p>{@code kernelUs=N} runs the sweep's step instead ({@code GpuBench sweep}'s {@code await()} row):
+ * each thread launches {@code spin_kernel(N us)} (one driver call, one work entry) and waits for it,
+ * {@code iterations} times, after a warm-up of {@code warmups} (10) launches of 10 us kernels.
+ *
  * <p>{@code bash .gpu/java io.cudaloom.bench.MinimalReactor [threads=10000] [iterations=200] [streams=8]
- * [device=cuda|fake]}
+ * [kernelUs=N [warmups=10]] [device=cuda|fake]}
  */
 @SuppressWarnings("restricted") // libraryLookup, downcallHandle, reinterpret: run with --enable-native-access=ALL-UNNAMED
 public final class MinimalReactor {
@@ -94,8 +99,10 @@ public final class MinimalReactor {
     static final long BLOCK_BYTES = 4L * FLOATS;
     /** Blocks in the pool, as the demo's. */
     static final int BLOCKS = 16_384;
-    /** Steps a stream may have submitted and not proven (3 work entries each: about the library's 256). */
-    static final int ROOM_STEPS = 85;
+    /** Work entries a stream may have submitted and not proven (the library's work limit). */
+    static final int ROOM_ENTRIES = 256;
+    /** Kernel time of the spin mode's warm-up launches (as {@code GpuBench sweep}'s JIT warm-up). */
+    static final long WARM_UP_KERNEL_NANOS = 10_000;
     /** The scanner's park after a pass that found nothing. */
     static final long SCANNER_PARK_NANOS = 20_000;
     private static final OperatingSystemMXBean OS = (OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
@@ -117,6 +124,9 @@ public final class MinimalReactor {
         /** Copy {@code block} to the device, scale it by {@code factor}, copy it back, on stream {@code s}; {@code params} is the drainer's. */
         void step(int s, int block, float factor, MemorySegment params);
 
+        /** Launches {@code spin_kernel(nanos)} (one thread, 1 argument) on stream {@code s}; {@code params} is the drainer's. */
+        void spin(int s, long nanos, MemorySegment params);
+
         /** Enqueues a device write of {@code value} into stream {@code s}'s flag word. */
         void writeFlag(int s, int value);
 
@@ -127,19 +137,24 @@ public final class MinimalReactor {
         void close();
     }
 
-    /** One step waiting: its thread, block and factor; its ticket (the drainer's), and done (the scanner's). */
+    /**
+     * One step waiting: its thread and what it submits (the demo's step on a block, or, with block -1,
+     * a spin kernel of {@code nanos}); its ticket (the drainer's), and done (the scanner's).
+     */
     static final class Step {
         final Thread thread = Thread.currentThread();
         final int block;
         final float factor;
+        final long nanos;
         /** Written by the drainer before the step is put in flight; read by the scanner after it took it from there. */
         long ticket;
         /** Written by the scanner (volatile) before the unpark; read by the step's thread. */
         volatile boolean done;
 
-        Step(int block, float factor) {
+        Step(int block, float factor, long nanos) {
             this.block = block;
             this.factor = factor;
+            this.nanos = nanos;
         }
     }
 
@@ -161,13 +176,27 @@ public final class MinimalReactor {
         final LongAdder flagWrites = new LongAdder();
         final LongAdder drains = new LongAdder();
 
-        Lane(int index, MemorySegment params) {
+        /** Steps this lane may have submitted and not proven. */
+        final int room;
+
+        Lane(int index, MemorySegment params, int room) {
             this.index = index;
             this.params = params;
+            this.room = room;
         }
 
+        /** Whether a drain under way may submit one more step. */
         boolean hasRoom() {
-            return submitted - proven.get() < ROOM_STEPS;
+            return submitted - proven.get() < room;
+        }
+
+        /**
+         * Whether a drain may start: a quarter of the room free. Without this margin a stream whose
+         * queue stays full settles into drains of one step and one flag write each, every wake-up
+         * giving back the room of one (the library paces its trackers for the same reason).
+         */
+        boolean mayStart() {
+            return submitted - proven.get() <= room - room / 4;
         }
     }
 
@@ -183,11 +212,12 @@ public final class MinimalReactor {
         final AtomicInteger nextLane = new AtomicInteger();
         volatile boolean stop;
 
-        Run(Device device, int streams, Arena arena) {
+        /** {@code entriesPerStep}: the work entries of one step (3 for the demo's, 1 for a spin kernel). */
+        Run(Device device, int streams, int entriesPerStep, Arena arena) {
             this.device = device;
             this.lanes = new Lane[streams];
             for (int s = 0; s < streams; s++) {
-                lanes[s] = new Lane(s, arena.allocate(64, 64));
+                lanes[s] = new Lane(s, arena.allocate(64, 64), ROOM_ENTRIES / entriesPerStep);
             }
             for (int b = 0; b < BLOCKS; b++) {
                 free.add(b);
@@ -223,12 +253,30 @@ public final class MinimalReactor {
             long offset = block * BLOCK_BYTES;
             MemorySegment.copy(data, 0, device.host(), JAVA_FLOAT, offset, FLOATS);
             Lane lane = lanes[Math.floorMod(nextLane.getAndIncrement(), lanes.length)]; // the demo's round robin
-            Step step = new Step(block, factor);
+            submitAndWait(lane, new Step(block, factor, 0));
+            MemorySegment.copy(device.host(), JAVA_FLOAT, offset, data, 0, FLOATS);
+            free.add(block);
+            freeBlocks.release();
+        }
+
+        /** The sweep's step: a spin kernel of {@code nanos} launched, waited for. */
+        void spin(long nanos) {
+            Lane lane = lanes[Math.floorMod(nextLane.getAndIncrement(), lanes.length)];
+            submitAndWait(lane, new Step(-1, 0, nanos));
+            completions.increment();
+        }
+
+        /**
+         * Appends {@code step} to {@code lane}'s queue, drains the lane if nobody does, parks until the
+         * scanner has set the step's done flag, and drains again if room came back with the wake-up
+         * and steps are queued. An interrupt is kept for the caller: the step is in flight.
+         */
+        private void submitAndWait(Lane lane, Step step) {
             lane.queue.add(step);
             long start = System.nanoTime();
             drain(lane);
             boolean interrupted = false;
-            while (!step.done) { // an interrupt is kept for later: the step's block is in flight
+            while (!step.done) {
                 LockSupport.park(this);
                 interrupted |= Thread.interrupted();
             }
@@ -239,9 +287,6 @@ public final class MinimalReactor {
             if (!lane.queue.isEmpty()) {
                 drain(lane); // room came back with this wake-up
             }
-            MemorySegment.copy(device.host(), JAVA_FLOAT, offset, data, 0, FLOATS);
-            free.add(block);
-            freeBlocks.release();
         }
 
         /**
@@ -250,13 +295,17 @@ public final class MinimalReactor {
          * held is never left queued with nobody draining.
          */
         void drain(Lane lane) {
-            while (!lane.queue.isEmpty() && lane.hasRoom() && lane.draining.compareAndSet(false, true)) {
+            while (!lane.queue.isEmpty() && lane.mayStart() && lane.draining.compareAndSet(false, true)) {
                 int n = 0;
                 try {
                     device.bind();
                     Step s;
                     while (lane.hasRoom() && (s = lane.queue.poll()) != null) {
-                        device.step(lane.index, s.block, s.factor, lane.params);
+                        if (s.block >= 0) {
+                            device.step(lane.index, s.block, s.factor, lane.params);
+                        } else {
+                            device.spin(lane.index, s.nanos, lane.params);
+                        }
                         s.ticket = ++lane.submitted;
                         lane.inFlight.add(s);
                         n++;
@@ -298,8 +347,38 @@ public final class MinimalReactor {
         }
     }
 
+    /**
+     * What the threads run: the demo's step ({@code kernelNanos} < 0; the first of {@code iterations}
+     * is the warm-up), or the sweep's ({@code kernelNanos} >= 0: {@code warmUps} spin kernels of 10 us,
+     * then {@code iterations} of {@code kernelNanos}, each launched and waited for).
+     */
+    record Mode(long kernelNanos, int warmUps) {
+        static final Mode DEMO = new Mode(-1, 1);
+
+        boolean demo() {
+            return kernelNanos < 0;
+        }
+
+        /** Completions a thread makes in all. */
+        long perThread(int iterations) {
+            return demo() ? iterations : warmUps + (long) iterations;
+        }
+
+        String work() {
+            return demo() ? "the demo's step (scale_f32 on " + FLOATS + " floats, copies both ways)"
+                    : String.format(Locale.ROOT, "spin_kernel(%d us) launched and waited for", kernelNanos / 1000);
+        }
+
+        String steady(int iterations) {
+            return demo() ? "iterations 2-" + iterations + " of " + iterations + ", after a warm-up of 1 iteration per thread"
+                    : String.format(Locale.ROOT, "%d launches of %d us kernels per thread, after a warm-up of %d of %d us",
+                            iterations, kernelNanos / 1000, warmUps, WARM_UP_KERNEL_NANOS / 1000);
+        }
+    }
+
     public static void main(String[] args) throws Exception {
-        int threads = 10_000, iterations = 200, streams = 8;
+        int threads = 10_000, iterations = 200, streams = 8, warmUps = 10;
+        long kernelNanos = -1;
         String device = "cuda";
         for (String a : args) {
             int eq = a.indexOf('=');
@@ -308,11 +387,14 @@ public final class MinimalReactor {
                 case "threads" -> threads = positive(key, value);
                 case "iterations" -> iterations = positive(key, value);
                 case "streams" -> streams = positive(key, value);
+                case "kernelUs" -> kernelNanos = 1000L * positive(key, value);
+                case "warmups" -> warmUps = positive(key, value);
                 case "device" -> device = value;
                 default -> usage("unknown argument '" + a + "'");
             }
         }
-        if (iterations < 2) {
+        Mode mode = kernelNanos < 0 ? Mode.DEMO : new Mode(kernelNanos, warmUps);
+        if (mode.demo() && iterations < 2) {
             usage("iterations must be >= 2 (the first is the warm-up), was " + iterations);
         }
         if (threads > BLOCKS) {
@@ -324,10 +406,10 @@ public final class MinimalReactor {
         Result r;
         try (Arena arena = Arena.ofShared();
                 Device d = device.equals("cuda") ? new Cuda(streams, arena) : new Fake(streams, arena)) {
-            r = run(d, threads, iterations, streams, arena);
+            r = run(d, threads, iterations, streams, mode, arena);
         }
         System.out.println(r.report());
-        if (r.mismatches() > 0 || r.completions() != (long) threads * iterations) {
+        if (!r.passed()) {
             System.out.println("result: FAILED");
             System.exit(1);
         }
@@ -335,16 +417,17 @@ public final class MinimalReactor {
     }
 
     /**
-     * Runs on the stand-in ({@code device=fake}) and returns the report; throws if a step failed, a
-     * check mismatched or a completion is missing. For the module's tests, which reach this class
-     * (compiled for Java 22) by reflection.
+     * Runs on the stand-in ({@code device=fake}), the demo's step ({@code kernelUs} < 0) or the
+     * sweep's, and returns the report; throws if a step failed, a check mismatched or a completion is
+     * missing. For the module's tests, which reach this class (compiled for Java 22) by reflection.
      */
-    public static String runOnStandIn(int threads, int iterations, int streams) throws InterruptedException {
+    public static String runOnStandIn(int threads, int iterations, int streams, int kernelUs)
+            throws InterruptedException {
         Result r;
         try (Arena arena = Arena.ofShared(); Device d = new Fake(streams, arena)) {
-            r = run(d, threads, iterations, streams, arena);
+            r = run(d, threads, iterations, streams, kernelUs < 0 ? Mode.DEMO : new Mode(1000L * kernelUs, 2), arena);
         }
-        if (r.mismatches() > 0 || r.completions() != (long) threads * iterations) {
+        if (!r.passed()) {
             throw new IllegalStateException("the stand-in's run failed its checks: " + r.report());
         }
         return r.report();
@@ -365,19 +448,26 @@ public final class MinimalReactor {
 
     private static void usage(String problem) {
         System.err.println("MinimalReactor: " + problem);
-        System.err.println("usage: MinimalReactor [threads=10000] [iterations=200] [streams=8] [device=cuda|fake]");
+        System.err.println("usage: MinimalReactor [threads=10000] [iterations=200] [streams=8] [kernelUs=N [warmups=10]]"
+                + " [device=cuda|fake]");
         System.exit(2);
     }
 
-    /** What one run measured (the steady state: iterations 2 and on). */
-    record Result(String device, int threads, int iterations, int streams, long completions, long mismatches,
-            long steadyCompletions, long steadyWallNanos, long steadyCpuNanos, long flagWrites, long drains,
-            long scannerCpuNanos, long p50Nanos, long p99Nanos) {
+    /** What one run measured (the steady state: after the warm-up). */
+    record Result(String device, int threads, int iterations, int streams, Mode mode, long completions,
+            long mismatches, long steadyCompletions, long steadyWallNanos, long steadyCpuNanos, long flagWrites,
+            long drains, long scannerCpuNanos, long p50Nanos, long p99Nanos) {
+        /** Every step completed and every check passed. */
+        boolean passed() {
+            return mismatches == 0 && completions == threads * mode.perThread(iterations);
+        }
+
         String report() {
             double perSecond = steadyCompletions * 1e9 / steadyWallNanos;
             double cpuUs = steadyCpuNanos / 1e3 / steadyCompletions;
-            return String.format(Locale.ROOT, "MinimalReactor: %,d virtual threads x %d iterations on %s, %d streams,"
-                    + " scale_f32 on %d floats per step, no project code%n"
+            double busy = (double) steadyCpuNanos / steadyWallNanos;
+            return String.format(Locale.ROOT, "MinimalReactor: %,d virtual threads on %s, %d streams, %s, no project"
+                    + " code%n"
                     + "  completions              %,d (%,d mismatches)%n"
                     + "  completions/s            %,.0f  (steady state)%n"
                     + "  CPU per completion       %.1f us  (process CPU time / completions, steady state)%n"
@@ -385,19 +475,18 @@ public final class MinimalReactor {
                     + "  await latency p50 / p99  %.1f / %.1f ms%n"
                     + "  flag writes              %,d (%.4f per completion), drains %,d (%.1f steps each)%n"
                     + "  scanner CPU              %.2f us per completion (whole run)%n"
-                    + "summary: steady state (iterations 2-%d of %d, after a warm-up of 1 iteration per thread):"
-                    + " %,.0f completions/s, %.1f us CPU per completion, %.2f cores busy",
-                    threads, iterations, device, streams, FLOATS, completions, mismatches, perSecond, cpuUs,
-                    (double) steadyCpuNanos / steadyWallNanos, p50Nanos / 1e6, p99Nanos / 1e6, flagWrites,
-                    (double) flagWrites / completions, drains, drains == 0 ? 0.0 : (double) completions / drains,
-                    scannerCpuNanos / 1e3 / completions, iterations, iterations, perSecond, cpuUs,
-                    (double) steadyCpuNanos / steadyWallNanos);
+                    + "summary: steady state (%s): %,.0f completions/s, %.1f us CPU per completion, %.2f cores busy",
+                    threads, device, streams, mode.work(), completions, mismatches, perSecond, cpuUs, busy,
+                    p50Nanos / 1e6, p99Nanos / 1e6, flagWrites, (double) flagWrites / completions, drains,
+                    drains == 0 ? 0.0 : (double) completions / drains, scannerCpuNanos / 1e3 / completions,
+                    mode.steady(iterations), perSecond, cpuUs, busy);
         }
     }
 
     /** Runs the program on {@code device}. */
-    static Result run(Device device, int threads, int iterations, int streams, Arena arena) throws InterruptedException {
-        Run run = new Run(device, streams, arena);
+    static Result run(Device device, int threads, int iterations, int streams, Mode mode, Arena arena)
+            throws InterruptedException {
+        Run run = new Run(device, streams, mode.demo() ? 3 : 1, arena);
         AtomicLong scannerCpu = new AtomicLong();
         Thread scanner = startScanner(run, scannerCpu);
         CountDownLatch warmedUp = new CountDownLatch(threads);
@@ -410,13 +499,25 @@ public final class MinimalReactor {
             ts.add(Thread.ofVirtual().unstarted(() -> {
                 try {
                     try {
-                        run.step(index, 0);
+                        if (mode.demo()) {
+                            run.step(index, 0);
+                        } else {
+                            for (int w = 0; w < mode.warmUps(); w++) {
+                                run.spin(WARM_UP_KERNEL_NANOS);
+                            }
+                        }
                     } finally {
                         warmedUp.countDown();
                     }
                     steady.await();
-                    for (int it = 1; it < iterations; it++) {
-                        run.step(index, it);
+                    if (mode.demo()) {
+                        for (int it = 1; it < iterations; it++) {
+                            run.step(index, it);
+                        }
+                    } else {
+                        for (int it = 0; it < iterations; it++) {
+                            run.spin(mode.kernelNanos());
+                        }
                     }
                 } catch (Throwable e) {
                     failure.compareAndSet(null, e);
@@ -450,7 +551,7 @@ public final class MinimalReactor {
             drains += lane.drains.sum();
         }
         long all = run.completions.sum();
-        return new Result(device.name(), threads, iterations, streams, all, run.mismatches.sum(), all - warm, wall, cpu,
+        return new Result(device.name(), threads, iterations, streams, mode, all, run.mismatches.sum(), all - warm, wall, cpu,
                 flagWrites, drains, scannerCpu.get(), run.awaitLatency.getValueAtPercentile(50),
                 run.awaitLatency.getValueAtPercentile(99));
     }
@@ -487,7 +588,7 @@ public final class MinimalReactor {
             this.streams = streams;
             this.arena = Arena.ofShared();
             this.device = standIn ? new Fake(streams, arena) : new Cuda(streams, arena);
-            this.run = new Run(device, streams, arena);
+            this.run = new Run(device, streams, 3, arena);
             this.scanner = startScanner(run, new AtomicLong());
         }
 
@@ -573,6 +674,7 @@ public final class MinimalReactor {
         private final long ctx;
         private final long module;
         private final long scale;
+        private final long spinKernel;
         private final long[] streams;
         private final long device;
         private final long hostAddress;
@@ -604,6 +706,8 @@ public final class MinimalReactor {
                 module = out.get(JAVA_LONG, 0);
                 check((int) GET_FUNCTION.invokeExact(out, module, arena.allocateFrom("scale_f32")), "cuModuleGetFunction");
                 scale = out.get(JAVA_LONG, 0);
+                check((int) GET_FUNCTION.invokeExact(out, module, arena.allocateFrom("spin_kernel")), "cuModuleGetFunction");
+                spinKernel = out.get(JAVA_LONG, 0);
                 streams = new long[streamCount];
                 for (int s = 0; s < streamCount; s++) {
                     check((int) STREAM_CREATE.invokeExact(out, STREAM_NON_BLOCKING), "cuStreamCreate");
@@ -665,6 +769,20 @@ public final class MinimalReactor {
                 check((int) HTOD.invokeExact(data, hostAddress + offset, BLOCK_BYTES, stream), "cuMemcpyHtoDAsync_v2");
                 check((int) LAUNCH.invokeExact(scale, 1, 1, 1, FLOATS, 1, 1, 0, stream, base, 0L), "cuLaunchKernel");
                 check((int) DTOH.invokeExact(hostAddress + offset, data, BLOCK_BYTES, stream), "cuMemcpyDtoHAsync_v2");
+            } catch (RuntimeException | Error e) {
+                throw e;
+            } catch (Throwable t) {
+                throw new IllegalStateException(t);
+            }
+        }
+
+        @Override
+        public void spin(int s, long nanos, MemorySegment params) {
+            long base = params.address();
+            params.set(JAVA_LONG, 0, base + 8); // spin_kernel(u64 nanos): one pointer, then the value
+            params.set(JAVA_LONG, 8, nanos);
+            try {
+                check((int) LAUNCH.invokeExact(spinKernel, 1, 1, 1, 1, 1, 1, 0, streams[s], base, 0L), "cuLaunchKernel");
             } catch (RuntimeException | Error e) {
                 throw e;
             } catch (Throwable t) {
@@ -778,6 +896,11 @@ public final class MinimalReactor {
                 }
                 MemorySegment.copy(memory, offset, host, offset, BLOCK_BYTES);
             });
+        }
+
+        @Override
+        public void spin(int s, long nanos, MemorySegment params) {
+            queues.get(s).add(() -> LockSupport.parkNanos(nanos));
         }
 
         @Override

@@ -13,7 +13,7 @@ import org.junit.jupiter.api.Timeout;
  * {@code src/main/java22}, so reached here by reflection) on its in-process stand-in: its
  * combining, room and scanner must serve every step of 10,000 virtual threads on one stream (every
  * drain stops at the room, so only wake-ups move the queue on) and on eight, with every check
- * passing. A lost drain or wake-up hangs a thread, which the timeout turns into a failure.
+ * passing, and every launch of the sweep's step. A lost drain or wake-up hangs a thread, which the timeout turns into a failure.
  */
 class MinimalReactorTest {
     @Test
@@ -21,16 +21,26 @@ class MinimalReactorTest {
     void everyStepOfTenThousandThreadsCompletesAndChecksOnTheStandIn() throws Exception {
         Method run = standIn();
         for (int streams : new int[] {1, 8}) {
-            String report = invoke(run, 10_000, 3, streams);
+            String report = invoke(run, 10_000, 3, streams, -1);
             assertTrue(report.contains("completions              30,000 (0 mismatches)"), report);
             assertTrue(report.contains(streams + " streams"), report);
         }
     }
 
+    /** The sweep's step (a spin kernel launched and waited for): 2 warm-up launches and 3 measured per thread. */
+    @Test
+    @Timeout(120)
+    void everyLaunchOfTheSweepsStepCompletesOnTheStandIn() throws Exception {
+        String report = invoke(standIn(), 10_000, 3, 2, 20);
+        assertTrue(report.contains("completions              50,000 (0 mismatches)"), report);
+        assertTrue(report.contains("spin_kernel(20 us) launched and waited for"), report);
+        assertTrue(report.contains("3 launches of 20 us kernels per thread, after a warm-up of 2 of 10 us"), report);
+    }
+
     private static Method standIn() {
         try {
             return Class.forName("io.cudaloom.bench.MinimalReactor").getMethod("runOnStandIn", int.class, int.class,
-                    int.class);
+                    int.class, int.class);
         } catch (ReflectiveOperationException e) {
             String reason = "skipped: io.cudaloom.bench.MinimalReactor is not compiled (it needs a JDK >= 22 to build): " + e;
             System.out.println("MinimalReactorTest " + reason);
@@ -39,9 +49,9 @@ class MinimalReactorTest {
         }
     }
 
-    private static String invoke(Method run, int threads, int iterations, int streams) throws Exception {
+    private static String invoke(Method run, int threads, int iterations, int streams, int kernelUs) throws Exception {
         try {
-            return (String) run.invoke(null, threads, iterations, streams);
+            return (String) run.invoke(null, threads, iterations, streams, kernelUs);
         } catch (InvocationTargetException e) {
             if (e.getCause() instanceof Exception cause) {
                 throw cause;
