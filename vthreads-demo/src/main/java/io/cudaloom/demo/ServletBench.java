@@ -573,13 +573,7 @@ public final class ServletBench {
         try {
             workload = new BlockingSyncWorkload(ordinal, deviceName, s.streams());
         } catch (CudaDriverException e) {
-            for (int c : s.concurrency()) {
-                out.println(placeholderRow(label, c, "error"));
-                outcomes.add(null);
-            }
-            out.flush();
-            notes.add(label + ": could not start: " + e.getMessage());
-            return false;
+            return couldNotStart(label, e, s, out, notes, outcomes);
         }
         boolean ok = false;
         try (DemoServer server = DemoServer.start(workload, 0, v.threads())) {
@@ -597,6 +591,18 @@ public final class ServletBench {
                 + " p99 %.1f us", label, workload.description(), waits.count(), waits.percentile(50) / 1e3,
                 waits.percentile(99) / 1e3));
         return ok;
+    }
+
+    /** A server whose workload could not start: an error row per level, a note; false (its requests count as failed). */
+    private static boolean couldNotStart(String label, RuntimeException e, Settings s, PrintStream out, List<String> notes,
+            List<LoadGeneratorProcess.Outcome> outcomes) {
+        for (int c : s.concurrency()) {
+            out.println(placeholderRow(label, c, "error"));
+            outcomes.add(null);
+        }
+        out.flush();
+        notes.add(label + ": could not start: " + e.getMessage());
+        return false;
     }
 
     /**
@@ -617,13 +623,7 @@ public final class ServletBench {
         try {
             workload = new MinimalWorkload(s.streams(), simulated);
         } catch (IllegalStateException e) {
-            for (int c : s.concurrency()) {
-                out.println(placeholderRow(label, c, "error"));
-                outcomes.add(null);
-            }
-            out.flush();
-            notes.add(label + ": could not start: " + e.getMessage());
-            return false;
+            return couldNotStart(label, e, s, out, notes, outcomes);
         }
         boolean ok;
         try (workload; DemoServer server = DemoServer.start(workload, 0, v.threads())) {

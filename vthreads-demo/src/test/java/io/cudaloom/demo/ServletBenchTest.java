@@ -152,19 +152,7 @@ class ServletBenchTest {
      */
     @Test
     void theHeldFloorHoldsEachRequestForTheAwaitServersP50OverTheFloorsAndTheGpuPathTableSetsBoth() throws Exception {
-        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-        PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8);
-        ServletBench.Settings s = new ServletBench.Settings(List.of(40), Duration.ofSeconds(5), 150, 50,
-                Duration.ofSeconds(5), 4);
-        boolean ok;
-        System.setProperty(ServletBench.SERVERS_PROPERTY, "floor,await,held");
-        try {
-            ok = ServletBench.run(SimulatedDevice::create, s, out, new PrintStream(PrintStream.nullOutputStream()));
-        } finally {
-            System.clearProperty(ServletBench.SERVERS_PROPERTY);
-        }
-        String text = bytes.toString(StandardCharsets.UTF_8);
-        assertTrue(ok, text);
+        String text = runOnSimulated("floor,await,held");
         List<String> rows = text.lines().filter(l -> l.startsWith("| Jetty")).toList();
         assertEquals(4, rows.size(), text);
         String label = "Jetty VirtualThreadPool, no device work, each request held (the HTTP floor at the `await()` server's rate)";
@@ -204,19 +192,7 @@ class ServletBenchTest {
             System.out.println("ServletBenchTest " + reason);
             return reason;
         });
-        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-        PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8);
-        ServletBench.Settings s = new ServletBench.Settings(List.of(40), Duration.ofSeconds(5), 150, 50,
-                Duration.ofSeconds(5), 4);
-        boolean ok;
-        System.setProperty(ServletBench.SERVERS_PROPERTY, "floor,await,minimal");
-        try {
-            ok = ServletBench.run(SimulatedDevice::create, s, out, new PrintStream(PrintStream.nullOutputStream()));
-        } finally {
-            System.clearProperty(ServletBench.SERVERS_PROPERTY);
-        }
-        String text = bytes.toString(StandardCharsets.UTF_8);
-        assertTrue(ok, text);
+        String text = runOnSimulated("floor,await,minimal");
         List<String> rows = text.lines().filter(l -> l.startsWith("| Jetty")).toList();
         assertEquals(3, rows.size(), text);
         assertTrue(rows.get(2).startsWith("| Jetty VirtualThreadPool, the step waited for by MinimalReactor (no project code),"
@@ -229,6 +205,24 @@ class ServletBenchTest {
         assertTrue(cells[6].strip().matches("-?[0-9.]+") && cells[7].strip().matches("-?[0-9.]+"), path);
         assertTrue(text.contains("MinimalReactor (combining per stream, one flag write per drain, one scanner; no project code)"),
                 "the note names the workload:\n" + text);
+    }
+
+    /** The servers {@code servers} names at 40 concurrent on the simulated device: the output; every request answered. */
+    private static String runOnSimulated(String servers) throws Exception {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8);
+        ServletBench.Settings s = new ServletBench.Settings(List.of(40), Duration.ofSeconds(5), 150, 50,
+                Duration.ofSeconds(5), 4);
+        boolean ok;
+        System.setProperty(ServletBench.SERVERS_PROPERTY, servers);
+        try {
+            ok = ServletBench.run(SimulatedDevice::create, s, out, new PrintStream(PrintStream.nullOutputStream()));
+        } finally {
+            System.clearProperty(ServletBench.SERVERS_PROPERTY);
+        }
+        String text = bytes.toString(StandardCharsets.UTF_8);
+        assertTrue(ok, text);
+        return text;
     }
 
     private static boolean classExists(String name) {
