@@ -59,6 +59,12 @@ import org.jspecify.annotations.Nullable;
  * <p>After the table, a second one ({@link #ratioTable}) sets the {@code await()} and batched
  * servers against both pools at each level: requests/s (x each pool), p99, server CPU per request,
  * and requests per CPU-second (x each pool).
+ *
+ * <p>Two more servers run only when {@code -Dservlet.servers} names them, after the others: the held
+ * floor ({@link #HELD_FLOOR}: the HTTP floor with each request held, at about the {@code await()}
+ * server's rate) and the minimal server ({@link #MINIMAL}: the same step waited for by
+ * {@code MinimalReactor}, no project code). The GPU-path table ({@link #gpuPathTable}) sets the
+ * {@code await()} server's CPU per request over the floor, the held floor and the minimal server's.
  */
 public final class ServletBench {
     /** Simulated kernel time per request on the simulated device (the demo's default); a GPU takes what it takes. */
