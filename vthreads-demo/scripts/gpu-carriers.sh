@@ -5,13 +5,24 @@
 # server on MinimalReactor; then the 200 us and 1 ms sweeps. What the demo's CPU per completion
 # owes to the library, to the virtual-thread scheduler (carriers) and to the number of streams (drainers in
 # the driver at once), each ratio within this one run.
-#   bash vthreads-demo/scripts/gpu-carriers.sh        (on the GPU machine, after gpu-bundle; OUT must be set)
+#   bash vthreads-demo/scripts/gpu-carriers.sh        (on the GPU machine, after gpu-bundle; OUT must be set:
+#   every output comes back as $OUT/results.tgz, with $OUT/summary.txt)
 # Knobs: ITER (demo iterations, 200), ROUNDS (rounds of the demo rows, 2), SKIP (step names), CARRIERS (8),
 # STREAMS (4 16).
 set -u
-: "${OUT:?set OUT to the folder for the outputs}"
+DEST=${OUT:?set OUT to the folder for the outputs}
 cd "$(dirname "$0")/../.."
+OUT=$(mktemp -d /tmp/gpu-carriers-steps.XXXXXX) # the steps write here (steps.sh); pack() carries it to DEST
+# The device tool brings back at most 8 files: one archive of every output, refreshed after each step (so a
+# time limit keeps what ran), and the summary beside it.
+pack() { tar czf "$DEST/results.tgz" -C "$OUT" . 2>/dev/null; cp "$OUT/summary.txt" "$DEST/" 2>/dev/null; }
 . vthreads-demo/scripts/steps.sh
+{
+  date -u; cat .gpu/INFO 2>/dev/null; nproc
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo "nvidia-smi: not found"
+} > "$OUT/steps.txt"
+eval "$(declare -f step | sed '1s/^step/run_one_step/')" # steps.sh's step, then pack
+step() { run_one_step "$@"; pack; }
 want() { case " ${SKIP:-} " in *" $1 "*) return 1 ;; *) return 0 ;; esac; }
 J="bash .gpu/java"
 ITER=${ITER:-200}
@@ -36,9 +47,10 @@ want sweep-long && step sweep-long sweep-long.md 150 $J -Dsweep.rows=AWAIT,CEILI
   io.cudaloom.bench.GpuBench sweep kernelsUs=200,1000 awaitsPerThread=8 rounds=1
 {
   echo "-- floor"; grep -E "^### |^\| [0-9]" "$OUT/floor.md" 2>/dev/null
-  for f in "$OUT"/demo-*.txt "$OUT"/minimal-*.txt; do echo "-- $(basename "$f")"; grep -E "^summary" "$f"; done
+  for f in "$OUT"/demo-*.txt "$OUT"/minimal-*.txt; do echo "-- $(basename "$f")"; grep -E "^summary" "$f" 2>/dev/null; done
   echo "-- servlet"; grep -E "^\| (Jetty|10,000)" "$OUT/servlet.md" 2>/dev/null | cut -c1-260
   echo "-- sweep-long"; grep -E "^\| (\`await|ceiling: 8|pool: 64 platform threads)" "$OUT/sweep-long.md" 2>/dev/null | cut -c1-220
 } > "$OUT/summary.txt"
+pack
 cat "$OUT/summary.txt"
 exit "$failed"

@@ -5,13 +5,23 @@
 # on MinimalReactor, twice; the 10 us, 200 us and 1 ms sweeps (await(), the 8-thread ceiling, the blocking-sync
 # pool) beside MinimalReactor's sweep step at the same kernel times. The library's own CPU per completion is the
 # difference from MinimalReactor in the same run.
-#   bash vthreads-demo/scripts/gpu-minimal.sh        (on the GPU machine, after gpu-bundle; OUT must be set)
+#   bash vthreads-demo/scripts/gpu-minimal.sh        (on the GPU machine, after gpu-bundle; OUT must be set:
+#   every output comes back as $OUT/results.tgz, with $OUT/summary.txt)
 # Knobs: ITER (demo iterations, 200), ROUNDS (demo and servlet rounds, 2), SKIP (step names).
-# Every step's output also goes to stdout (steps.sh tees it): keep the console, fewer files come back.
 set -u
-: "${OUT:?set OUT to the folder for the outputs}"
+DEST=${OUT:?set OUT to the folder for the outputs}
 cd "$(dirname "$0")/../.."
+OUT=$(mktemp -d /tmp/gpu-minimal-steps.XXXXXX) # the steps write here (steps.sh); pack() carries it to DEST
+# The device tool brings back at most 8 files: one archive of every output, refreshed after each step (so a
+# time limit keeps what ran), and the summary beside it.
+pack() { tar czf "$DEST/results.tgz" -C "$OUT" . 2>/dev/null; cp "$OUT/summary.txt" "$DEST/" 2>/dev/null; }
 . vthreads-demo/scripts/steps.sh
+{
+  date -u; cat .gpu/INFO 2>/dev/null; nproc
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo "nvidia-smi: not found"
+} > "$OUT/steps.txt"
+eval "$(declare -f step | sed '1s/^step/run_one_step/')" # steps.sh's step, then pack
+step() { run_one_step "$@"; pack; }
 want() { case " ${SKIP:-} " in *" $1 "*) return 1 ;; *) return 0 ;; esac; }
 J="bash .gpu/java"
 M=io.cudaloom.bench.MinimalReactor
@@ -34,9 +44,10 @@ want sweep-long && step minimal-200us minimal-200us.txt 60 $J $M kernelUs=200 it
 want sweep-long && step minimal-1ms minimal-1ms.txt 60 $J $M kernelUs=1000 threads=8000 iterations=8
 {
   echo "-- floor"; grep -E "^### |^\| [0-9]" "$OUT/floor.md" 2>/dev/null
-  for f in "$OUT"/demo-*.txt "$OUT"/minimal-*.txt; do echo "-- $(basename "$f")"; grep -E "^summary" "$f"; done
-  for f in "$OUT"/servlet-*.md; do echo "-- $(basename "$f")"; grep -E "^\| (Jetty|10,000)" "$f" | cut -c1-260; done
+  for f in "$OUT"/demo-*.txt "$OUT"/minimal-*.txt; do echo "-- $(basename "$f")"; grep -E "^summary" "$f" 2>/dev/null; done
+  for f in "$OUT"/servlet-*.md; do echo "-- $(basename "$f")"; grep -E "^\| (Jetty|10,000)" "$f" 2>/dev/null | cut -c1-260; done
   for f in sweep sweep-long; do echo "-- $f"; grep -E "^\| (\`await|ceiling: 8|pool: 64 platform threads)" "$OUT/$f.md" 2>/dev/null | cut -c1-220; done
 } > "$OUT/summary.txt"
+pack
 cat "$OUT/summary.txt"
 exit "$failed"
