@@ -3,11 +3,13 @@
 # way by the fewest parts (no project code), in one call: the driver's floor; the per-op demo and MinimalReactor's
 # demo step, alternating; the servlet's await() server beside its HTTP floor, its held floor and the same server
 # on MinimalReactor, twice; the 10 us, 200 us and 1 ms sweeps (await(), the 8-thread ceiling, the blocking-sync
-# pool) beside MinimalReactor's sweep step at the same kernel times. The library's own CPU per completion is the
-# difference from MinimalReactor in the same run.
+# pool) beside MinimalReactor's sweep step at the same kernel times; MinimalReactor with a device-wide cap on the
+# threads draining at once (its demo and 10 us steps). The library's own CPU per completion is the difference
+# from MinimalReactor in the same run.
 #   bash vthreads-demo/scripts/gpu-minimal.sh        (on the GPU machine, after gpu-bundle; OUT must be set:
 #   every output comes back as $OUT/results.tgz, with $OUT/summary.txt)
-# Knobs: ITER (demo iterations, 200), ROUNDS (demo and servlet rounds, 2), SKIP (step names).
+# Knobs: ITER (demo iterations, 200), ROUNDS (demo and servlet rounds, 2), DRAINERS (caps on threads draining at
+# once, 2 4), SKIP (step names).
 set -u
 DEST=${OUT:?set OUT to the folder for the outputs}
 cd "$(dirname "$0")/../.."
@@ -30,6 +32,11 @@ want floor && step floor floor.md 120 $J io.cudaloom.bench.DriverContention 2000
 for r in $(seq 1 "${ROUNDS:-2}"); do
   want demo && step "demo-$r" "demo-$r.txt" 60 $J io.cudaloom.demo.DemoMain --iterations "$ITER" --baseline off
   want minimal && step "minimal-$r" "minimal-$r.txt" 60 $J $M iterations="$ITER"
+done
+# the fewest threads in the driver: MinimalReactor with a device-wide cap on threads draining at once
+for d in ${DRAINERS:-2 4}; do
+  want drainers && step "minimal-d$d" "minimal-d$d.txt" 60 $J $M iterations="$ITER" drainers="$d"
+  want drainers && step "minimal-10us-d$d" "minimal-10us-d$d.txt" 60 $J $M kernelUs=10 iterations=100 drainers="$d"
 done
 for r in $(seq 1 "${ROUNDS:-2}"); do
   want servlet && step "servlet-$r" "servlet-$r.md" 150 $J -Dservlet.servers=floor,await,held,minimal \

@@ -89,8 +89,13 @@ import org.HdrHistogram.AtomicHistogram;
  * each thread launches {@code spin_kernel(N us)} (one driver call, one work entry) and waits for it,
  * {@code iterations} times, after a warm-up of {@code warmups} (10) launches of 10 us kernels.
  *
+ * <p>{@code drainers=K} caps the threads that drain at once, device-wide: a thread that finds every
+ * permit taken lists its stream, and a permit's holder drains every listed stream before it gives the
+ * permit back. Without it (the default) each stream has at most one drainer, as the library's
+ * combining does, so up to {@code streams} threads are in the driver at once.
+ *
  * <p>{@code bash .gpu/java io.cudaloom.bench.MinimalReactor [threads=10000] [iterations=200] [streams=8]
- * [kernelUs=N [warmups=10]] [device=cuda|fake]}
+ * [kernelUs=N [warmups=10]] [drainers=K] [device=cuda|fake]}
  */
 @SuppressWarnings("restricted") // libraryLookup, downcallHandle, reinterpret: run with --enable-native-access=ALL-UNNAMED
 public final class MinimalReactor {
@@ -163,6 +168,8 @@ public final class MinimalReactor {
         final int index;
         final ConcurrentLinkedQueue<Step> queue = new ConcurrentLinkedQueue<>();
         final AtomicBoolean draining = new AtomicBoolean();
+        /** Whether the lane is in the run's list of lanes wanting a drainer (with a device-wide cap on drainers). */
+        final AtomicBoolean listed = new AtomicBoolean();
         /**
          * Steps submitted; written only by the drain flag's holder (the flag's compare-and-set and clear
          * order the holders), read by anyone deciding whether to try for the flag.
@@ -212,9 +219,21 @@ public final class MinimalReactor {
         final AtomicInteger nextLane = new AtomicInteger();
         volatile boolean stop;
 
-        /** {@code entriesPerStep}: the work entries of one step (3 for the demo's, 1 for a spin kernel). */
-        Run(Device device, int streams, int entriesPerStep, Arena arena) {
+        /**
+         * At most this many threads drain lanes at once, device-wide; null: no cap (one drainer per lane
+         * at most, as the library's combining).
+         */
+        final Semaphore drainers;
+        /** Lanes with steps to drain whose thread found every drainer's permit taken (each listed once). */
+        final ConcurrentLinkedQueue<Lane> wanting = new ConcurrentLinkedQueue<>();
+
+        /**
+         * {@code entriesPerStep}: the work entries of one step (3 for the demo's, 1 for a spin kernel);
+         * {@code drainers}: the device-wide cap on threads draining at once (0: none).
+         */
+        Run(Device device, int streams, int entriesPerStep, int drainers, Arena arena) {
             this.device = device;
+            this.drainers = drainers > 0 ? new Semaphore(drainers) : null;
             this.lanes = new Lane[streams];
             for (int s = 0; s < streams; s++) {
                 lanes[s] = new Lane(s, arena.allocate(64, 64), ROOM_ENTRIES / entriesPerStep);
@@ -290,11 +309,40 @@ public final class MinimalReactor {
         }
 
         /**
+         * Has the lane drained: by this thread ({@link #drainLane}) without a cap on drainers; with
+         * one, the lane is listed as wanting a drainer, and this thread drains every listed lane while
+         * it holds a permit. It looks at the list again after giving the permit back: a thread that
+         * listed a lane and found no permit did so before its try (a compare-and-set on the
+         * semaphore), and the holder's release comes before its look, so one of the two sees the
+         * other's write and the lane is never left listed with nobody draining.
+         */
+        void drain(Lane lane) {
+            if (drainers == null) {
+                drainLane(lane);
+                return;
+            }
+            if (lane.listed.compareAndSet(false, true)) {
+                wanting.add(lane);
+            }
+            while (!wanting.isEmpty() && drainers.tryAcquire()) {
+                try {
+                    Lane l;
+                    while ((l = wanting.poll()) != null) {
+                        l.listed.set(false); // before the drain: a step appended meanwhile lists it again
+                        drainLane(l);
+                    }
+                } finally {
+                    drainers.release();
+                }
+            }
+        }
+
+        /**
          * Submits the lane's queued steps while it has room, if no other thread does; looks again
          * after clearing the flag, so that a step appended (or room given back) while the flag was
          * held is never left queued with nobody draining.
          */
-        void drain(Lane lane) {
+        void drainLane(Lane lane) {
             while (!lane.queue.isEmpty() && lane.mayStart() && lane.draining.compareAndSet(false, true)) {
                 int n = 0;
                 try {
@@ -377,7 +425,7 @@ public final class MinimalReactor {
     }
 
     public static void main(String[] args) throws Exception {
-        int threads = 10_000, iterations = 200, streams = 8, warmUps = 10;
+        int threads = 10_000, iterations = 200, streams = 8, warmUps = 10, drainers = 0;
         long kernelNanos = -1;
         String device = "cuda";
         for (String a : args) {
@@ -389,6 +437,7 @@ public final class MinimalReactor {
                 case "streams" -> streams = positive(key, value);
                 case "kernelUs" -> kernelNanos = 1000L * positive(key, value);
                 case "warmups" -> warmUps = positive(key, value);
+                case "drainers" -> drainers = positive(key, value);
                 case "device" -> device = value;
                 default -> usage("unknown argument '" + a + "'");
             }
@@ -406,7 +455,7 @@ public final class MinimalReactor {
         Result r;
         try (Arena arena = Arena.ofShared();
                 Device d = device.equals("cuda") ? new Cuda(streams, arena) : new Fake(streams, arena)) {
-            r = run(d, threads, iterations, streams, mode, arena);
+            r = run(d, threads, iterations, streams, mode, drainers, arena);
         }
         System.out.println(r.report());
         if (!r.passed()) {
@@ -418,14 +467,15 @@ public final class MinimalReactor {
 
     /**
      * Runs on the stand-in ({@code device=fake}), the demo's step ({@code kernelUs} < 0) or the
-     * sweep's, and returns the report; throws if a step failed, a check mismatched or a completion is
+     * sweep's, with at most {@code drainers} threads draining at once (0: no cap), and returns the report; throws if a step failed, a check mismatched or a completion is
      * missing. For the module's tests, which reach this class (compiled for Java 22) by reflection.
      */
-    public static String runOnStandIn(int threads, int iterations, int streams, int kernelUs)
+    public static String runOnStandIn(int threads, int iterations, int streams, int kernelUs, int drainers)
             throws InterruptedException {
         Result r;
         try (Arena arena = Arena.ofShared(); Device d = new Fake(streams, arena)) {
-            r = run(d, threads, iterations, streams, kernelUs < 0 ? Mode.DEMO : new Mode(1000L * kernelUs, 2), arena);
+            r = run(d, threads, iterations, streams, kernelUs < 0 ? Mode.DEMO : new Mode(1000L * kernelUs, 2), drainers,
+                    arena);
         }
         if (!r.passed()) {
             throw new IllegalStateException("the stand-in's run failed its checks: " + r.report());
@@ -449,12 +499,12 @@ public final class MinimalReactor {
     private static void usage(String problem) {
         System.err.println("MinimalReactor: " + problem);
         System.err.println("usage: MinimalReactor [threads=10000] [iterations=200] [streams=8] [kernelUs=N [warmups=10]]"
-                + " [device=cuda|fake]");
+                + " [drainers=K] [device=cuda|fake]");
         System.exit(2);
     }
 
     /** What one run measured (the steady state: after the warm-up). */
-    record Result(String device, int threads, int iterations, int streams, Mode mode, long completions,
+    record Result(String device, int threads, int iterations, int streams, Mode mode, int drainers, long completions,
             long mismatches, long steadyCompletions, long steadyWallNanos, long steadyCpuNanos, long flagWrites,
             long drains, long scannerCpuNanos, long p50Nanos, long p99Nanos) {
         /** Every step completed and every check passed. */
@@ -466,7 +516,7 @@ public final class MinimalReactor {
             double perSecond = steadyCompletions * 1e9 / steadyWallNanos;
             double cpuUs = steadyCpuNanos / 1e3 / steadyCompletions;
             double busy = (double) steadyCpuNanos / steadyWallNanos;
-            return String.format(Locale.ROOT, "MinimalReactor: %,d virtual threads on %s, %d streams, %s, no project"
+            return String.format(Locale.ROOT, "MinimalReactor: %,d virtual threads on %s, %d streams%s, %s, no project"
                     + " code%n"
                     + "  completions              %,d (%,d mismatches)%n"
                     + "  completions/s            %,.0f  (steady state)%n"
@@ -476,7 +526,8 @@ public final class MinimalReactor {
                     + "  flag writes              %,d (%.4f per completion), drains %,d (%.1f steps each)%n"
                     + "  scanner CPU              %.2f us per completion (whole run)%n"
                     + "summary: steady state (%s): %,.0f completions/s, %.1f us CPU per completion, %.2f cores busy",
-                    threads, device, streams, mode.work(), completions, mismatches, perSecond, cpuUs, busy,
+                    threads, device, streams, drainers == 0 ? "" : " (at most " + drainers + " draining at once)",
+                    mode.work(), completions, mismatches, perSecond, cpuUs, busy,
                     p50Nanos / 1e6, p99Nanos / 1e6, flagWrites, (double) flagWrites / completions, drains,
                     drains == 0 ? 0.0 : (double) completions / drains, scannerCpuNanos / 1e3 / completions,
                     mode.steady(iterations), perSecond, cpuUs, busy);
@@ -484,9 +535,9 @@ public final class MinimalReactor {
     }
 
     /** Runs the program on {@code device}. */
-    static Result run(Device device, int threads, int iterations, int streams, Mode mode, Arena arena)
+    static Result run(Device device, int threads, int iterations, int streams, Mode mode, int drainers, Arena arena)
             throws InterruptedException {
-        Run run = new Run(device, streams, mode.demo() ? 3 : 1, arena);
+        Run run = new Run(device, streams, mode.demo() ? 3 : 1, drainers, arena);
         AtomicLong scannerCpu = new AtomicLong();
         Thread scanner = startScanner(run, scannerCpu);
         CountDownLatch warmedUp = new CountDownLatch(threads);
@@ -551,7 +602,7 @@ public final class MinimalReactor {
             drains += lane.drains.sum();
         }
         long all = run.completions.sum();
-        return new Result(device.name(), threads, iterations, streams, mode, all, run.mismatches.sum(), all - warm, wall, cpu,
+        return new Result(device.name(), threads, iterations, streams, mode, drainers, all, run.mismatches.sum(), all - warm, wall, cpu,
                 flagWrites, drains, scannerCpu.get(), run.awaitLatency.getValueAtPercentile(50),
                 run.awaitLatency.getValueAtPercentile(99));
     }
@@ -588,7 +639,7 @@ public final class MinimalReactor {
             this.streams = streams;
             this.arena = Arena.ofShared();
             this.device = standIn ? new Fake(streams, arena) : new Cuda(streams, arena);
-            this.run = new Run(device, streams, 3, arena);
+            this.run = new Run(device, streams, 3, 0, arena);
             this.scanner = startScanner(run, new AtomicLong());
         }
 

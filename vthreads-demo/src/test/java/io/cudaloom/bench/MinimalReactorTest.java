@@ -21,7 +21,7 @@ class MinimalReactorTest {
     void everyStepOfTenThousandThreadsCompletesAndChecksOnTheStandIn() throws Exception {
         Method run = standIn();
         for (int streams : new int[] {1, 8}) {
-            String report = invoke(run, 10_000, 3, streams, -1);
+            String report = invoke(run, 10_000, 3, streams, -1, 0);
             assertTrue(report.contains("completions              30,000 (0 mismatches)"), report);
             assertTrue(report.contains(streams + " streams"), report);
         }
@@ -31,16 +31,31 @@ class MinimalReactorTest {
     @Test
     @Timeout(120)
     void everyLaunchOfTheSweepsStepCompletesOnTheStandIn() throws Exception {
-        String report = invoke(standIn(), 10_000, 3, 2, 20);
+        String report = invoke(standIn(), 10_000, 3, 2, 20, 0);
         assertTrue(report.contains("completions              50,000 (0 mismatches)"), report);
         assertTrue(report.contains("spin_kernel(20 us) launched and waited for"), report);
         assertTrue(report.contains("3 launches of 20 us kernels per thread, after a warm-up of 2 of 10 us"), report);
     }
 
+    /**
+     * With at most one or two threads draining at once across eight streams (a stream whose thread
+     * finds no permit is listed, and a permit's holder drains every listed one): every step of
+     * 10,000 threads still completes and checks.
+     */
+    @Test
+    @Timeout(120)
+    void aDeviceWideCapOnDrainersLeavesNoStreamUndrained() throws Exception {
+        for (int drainers : new int[] {1, 2}) {
+            String report = invoke(standIn(), 10_000, 3, 8, -1, drainers);
+            assertTrue(report.contains("completions              30,000 (0 mismatches)"), report);
+            assertTrue(report.contains("8 streams (at most " + drainers + " draining at once)"), report);
+        }
+    }
+
     private static Method standIn() {
         try {
             return Class.forName("io.cudaloom.bench.MinimalReactor").getMethod("runOnStandIn", int.class, int.class,
-                    int.class, int.class);
+                    int.class, int.class, int.class);
         } catch (ReflectiveOperationException e) {
             String reason = "skipped: io.cudaloom.bench.MinimalReactor is not compiled (it needs a JDK >= 22 to build): " + e;
             System.out.println("MinimalReactorTest " + reason);
@@ -49,9 +64,10 @@ class MinimalReactorTest {
         }
     }
 
-    private static String invoke(Method run, int threads, int iterations, int streams, int kernelUs) throws Exception {
+    private static String invoke(Method run, int threads, int iterations, int streams, int kernelUs, int drainers)
+            throws Exception {
         try {
-            return (String) run.invoke(null, threads, iterations, streams, kernelUs);
+            return (String) run.invoke(null, threads, iterations, streams, kernelUs, drainers);
         } catch (InvocationTargetException e) {
             if (e.getCause() instanceof Exception cause) {
                 throw cause;
