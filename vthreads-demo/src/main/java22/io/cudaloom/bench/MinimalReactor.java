@@ -226,6 +226,8 @@ public final class MinimalReactor {
         final Semaphore drainers;
         /** Lanes with steps to drain whose thread found every drainer's permit taken (each listed once). */
         final ConcurrentLinkedQueue<Lane> wanting = new ConcurrentLinkedQueue<>();
+        /** Calls of {@link #drain} that found every permit taken and left the listed lanes to their holders. */
+        final LongAdder leftToHolders = new LongAdder();
 
         /**
          * {@code entriesPerStep}: the work entries of one step (3 for the demo's, 1 for a spin kernel);
@@ -324,7 +326,15 @@ public final class MinimalReactor {
             if (lane.listed.compareAndSet(false, true)) {
                 wanting.add(lane);
             }
-            while (!wanting.isEmpty() && drainers.tryAcquire()) {
+            boolean first = true;
+            while (!wanting.isEmpty()) {
+                if (!drainers.tryAcquire()) {
+                    if (first) {
+                        leftToHolders.increment(); // the listed lanes are a permit holder's to drain
+                    }
+                    return;
+                }
+                first = false;
                 try {
                     Lane l;
                     while ((l = wanting.poll()) != null) {
@@ -506,7 +516,7 @@ public final class MinimalReactor {
     /** What one run measured (the steady state: after the warm-up). */
     record Result(String device, int threads, int iterations, int streams, Mode mode, int drainers, long completions,
             long mismatches, long steadyCompletions, long steadyWallNanos, long steadyCpuNanos, long flagWrites,
-            long drains, long scannerCpuNanos, long p50Nanos, long p99Nanos) {
+            long drains, long leftToHolders, long scannerCpuNanos, long p50Nanos, long p99Nanos) {
         /** Every step completed and every check passed. */
         boolean passed() {
             return mismatches == 0 && completions == threads * mode.perThread(iterations);
@@ -523,13 +533,15 @@ public final class MinimalReactor {
                     + "  CPU per completion       %.1f us  (process CPU time / completions, steady state)%n"
                     + "  cores busy               %.2f%n"
                     + "  await latency p50 / p99  %.1f / %.1f ms%n"
-                    + "  flag writes              %,d (%.4f per completion), drains %,d (%.1f steps each)%n"
+                    + "  flag writes              %,d (%.4f per completion), drains %,d (%.1f steps each)%s%n"
                     + "  scanner CPU              %.2f us per completion (whole run)%n"
                     + "summary: steady state (%s): %,.0f completions/s, %.1f us CPU per completion, %.2f cores busy",
                     threads, device, streams, drainers == 0 ? "" : " (at most " + drainers + " draining at once)",
                     mode.work(), completions, mismatches, perSecond, cpuUs, busy,
                     p50Nanos / 1e6, p99Nanos / 1e6, flagWrites, (double) flagWrites / completions, drains,
-                    drains == 0 ? 0.0 : (double) completions / drains, scannerCpuNanos / 1e3 / completions,
+                    drains == 0 ? 0.0 : (double) completions / drains,
+                    drainers == 0 ? "" : String.format(Locale.ROOT, "; %,d times every permit was taken", leftToHolders),
+                    scannerCpuNanos / 1e3 / completions,
                     mode.steady(iterations), perSecond, cpuUs, busy);
         }
     }
@@ -603,7 +615,7 @@ public final class MinimalReactor {
         }
         long all = run.completions.sum();
         return new Result(device.name(), threads, iterations, streams, mode, drainers, all, run.mismatches.sum(), all - warm, wall, cpu,
-                flagWrites, drains, scannerCpu.get(), run.awaitLatency.getValueAtPercentile(50),
+                flagWrites, drains, run.leftToHolders.sum(), scannerCpu.get(), run.awaitLatency.getValueAtPercentile(50),
                 run.awaitLatency.getValueAtPercentile(99));
     }
 

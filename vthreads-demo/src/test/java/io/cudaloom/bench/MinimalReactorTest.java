@@ -38,18 +38,27 @@ class MinimalReactorTest {
     }
 
     /**
-     * With at most one or two threads draining at once across eight streams (a stream whose thread
-     * finds no permit is listed, and a permit's holder drains every listed one): every step of
-     * 10,000 threads still completes and checks.
+     * With at most one thread draining at once across eight streams (a stream whose thread finds no
+     * permit is listed, and the permit's holder drains every listed one): every step of 10,000
+     * threads still completes and checks. The premise, that threads did find the permit taken, needs
+     * two carriers or more (with one, no two drains overlap).
      */
     @Test
     @Timeout(120)
     void aDeviceWideCapOnDrainersLeavesNoStreamUndrained() throws Exception {
-        for (int drainers : new int[] {1, 2}) {
-            String report = invoke(standIn(), 10_000, 3, 8, -1, drainers);
-            assertTrue(report.contains("completions              30,000 (0 mismatches)"), report);
-            assertTrue(report.contains("8 streams (at most " + drainers + " draining at once)"), report);
-        }
+        Method run = standIn();
+        Assumptions.assumeTrue(Runtime.getRuntime().availableProcessors() >= 2, () -> {
+            String reason = "skipped: one CPU, so one carrier: no two drains overlap and the cap is never reached";
+            System.out.println("MinimalReactorTest " + reason);
+            return reason;
+        });
+        String report = invoke(run, 10_000, 3, 8, -1, 1);
+        assertTrue(report.contains("completions              30,000 (0 mismatches)"), report);
+        assertTrue(report.contains("8 streams (at most 1 draining at once)"), report);
+        java.util.regex.Matcher taken = java.util.regex.Pattern.compile("; ([0-9,]+) times every permit was taken")
+                .matcher(report);
+        assertTrue(taken.find() && Long.parseLong(taken.group(1).replace(",", "")) > 0,
+                "premise: threads found the permit taken and left their streams to its holder: " + report);
     }
 
     private static Method standIn() {
