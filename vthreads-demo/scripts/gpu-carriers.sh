@@ -10,20 +10,9 @@
 # Knobs: ITER (demo iterations, 200), ROUNDS (rounds of the demo rows, 2), SKIP (step names), CARRIERS (8),
 # STREAMS (4 16).
 set -u
-DEST=${OUT:?set OUT to the folder for the outputs}
 cd "$(dirname "$0")/../.."
-OUT=$(mktemp -d /tmp/gpu-carriers-steps.XXXXXX) # the steps write here (steps.sh); pack() carries it to DEST
-# The device tool brings back at most 8 files: one archive of every output, refreshed after each step (so a
-# time limit keeps what ran), and the summary beside it.
-pack() { tar czf "$DEST/results.tgz" -C "$OUT" . 2>/dev/null; cp "$OUT/summary.txt" "$DEST/" 2>/dev/null; }
 . vthreads-demo/scripts/steps.sh
-{
-  date -u; cat .gpu/INFO 2>/dev/null; nproc
-  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo "nvidia-smi: not found"
-} > "$OUT/steps.txt"
-eval "$(declare -f step | sed '1s/^step/run_one_step/')" # steps.sh's step, then pack
-step() { run_one_step "$@"; pack; }
-want() { case " ${SKIP:-} " in *" $1 "*) return 1 ;; *) return 0 ;; esac; }
+packed_steps gpu-carriers-steps
 J="bash .gpu/java"
 ITER=${ITER:-200}
 want floor && step floor floor.md 120 $J io.cudaloom.bench.DriverContention 20000 ops=DEMO_STEP,SWEEP_STEP,SPIN_10US

@@ -11,20 +11,9 @@
 # Knobs: ITER (demo iterations, 200), ROUNDS (demo and servlet rounds, 2), DRAINERS (caps on threads draining at
 # once, 2 4), SKIP (step names).
 set -u
-DEST=${OUT:?set OUT to the folder for the outputs}
 cd "$(dirname "$0")/../.."
-OUT=$(mktemp -d /tmp/gpu-minimal-steps.XXXXXX) # the steps write here (steps.sh); pack() carries it to DEST
-# The device tool brings back at most 8 files: one archive of every output, refreshed after each step (so a
-# time limit keeps what ran), and the summary beside it.
-pack() { tar czf "$DEST/results.tgz" -C "$OUT" . 2>/dev/null; cp "$OUT/summary.txt" "$DEST/" 2>/dev/null; }
 . vthreads-demo/scripts/steps.sh
-{
-  date -u; cat .gpu/INFO 2>/dev/null; nproc
-  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo "nvidia-smi: not found"
-} > "$OUT/steps.txt"
-eval "$(declare -f step | sed '1s/^step/run_one_step/')" # steps.sh's step, then pack
-step() { run_one_step "$@"; pack; }
-want() { case " ${SKIP:-} " in *" $1 "*) return 1 ;; *) return 0 ;; esac; }
+packed_steps gpu-minimal-steps
 J="bash .gpu/java"
 M=io.cudaloom.bench.MinimalReactor
 ITER=${ITER:-200}

@@ -17,3 +17,21 @@ step() {
   fi
   [ "$rc" -eq 0 ] || failed=$((failed + 1))
 }
+
+# packed_steps NAME: for a script run on the GPU machine with OUT set to the device tool's folder. The steps
+# write into a folder of their own (OUT from here on) and DEST is the tool's: the tool brings back at most 8
+# files, so after each step every output is packed into $DEST/results.tgz (a time limit keeps what ran), with
+# summary.txt beside it (pack). Also want NAME (false if SKIP names it), and steps.txt opened with the date, the
+# bundle, the cores and the GPU. Only the scripts that call it get these.
+packed_steps() {
+  DEST=${OUT:?set OUT to the folder for the outputs}
+  OUT=$(mktemp -d "/tmp/$1.XXXXXX")
+  {
+    date -u; cat .gpu/INFO 2>/dev/null; nproc
+    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo "nvidia-smi: not found"
+  } > "$OUT/steps.txt"
+  pack() { tar czf "$DEST/results.tgz" -C "$OUT" . 2>/dev/null; cp "$OUT/summary.txt" "$DEST/" 2>/dev/null; }
+  want() { case " ${SKIP:-} " in *" $1 "*) return 1 ;; *) return 0 ;; esac; }
+  eval "$(declare -f step | sed '1s/^step/run_one_step/')" # step as above, then pack
+  step() { run_one_step "$@"; pack; }
+}
