@@ -6,7 +6,7 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import com.sun.management.OperatingSystemMXBean;
-import java.io.InputStream;
+import io.cudaloom.demo.DemoKernels;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
@@ -17,7 +17,6 @@ import java.lang.invoke.MethodHandle;
 import java.lang.invoke.VarHandle;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -180,7 +179,7 @@ public final class MinimalReactor {
         /** The highest ticket proven complete (the scanner raises it before the wake-ups). */
         final AtomicLong proven = new AtomicLong();
         final MemorySegment params;
-        final LongAdder flagWrites = new LongAdder();
+        /** Drains that submitted steps, each ending with one flag write. */
         final LongAdder drains = new LongAdder();
 
         /** Steps this lane may have submitted and not proven. */
@@ -370,7 +369,6 @@ public final class MinimalReactor {
                     }
                     if (n > 0) {
                         device.writeFlag(lane.index, (int) lane.submitted);
-                        lane.flagWrites.increment();
                         lane.drains.increment();
                     }
                 } finally {
@@ -515,7 +513,7 @@ public final class MinimalReactor {
 
     /** What one run measured (the steady state: after the warm-up). */
     record Result(String device, int threads, int iterations, int streams, Mode mode, int drainers, long completions,
-            long mismatches, long steadyCompletions, long steadyWallNanos, long steadyCpuNanos, long flagWrites,
+            long mismatches, long steadyCompletions, long steadyWallNanos, long steadyCpuNanos,
             long drains, long leftToHolders, long scannerCpuNanos, long p50Nanos, long p99Nanos) {
         /** Every step completed and every check passed. */
         boolean passed() {
@@ -538,7 +536,7 @@ public final class MinimalReactor {
                     + "summary: steady state (%s): %,.0f completions/s, %.1f us CPU per completion, %.2f cores busy",
                     threads, device, streams, drainers == 0 ? "" : " (at most " + drainers + " draining at once)",
                     mode.work(), completions, mismatches, perSecond, cpuUs, busy,
-                    p50Nanos / 1e6, p99Nanos / 1e6, flagWrites, (double) flagWrites / completions, drains,
+                    p50Nanos / 1e6, p99Nanos / 1e6, drains, (double) drains / completions, drains,
                     drains == 0 ? 0.0 : (double) completions / drains,
                     drainers == 0 ? "" : String.format(Locale.ROOT, "; %,d times every permit was taken", leftToHolders),
                     scannerCpuNanos / 1e3 / completions,
@@ -608,14 +606,13 @@ public final class MinimalReactor {
         if (failure.get() != null) {
             throw new IllegalStateException("a step failed: " + failure.get(), failure.get());
         }
-        long flagWrites = 0, drains = 0;
+        long drains = 0;
         for (Lane lane : run.lanes) {
-            flagWrites += lane.flagWrites.sum();
             drains += lane.drains.sum();
         }
         long all = run.completions.sum();
         return new Result(device.name(), threads, iterations, streams, mode, drainers, all, run.mismatches.sum(), all - warm, wall, cpu,
-                flagWrites, drains, run.leftToHolders.sum(), scannerCpu.get(), run.awaitLatency.getValueAtPercentile(50),
+                drains, run.leftToHolders.sum(), scannerCpu.get(), run.awaitLatency.getValueAtPercentile(50),
                 run.awaitLatency.getValueAtPercentile(99));
     }
 
@@ -758,13 +755,7 @@ public final class MinimalReactor {
                 check((int) RETAIN.invokeExact(out, ordinal), "cuDevicePrimaryCtxRetain");
                 ctx = out.get(JAVA_LONG, 0);
                 check((int) SET_CURRENT.invokeExact(ctx), "cuCtxSetCurrent");
-                String ptx;
-                try (InputStream in = MinimalReactor.class.getResourceAsStream("/io/cudaloom/kernels.ptx")) {
-                    if (in == null) {
-                        throw new IllegalStateException("/io/cudaloom/kernels.ptx is not on the class path (core's classes hold it)");
-                    }
-                    ptx = new String(in.readAllBytes(), StandardCharsets.US_ASCII);
-                }
+                String ptx = DemoKernels.ptxText(); // the resource's text, read as data
                 check((int) MODULE_LOAD.invokeExact(out, arena.allocateFrom(ptx)), "cuModuleLoadData");
                 module = out.get(JAVA_LONG, 0);
                 check((int) GET_FUNCTION.invokeExact(out, module, arena.allocateFrom("scale_f32")), "cuModuleGetFunction");
