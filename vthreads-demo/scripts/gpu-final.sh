@@ -13,7 +13,8 @@
 # From the repository root, after ../shared/tools/gpu-bundle && bash vthreads-demo/scripts/gpu-trim.sh:
 #   bash vthreads-demo/scripts/gpu-final.sh > /dev/null; cat "$OUT/summary.txt"   (then unpack $OUT/results.tgz)
 # Knobs: SKIP="suite lifetime ..." leaves steps out (names as in the step lines below); SERVLET_LEVELS
-# (default 100,10000) the servlet's concurrency levels.
+# (default 100,10000) the servlet's concurrency levels; SERVLET_SERVERS (default: the five) the servlet step's
+# servers (-Dservlet.servers, e.g. floor,await,spinning,blocking,held,minimal).
 set -u
 cd "$(dirname "$0")/../.." || exit 2
 DEST=${OUT:-$(mktemp -d /tmp/gpu-final.XXXXXX)}
@@ -69,7 +70,7 @@ want handoff && step handoff handoff.md 40 $J io.cudaloom.bench.VirtualThreadHan
 want handoff && step handoff-p4 handoff-p4.md 40 $J -Djdk.virtualThreadScheduler.parallelism=4 io.cudaloom.bench.VirtualThreadHandOff threads=10000 perThread=20
 want handoff && step handoff-paced handoff-paced.md 40 $J io.cudaloom.bench.VirtualThreadHandOff threads=8000 perThread=1 batch=1 delivery=platform rate=8000,40000
 want handoff && step handoff-paced-p4 handoff-paced-p4.md 40 $J -Djdk.virtualThreadScheduler.parallelism=4 io.cudaloom.bench.VirtualThreadHandOff threads=8000 perThread=1 batch=1 delivery=platform rate=8000,40000
-want servlet && step servlet servlet.md 200 $J io.cudaloom.bench.GpuBench servlet concurrency="${SERVLET_LEVELS:-100,10000}" seconds=5
+want servlet && step servlet servlet.md 200 $J ${SERVLET_SERVERS:+-Dservlet.servers=$SERVLET_SERVERS} io.cudaloom.bench.GpuBench servlet concurrency="${SERVLET_LEVELS:-100,10000}" seconds=5
 # the same servers with the reactor's relayed wake-ups off (ReactorConfig.relayWakeups; a benchmark knob), for the tail
 # the same servers loaded by platform-thread workers (one per connection, woken by the kernel): the client's own
 # virtual-thread scheduling out of the measured latency, for the tail
