@@ -126,7 +126,8 @@ final class DemoRun {
             long inlineCompletions,
             long immediate,
             long coalesced,
-            long flagWrites) {
+            long flagWrites,
+            long scannerCpuNanos) {
 
         boolean passed() {
             return errors == 0 && mismatches == 0 && verified == steps
@@ -216,6 +217,10 @@ final class DemoRun {
                     slotsInUseAtEnd, armedAtEnd, capacity, capacity - slotsInUseAtEnd, quarantinedAtEnd));
             row(out, "fallbacks", String.format(Locale.ROOT, "%,d  (slot registrations %,d, inline %,d, already done %,d)",
                     fallbacks, registrations, inlineCompletions, immediate));
+            if (scannerCpuNanos >= 0 && completions > 0) { // as MinimalReactor prints its scanner's
+                row(out, "scanner CPU", String.format(Locale.ROOT, "%.2f us per completion (whole run)",
+                        scannerCpuNanos / 1e3 / completions));
+            }
             if (firstError != null) {
                 row(out, "first error", firstError);
             }
@@ -403,7 +408,9 @@ final class DemoRun {
                 after.inlineCompletions() - before.inlineCompletions(),
                 after.immediate() - before.immediate(),
                 after.coalesced() - before.coalesced(),
-                after.flagWrites() - before.flagWrites());
+                after.flagWrites() - before.flagWrites(),
+                after.scannerCpuNanos() < 0 || before.scannerCpuNanos() < 0 ? -1
+                        : after.scannerCpuNanos() - before.scannerCpuNanos());
     }
 
     private static void step(DemoWorkload workload, int index, int it, LongAdder completions, LongAdder verified,

@@ -35,6 +35,13 @@ class DemoRunTest {
             assertEquals(2_000, r.registrations() + r.coalesced() + r.immediate() + r.fallbacks(),
                     "every await armed a (shared) slot, joined one, fell back, or found its work already done");
             assertTrue(r.passed());
+            // the scanner's share, printed beside MinimalReactor's: its thread's CPU over the run (the JVM tells it here)
+            assertTrue(r.scannerCpuNanos() > 0 && r.scannerCpuNanos() <= r.cpuNanos(), r.scannerCpuNanos() + " " + r.cpuNanos());
+            ByteArrayOutputStream text = new ByteArrayOutputStream();
+            r.printTable(new PrintStream(text, true, StandardCharsets.UTF_8));
+            assertTrue(text.toString(StandardCharsets.UTF_8).contains(String.format(java.util.Locale.ROOT,
+                    "  scanner CPU              %.2f us per completion (whole run)", r.scannerCpuNanos() / 1e3 / 2_000)),
+                    text.toString(StandardCharsets.UTF_8));
         }
     }
 
