@@ -2,7 +2,8 @@
 # gpu-trim.sh: after ../shared/tools/gpu-bundle, removes from .gpu what nothing run on the GPU
 # machine loads, so that the working tree plus .gpu stays under the device call's 64 MiB (the
 # bundle of 2026-12-06 was 74 MiB, 54 trimmed):
-#  - JMH and its dependencies, AssertJ, Byte Buddy; the stress module (jcstress runs on CPUs);
+#  - JMH and its dependencies, AssertJ, Byte Buddy; the stress module (jcstress runs on CPUs), and JNA,
+#    which only jcstress brings;
 #  - Spring Boot and the Prometheus registry, which only CPU tests use, with those tests' classes
 #    (io.cudaloom.spring's tests, CudaLoomMetricsTest): without their libraries JUnit could not
 #    load them while it looks for the gpu-tagged tests;
@@ -18,7 +19,7 @@ rm -f .gpu/lib/byte-buddy-*.jar .gpu/lib/assertj-core-*.jar .gpu/lib/commons-mat
   .gpu/lib/jmh-*.jar .gpu/lib/jopt-simple-*.jar .gpu/lib/jcstress-core-*.jar .gpu/lib/cuda-loom-core-*.jar \
   .gpu/lib/spring-*.jar .gpu/lib/prometheus-*.jar .gpu/lib/micrometer-registry-prometheus-*.jar \
   .gpu/lib/snakeyaml-*.jar .gpu/lib/jackson-*.jar .gpu/lib/tomcat-*.jar .gpu/lib/logback-*.jar \
-  .gpu/lib/log4j-*.jar .gpu/lib/jakarta.annotation*.jar
+  .gpu/lib/log4j-*.jar .gpu/lib/jakarta.annotation*.jar .gpu/lib/jna-*.jar
 rm -rf .gpu/cp/stress-classes .gpu/cp/stress-test-classes .gpu/cp/core-test-classes/io/cudaloom/spring
 rm -f .gpu/cp/core-test-classes/io/cudaloom/micrometer/CudaLoomMetricsTest*.class
 core_jar=$(ls core/target/cuda-loom-core-*.jar 2>/dev/null | grep -v -e '-sources\.jar$' -e '-javadoc\.jar$' -e '-tests\.jar$' | head -1)
