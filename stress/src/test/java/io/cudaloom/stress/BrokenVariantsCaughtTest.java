@@ -46,7 +46,8 @@ class BrokenVariantsCaughtTest {
             "io.cudaloom.stress.jcstress.BrokenSubmissionQueueTest",
             "io.cudaloom.stress.jcstress.BrokenSubmissionRoomTest",
             "io.cudaloom.stress.jcstress.BrokenBatchLeaveTest",
-            "io.cudaloom.stress.jcstress.BrokenDrainHandOffTest");
+            "io.cudaloom.stress.jcstress.BrokenDrainHandOffTest",
+            "io.cudaloom.stress.jcstress.BrokenDrainerPermitsTest");
 
     @Test
     @Timeout(value = 8, unit = TimeUnit.MINUTES)
