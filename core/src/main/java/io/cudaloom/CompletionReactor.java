@@ -1,5 +1,6 @@
 package io.cudaloom;
 
+import io.cudaloom.protocol.DrainerPermits;
 import io.cudaloom.protocol.SlotTable;
 import io.cudaloom.reactor.BlockingWait;
 import io.cudaloom.reactor.CallbackRegistrations;
@@ -75,6 +76,8 @@ public final class CompletionReactor {
     private final Scanner scanner;
     private final Thread scannerThread;
     private final Executor callbackExecutor;
+    /** The cap on threads draining this device's streams at once (ReactorConfig.drainers), or null for none. */
+    private final @Nullable DrainerPermits drainerPermits;
     private final Monitoring observability;
     /**
      * What the MXBeans and the counters event read of this reactor. Held here: observability
@@ -111,6 +114,7 @@ public final class CompletionReactor {
                 config.strategy() == CompletionStrategy.REACTOR);
         int id = IDS.incrementAndGet();
         this.callbackExecutor = DaemonThreads.callbackExecutor(id);
+        this.drainerPermits = config.drainers() > 0 ? new DrainerPermits(config.drainers()) : null;
         // The parts get what they use, never this facade; `this` is only the parks' blocker.
         PreWake preWake = new PreWake(config, this::wakeScanner);
         this.blockingWait = new BlockingWait(new BlockingWait.Parts(state, checks, table, registrar, preWake, config,
@@ -374,6 +378,11 @@ public final class CompletionReactor {
         return checks;
     }
 
+    /** The cap on threads draining this device's streams at once, or null for none (tests). */
+    @Nullable DrainerPermits drainerPermits() {
+        return drainerPermits;
+    }
+
     Thread scannerThread() {
         return scannerThread;
     }
@@ -427,6 +436,11 @@ public final class CompletionReactor {
         @Override
         public String deviceName() {
             return device.name();
+        }
+
+        @Override
+        public @Nullable DrainerPermits drainerPermits() {
+            return drainerPermits;
         }
     }
 

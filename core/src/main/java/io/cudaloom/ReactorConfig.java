@@ -27,6 +27,10 @@ public final class ReactorConfig {
     public static final int MAX_ADMISSION_LIMIT = 896;
     /** The largest capacity accepted: 16 Mi slots (64 MiB of pinned flags). */
     public static final int MAX_CAPACITY = 1 << 24;
+    /** The system property that sets the default of {@link Builder#drainers} (unset: 0, no cap). */
+    public static final String DRAINERS_PROPERTY = "cudaloom.drainers";
+    /** The largest cap on drainers accepted ({@link Builder#drainers}). */
+    public static final int MAX_DRAINERS = 1024;
     /** The default of {@link Builder#slowAwaitFactor}. */
     public static final double DEFAULT_SLOW_AWAIT_FACTOR = 4.0;
     private static final Duration MAX_DURATION = Duration.ofSeconds(10);
@@ -49,6 +53,7 @@ public final class ReactorConfig {
     private final boolean jmx;
     private final double slowAwaitFactor;
     private final Submission submission;
+    private final int drainers;
 
     private ReactorConfig(Builder b) {
         this.capacity = b.capacity;
@@ -69,6 +74,25 @@ public final class ReactorConfig {
         this.jmx = b.jmx;
         this.slowAwaitFactor = b.slowAwaitFactor;
         this.submission = b.submission;
+        this.drainers = b.drainers;
+    }
+
+    /** {@value #DRAINERS_PROPERTY} if set, else 0; a value that is not a cap {@link Builder#drainers} takes is refused. */
+    static int defaultDrainers() {
+        String v = System.getProperty(DRAINERS_PROPERTY);
+        if (v == null || v.isBlank()) {
+            return 0;
+        }
+        try {
+            int d = Integer.parseInt(v.strip());
+            if (d >= 0 && d <= MAX_DRAINERS) {
+                return d;
+            }
+        } catch (NumberFormatException e) {
+            // refused below
+        }
+        throw new IllegalArgumentException(DRAINERS_PROPERTY + " must be a number between 0 (no cap) and " + MAX_DRAINERS
+                + ", was " + v);
     }
 
     public static ReactorConfig defaults() {
@@ -96,7 +120,8 @@ public final class ReactorConfig {
                 .scannerDefersToSpinningWaiters(scannerDefersToSpinningWaiters)
                 .jmx(jmx)
                 .slowAwaitFactor(slowAwaitFactor)
-                .submission(submission);
+                .submission(submission)
+                .drainers(drainers);
     }
 
     public int capacity() { return capacity; }
@@ -113,6 +138,8 @@ public final class ReactorConfig {
     public Submission submission() { return submission; }
     /** Work entries a stream may have in flight before a submitter parks ({@link Builder#admissionLimit}). */
     public int admissionLimit() { return admissionLimit; }
+    /** The most threads draining the device's streams into the driver at once; 0: no cap ({@link Builder#drainers}). */
+    public int drainers() { return drainers; }
     /** Shared flag writes a stream may have pending before waiters gather for the next ({@link Builder#flagWritesInFlight}). */
     public int flagWritesInFlight() { return flagWritesInFlight; }
     /** Whether woken members of a shared flag write wake the others ({@link Builder#relayWakeups}). */
@@ -132,7 +159,8 @@ public final class ReactorConfig {
                 + ", waiterSpin=" + waiterSpinNanos + "ns (while waiters <= " + waiterSpinMaxWaiters + ")"
                 + ", scannerSpin=" + scannerSpinNanos + "ns, scannerLinger=" + scannerLingerNanos + "ns, scannerPark=" + scannerMinParkNanos
                 + ".." + scannerMaxParkNanos + "ns, faultProbeInterval=" + faultProbeIntervalNanos + "ns"
-                + ", admissionLimit=" + admissionLimit + (submission == Submission.DIRECT ? ", direct submission" : "") + (coalesce ? ", coalesce (flagWritesInFlight="
+                + ", admissionLimit=" + admissionLimit + (submission == Submission.DIRECT ? ", direct submission" : "")
+                + (drainers > 0 ? ", drainers=" + drainers : "") + (coalesce ? ", coalesce (flagWritesInFlight="
                 + flagWritesInFlight + (relayWakeups ? ", relayed wake-ups" : "") + ")" : ", no coalesce") + (waiterPreWake ? "" : ", no pre-wake") + (scannerDefersToSpinningWaiters ? "" : ", no deferral to spinning waiters") + (jmx ? "" : ", no jmx") + "]";
     }
 
@@ -156,8 +184,27 @@ public final class ReactorConfig {
         private boolean jmx = true;
         private double slowAwaitFactor = DEFAULT_SLOW_AWAIT_FACTOR;
         private Submission submission = Submission.defaultMode();
+        private int drainers = defaultDrainers();
 
         private Builder() {}
+
+        /**
+         * With submission by combining, the most threads that drain the device's streams into the
+         * driver at once; 0 (the default): no cap, each stream with work queued has its own drainer.
+         * The driver's calls get dearer the more threads make them at once (its per-context lock); with
+         * a cap, a thread that finds every drainer's permit taken leaves its stream to the holders, who
+         * drain every stream that wants it ({@code io.cudaloom.protocol.DrainerPermits}), and goes on:
+         * no caller waits for a permit. Ignored with {@link Submission#DIRECT}. Default: the system
+         * property {@value #DRAINERS_PROPERTY}, else 0.
+         */
+        public Builder drainers(int drainers) {
+            if (drainers < 0 || drainers > MAX_DRAINERS) {
+                throw new IllegalArgumentException("drainers must be between 0 (no cap) and " + MAX_DRAINERS
+                        + ", was " + drainers);
+            }
+            this.drainers = drainers;
+            return this;
+        }
 
         /**
          * How a stream's work, flag writes and host callbacks reach the driver: {@link Submission#DIRECT}

@@ -57,8 +57,33 @@ class CombinedSubmissionTest {
         SimulatedDevice device = device(ReactorConfig.builder().capacity(16_384));
         int threads = 10_000;
         int iterations = 2;
+        List<SimulatedStream> streams = launchAndAwait(device, 8, threads, iterations);
+        ReactorStats s = device.reactor().stats();
+        System.out.println("combining, 10,000 virtual threads x 2 on 8 streams: " + s);
+        assertEquals(0, s.admissionWaits(), "no submitter parked for admission: " + s);
+        assertEquals(0, TestAccess.probes(device).queueFullWaits(), "no thread spun in a full queue");
+        assertEquals((long) threads * iterations, s.completions(), "every await completed: " + s);
+        long launches = (long) threads * iterations / streams.size();
+        for (SimulatedStream stream : streams) {
+            assertEquals(1, stream.maxThreadsInSubmission(), "one thread at a time in the driver for " + stream);
+            assertEquals(0, stream.submissionsByScanner(), "the scanner hands its drains off on " + stream);
+            assertEquals(launches, stream.queuedWorkRun(), "every launch ran once on " + stream);
+            assertEquals(0, stream.queuedWorkOutOfOrder(), "in position order on " + stream);
+            long[] probe = probe(stream);
+            assertEquals(probe[0], probe[1], "every appended entry was submitted on " + stream);
+        }
+        assertTrue(s.flagWrites() * 10 < (long) threads * iterations, "shared flag writes under load: " + s);
+        assertNothingLeaked(device);
+    }
+
+    /**
+     * {@code threads} virtual threads on {@code streamCount} new streams of {@code device} (round robin),
+     * each launching a 20 us kernel and awaiting it {@code iterations} times; fails if one fails or hangs.
+     */
+    private static List<SimulatedStream> launchAndAwait(SimulatedDevice device, int streamCount, int threads,
+            int iterations) throws InterruptedException {
         List<SimulatedStream> streams = new ArrayList<>();
-        for (int i = 0; i < 8; i++) {
+        for (int i = 0; i < streamCount; i++) {
             streams.add(device.newStream());
         }
         AtomicReference<Throwable> failure = new AtomicReference<>();
@@ -82,21 +107,35 @@ class CombinedSubmissionTest {
         if (failure.get() != null) {
             throw new AssertionError("a waiter failed", failure.get());
         }
+        return streams;
+    }
+
+    /**
+     * A device-wide cap of one drainer (ReactorConfig.drainers): 10,000 virtual threads on 8 streams
+     * all complete, every entry runs once and in order, and at most one thread is ever inside a
+     * submission to any of the device's streams. Its premise, checked: threads did find the permit
+     * taken and left their streams to its holder (else the cap was never tested).
+     */
+    @Test
+    void aCapOfOneDrainerLeavesOneThreadInTheDriverAndNoStreamUndrained() throws Exception {
+        SimulatedDevice device = device(ReactorConfig.builder().capacity(16_384).drainers(1));
+        int threads = 10_000;
+        int iterations = 2;
+        List<SimulatedStream> streams = launchAndAwait(device, 8, threads, iterations);
         ReactorStats s = device.reactor().stats();
-        System.out.println("combining, 10,000 virtual threads x 2 on 8 streams: " + s);
-        assertEquals(0, s.admissionWaits(), "no submitter parked for admission: " + s);
-        assertEquals(0, TestAccess.probes(device).queueFullWaits(), "no thread spun in a full queue");
         assertEquals((long) threads * iterations, s.completions(), "every await completed: " + s);
-        long launches = (long) threads * iterations / streams.size();
+        assertEquals(1, device.maxThreadsInSubmission(), "one thread at a time in the driver, device-wide");
+        assertEquals(0, s.admissionWaits(), s.toString());
+        assertEquals(0, TestAccess.probes(device).queueFullWaits(), "no thread spun in a full queue");
         for (SimulatedStream stream : streams) {
-            assertEquals(1, stream.maxThreadsInSubmission(), "one thread at a time in the driver for " + stream);
-            assertEquals(0, stream.submissionsByScanner(), "the scanner hands its drains off on " + stream);
-            assertEquals(launches, stream.queuedWorkRun(), "every launch ran once on " + stream);
+            assertEquals((long) threads * iterations / streams.size(), stream.queuedWorkRun(), "every launch ran once on " + stream);
             assertEquals(0, stream.queuedWorkOutOfOrder(), "in position order on " + stream);
             long[] probe = probe(stream);
             assertEquals(probe[0], probe[1], "every appended entry was submitted on " + stream);
         }
-        assertTrue(s.flagWrites() * 10 < (long) threads * iterations, "shared flag writes under load: " + s);
+        var permits = device.reactor().drainerPermits();
+        assertNotNull(permits, "the cap is set");
+        assertTrue(permits.leftToHolders() > 0, "premise: threads found the permit taken: " + permits);
         assertNothingLeaked(device);
     }
 

@@ -4,6 +4,7 @@ import io.cudaloom.ReactorConfig;
 import io.cudaloom.spi.StreamOp;
 import io.cudaloom.spi.FlagMemory;
 import io.cudaloom.protocol.DrainHandOff;
+import io.cudaloom.protocol.DrainerPermits;
 import io.cudaloom.spi.StreamBackend;
 import io.cudaloom.protocol.SubmissionQueue;
 import io.cudaloom.protocol.SubmissionRoom;
@@ -111,6 +112,15 @@ import org.jspecify.annotations.Nullable;
  * ({@link #drainSafely}), at most one hand-off pending per stream ({@link DrainHandOff}: a request
  * that finds one pending was made before that task's drain, which sees it; its jcstress test and
  * broken twin).
+ *
+ * <h2>A device-wide cap on drainers (optional)</h2>
+ * With {@link io.cudaloom.ReactorConfig#drainers()} set, every drain made by a thread that may call
+ * the driver ({@link #drainQueue}) goes through the device's {@link DrainerPermits}: at most that many
+ * threads drain the device's streams at once; a thread that finds every permit taken lists its
+ * stream and goes on, and a permit's holder drains it (DrainerPermits' ordering, with its jcstress
+ * test and broken twin). The stream's own exclusion is unchanged: a holder drains through the same
+ * {@link SubmissionQueue#drain}. Without the cap (the default) the caller's append drains in the
+ * same call ({@link SubmissionQueue#append}).
  */
 public final class CombinedSubmission extends ReactorStream implements SubmissionRoom.Driver<StreamOp> {
     /** The ring's size: half for work ({@link #awaitWorkBound}), half the reactor's reserve. */
@@ -123,6 +133,8 @@ public final class CombinedSubmission extends ReactorStream implements Submissio
     private final Runnable drainSafely = this::drainSafely;
     /** Drains handed to the executor, at most one pending (class comment, threads that do not drain). */
     private final DrainHandOff handOff;
+    /** This stream's place in the device-wide cap on drainers ({@link #drainQueue()}), or null for none. */
+    private final DrainerPermits.@Nullable Lane lane;
     /** Positions submitted (or discarded): written by the drainer after each driver call returned. */
     private final AtomicLong submitted = new AtomicLong();
     /** Trackers armed and not yet landed or failed: incremented by the drainer, decremented by each landing or failure. */
@@ -158,7 +170,9 @@ public final class CombinedSubmission extends ReactorStream implements Submissio
         this.room = new SubmissionRoom<>(RING, workLimit, Math.max(workLimit, ReactorConfig.MAX_ADMISSION_LIMIT),
                 this::completedThrough, this);
         this.queue = room.queue();
-        this.handOff = new DrainHandOff(queue::drain);
+        DrainerPermits permits = reactor.drainerPermits();
+        this.lane = permits == null ? null : permits.lane(queue::drain);
+        this.handOff = new DrainHandOff(this::drainQueue);
         this.trackerSpacing = Math.max(1, workLimit / 4);
         this.raise = this::raiseProof;
         this.flagWrites = new AtomicReferenceArray<>(
@@ -258,8 +272,11 @@ public final class CombinedSubmission extends ReactorStream implements Submissio
         if (drainsElsewhere()) {
             p = queue.enqueue(op);
             drainSafely();
+        } else if (lane != null) {
+            p = queue.enqueue(op);
+            lane.drain();
         } else {
-            p = queue.append(op);
+            p = queue.append(op); // the append and its drain in one call
         }
         if (op.isWork()) { // counted even behind the shutdown: an event taken then is beyond the close's drain
             long seen;
@@ -315,7 +332,7 @@ public final class CombinedSubmission extends ReactorStream implements Submissio
     private void awaitWorkBound() {
         long park = 10_000;
         while (queue.queued() >= RING / 2 && !discarding()) {
-            queue.drain();
+            drainQueue();
             LockSupport.parkNanos(this, park);
             park = Math.min(park * 2, 1_000_000);
         }
@@ -354,7 +371,7 @@ public final class CombinedSubmission extends ReactorStream implements Submissio
         long target = queue.appended();
         long park = 1_000;
         while (submitted.get() < target) {
-            queue.drain();
+            drainQueue();
             if (submitted.get() >= target || discarding()) {
                 return;
             }
@@ -386,10 +403,24 @@ public final class CombinedSubmission extends ReactorStream implements Submissio
         }
     }
 
+    /**
+     * Drains the queue on this thread, a thread that may call the driver; with a device-wide cap on
+     * drainers ({@link io.cudaloom.ReactorConfig#drainers()}), under a permit, or, if every permit is
+     * taken, by a thread that holds one ({@link DrainerPermits}: the stream is listed and this thread
+     * goes on).
+     */
+    private void drainQueue() {
+        if (lane != null) {
+            lane.drain();
+        } else {
+            queue.drain();
+        }
+    }
+
     /** Drains here, or on the reactor's executor from a thread that does not drain (class comment). */
     private void drainSafely() {
         if (!drainsElsewhere()) {
-            queue.drain();
+            drainQueue();
             return;
         }
         try {

@@ -1,6 +1,7 @@
 package io.cudaloom.reactor;
 
 import io.cudaloom.ReactorConfig;
+import io.cudaloom.protocol.DrainerPermits;
 import io.cudaloom.spi.FlagMemory;
 import io.cudaloom.spi.StreamBackend;
 import io.cudaloom.spi.StreamOp;
@@ -108,6 +109,14 @@ public abstract class ReactorStream implements StreamSubmission, DeviceFaults.St
         void countAdmissionWait(long nanos);
 
         String deviceName();
+
+        /**
+         * The device-wide cap on threads draining its streams at once (combining), or null for none
+         * ({@link io.cudaloom.ReactorConfig#drainers()}).
+         */
+        default @Nullable DrainerPermits drainerPermits() {
+            return null;
+        }
     }
 
     private static final VarHandle DRAIN;

@@ -66,6 +66,9 @@ public final class SimulatedDevice extends GpuDevice {
     private final long submissionCostNanos;
     /** The driver's per-context lock, modelled: every submission of the device holds it for its cost. */
     private final ReentrantLock driverLock = new ReentrantLock();
+    /** Threads inside a submission to any of the device's streams now, and the most seen at once. */
+    private final AtomicInteger inSubmission = new AtomicInteger();
+    private final AtomicInteger maxInSubmission = new AtomicInteger();
 
     private SimulatedDevice(int queueEntries, long submissionCostNanos) {
         this.queueEntries = queueEntries;
@@ -150,6 +153,24 @@ public final class SimulatedDevice extends GpuDevice {
     /** Total time submitting threads spun on full queues, in nanoseconds. */
     long queueFullSpinNanos() {
         return queueFullNanos.sum();
+    }
+
+    /** A thread entered a submission to one of the device's streams ({@link #maxThreadsInSubmission}). */
+    void submissionEntered() {
+        maxInSubmission.accumulateAndGet(inSubmission.incrementAndGet(), Math::max);
+    }
+
+    void submissionLeft() {
+        inSubmission.decrementAndGet();
+    }
+
+    /**
+     * The most threads seen at once inside a submission to any of the device's streams: with
+     * submission by combining, at most one per stream with work queued, and at most the cap of
+     * {@link ReactorConfig#drainers()} when it is set.
+     */
+    public int maxThreadsInSubmission() {
+        return maxInSubmission.get();
     }
 
     /** Takes the modelled driver lock and spends the submission's cost holding it (none at cost 0). */

@@ -355,6 +355,7 @@ public final class SimulatedStream extends GpuStream {
     private boolean enqueue(Command c) {
         int inside = inSubmission.incrementAndGet(); // threads inside a submission of this stream
         maxInSubmission.accumulateAndGet(inside, Math::max);
+        device.submissionEntered();
         if (Thread.currentThread().getName().startsWith(DeviceProbes.SCANNER_THREAD_PREFIX)) {
             submissionsByScanner.increment();
         }
@@ -376,6 +377,7 @@ public final class SimulatedStream extends GpuStream {
                 device.exitDriver(locked);
             }
         } finally {
+            device.submissionLeft();
             inSubmission.decrementAndGet();
         }
     }
