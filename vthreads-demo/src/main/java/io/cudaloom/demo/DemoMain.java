@@ -170,6 +170,7 @@ public final class DemoMain {
     private static int runAwaitDemo(DemoOptions o, DemoWorkload workload, PrintStream out, PrintStream err)
             throws InterruptedException {
         int warmUp = o.warmUpIterations();
+        err.println("reactor: " + workload.device().reactor().config()); // the settings the run measured
         err.printf(Locale.ROOT, "starting %,d virtual threads x %,d iterations (launch, await, verify);"
                 + " warm-up: %s%n", o.threads(), o.iterations(), warmUp == 0 ? "none"
                         : warmUp == 1 ? "the first iteration of each thread" : "the first " + warmUp + " iterations of each thread");
