@@ -195,7 +195,10 @@ public final class ReactorConfig {
          * a cap, a thread that finds every drainer's permit taken leaves its stream to the holders, who
          * drain every stream that wants it ({@code io.cudaloom.protocol.DrainerPermits}), and goes on:
          * no caller waits for a permit. Ignored with {@link Submission#DIRECT}. Default: the system
-         * property {@value #DRAINERS_PROPERTY}, else 0.
+         * property {@value #DRAINERS_PROPERTY}, else 0. It trades throughput for CPU: on an H100
+         * (s19-run41, docs/BENCHMARKS.md, seventeenth pass) a cap of 2 cut the demo's CPU from 30-35 to
+         * 21-23 us per completion and its rate by 31%; the HTTP-bound servlet benchmark kept its rate at
+         * 7.5 us less CPU per request, with a longer tail (docs/TUNING.md, "How many streams").
          */
         public Builder drainers(int drainers) {
             if (drainers < 0 || drainers > MAX_DRAINERS) {
