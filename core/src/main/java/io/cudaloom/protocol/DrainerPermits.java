@@ -35,7 +35,9 @@ import java.util.concurrent.atomic.LongAdder;
  *
  * <p>The flag is cleared before the lane's drain: an entry whose caller's compare-and-set found the
  * lane still listed was appended before that read, so before the clear, and the drain that follows
- * the clear sees it; an entry appended after the clear lists the lane again.
+ * the clear sees it; an entry appended after the clear lists the lane again. The jcstress
+ * {@code DrainerPermitsRelistTest} checks this, and its generated broken twin
+ * ({@code drainer-permits-clear-after-drain.patch}: the clear after the drain) is caught.
  *
  * <p>A drain that runs, on a holder's thread, a drain request of its own (a proof raised inside a
  * driver call's completion) lists its lane and, finding no permit (the holder's own, with a cap

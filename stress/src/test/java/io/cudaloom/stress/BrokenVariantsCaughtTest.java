@@ -47,7 +47,8 @@ class BrokenVariantsCaughtTest {
             "io.cudaloom.stress.jcstress.BrokenSubmissionRoomTest",
             "io.cudaloom.stress.jcstress.BrokenBatchLeaveTest",
             "io.cudaloom.stress.jcstress.BrokenDrainHandOffTest",
-            "io.cudaloom.stress.jcstress.BrokenDrainerPermitsTest");
+            "io.cudaloom.stress.jcstress.BrokenDrainerPermitsTest",
+            "io.cudaloom.stress.jcstress.BrokenDrainerPermitsRelistTest");
 
     @Test
     @Timeout(value = 8, unit = TimeUnit.MINUTES)
