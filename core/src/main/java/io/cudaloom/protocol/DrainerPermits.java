@@ -45,7 +45,6 @@ import java.util.concurrent.atomic.LongAdder;
  * a permit, so a nested request cannot deadlock.
  */
 public final class DrainerPermits {
-    private final int permits;
     /** Permits not taken: a holder takes one with a compare-and-set, gives it back with an increment. */
     private final AtomicInteger free;
     /** Lanes that want a drain, each at most once (its {@code listed} flag). */
@@ -62,7 +61,6 @@ public final class DrainerPermits {
         if (permits < 1) {
             throw new IllegalArgumentException("permits must be at least 1, was " + permits);
         }
-        this.permits = permits;
         this.free = new AtomicInteger(permits);
     }
 
@@ -124,11 +122,6 @@ public final class DrainerPermits {
         return false;
     }
 
-    /** The cap. */
-    public int permits() {
-        return permits;
-    }
-
     /** Drain requests that found every permit taken and left their lane to the holders (a count since made). */
     public long leftToHolders() {
         return leftToHolders.sum();
@@ -136,6 +129,6 @@ public final class DrainerPermits {
 
     @Override
     public String toString() {
-        return "DrainerPermits[" + permits + ", free " + free.get() + "]";
+        return "DrainerPermits[free " + free.get() + ", left to holders " + leftToHolders.sum() + "]";
     }
 }
