@@ -355,8 +355,7 @@ public final class BlockingWait {
                             }
                             break;
                         }
-                        Waiter.Group gathering = Waiter.Group.open(shared.relay);
-                        gathering.join(member);
+                        Waiter.Group gathering = Waiter.Group.open(shared.relay, member); // its founder (Waiter item 5)
                         if (stream.commit.installOpen(open, gathering)) {
                             coalescedCount.increment(); // it shares the next write with whoever gathers with it
                             waiter.path = SlowAwaitEvent.COALESCED;
@@ -413,7 +412,7 @@ public final class BlockingWait {
             }
             // ---- delivered: the ticket was read (volatile) before the failure ----
             if (registration != null) {
-                Waiter.Group.relayOf(registration); // a group member wakes its part of the group first
+                Waiter.Group.afterDelivery(registration); // a member wakes its part of the group first; a founder settles
             }
             RuntimeException failure = waiter.failure();
             if (failure != null) {

@@ -68,8 +68,7 @@ final class CoalescedWait implements ReactorStream.NextGroup {
      * value: the reason a host callback serves it ({@link Registrar#armed}), or {@link #ARM_FAILED}.
      */
     ReactorStream.GroupDelivery armFresh(ReactorStream stream, Waiter.Member member) {
-        Waiter.Group fresh = new Waiter.Group(stream.submissionCount(), relay);
-        fresh.join(member);
+        Waiter.Group fresh = new Waiter.Group(stream.submissionCount(), relay, member); // its founder: it settles the delivery
         ReactorStream.GroupDelivery delivery = new ReactorStream.GroupDelivery(stream, fresh, this);
         delivery.ticket = arm(stream, fresh, delivery, true);
         return delivery;

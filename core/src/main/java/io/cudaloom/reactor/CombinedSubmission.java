@@ -165,7 +165,7 @@ public final class CombinedSubmission extends ReactorStream implements Submissio
 
     public CombinedSubmission(ReactorConfig config, StreamBackend backend, DeviceFaults faultOwner, Reactor reactor,
             Object named) {
-        super(config, backend, faultOwner, reactor, named);
+        super(config, backend, faultOwner, reactor, named, true);
         int workLimit = config.admissionLimit();
         this.room = new SubmissionRoom<>(RING, workLimit, Math.max(workLimit, ReactorConfig.MAX_ADMISSION_LIMIT),
                 this::completedThrough, this);

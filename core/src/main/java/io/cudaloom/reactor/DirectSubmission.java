@@ -74,7 +74,7 @@ public final class DirectSubmission extends ReactorStream {
 
     public DirectSubmission(ReactorConfig config, StreamBackend backend, DeviceFaults faultOwner, Reactor reactor,
             Object named) {
-        super(config, backend, faultOwner, reactor, named);
+        super(config, backend, faultOwner, reactor, named, false);
         this.limit = config.admissionLimit();
         this.trackerSpacing = Math.max(1, limit / 4);
         this.halfLimit = Math.max(1, limit / 2);

@@ -149,9 +149,19 @@ public abstract class ReactorStream implements StreamSubmission, DeviceFaults.St
     volatile Waiter.@Nullable Group lastGroup;
     /** Recent awaits' durations (an exponential moving average, racy by design): the spin budget's guide. */
     private volatile long recentWaitNanos;
+    /**
+     * Whether the proof alone measures the room, so that a group's delivery may raise it before the
+     * wake-ups and leave the rest of the settle to the group's founder ({@link GroupDelivery}):
+     * combining, whose room is {@code drained - proof}. Not direct, whose room comes back as permits
+     * released by the compare-and-set that raises the proof ({@link DirectSubmission#proven}): a raise
+     * made apart from that would leave them unreleased.
+     */
+    final boolean roomIsTheProof;
 
     @SuppressWarnings("this-escape") // the fault owner's sink only keeps the reference
-    ReactorStream(ReactorConfig config, StreamBackend backend, DeviceFaults faultOwner, Reactor reactor, Object named) {
+    ReactorStream(ReactorConfig config, StreamBackend backend, DeviceFaults faultOwner, Reactor reactor, Object named,
+            boolean roomIsTheProof) {
+        this.roomIsTheProof = roomIsTheProof;
         this.backend = backend;
         this.reactor = reactor;
         this.named = named;
@@ -419,29 +429,50 @@ public abstract class ReactorStream implements StreamSubmission, DeviceFaults.St
     /**
      * The payload of a group's shared flag write (its slot's, or the host callback's that serves it):
      * the stream's, since what a landed write changes is the stream's (the proof, the room, the
-     * group commit's reservation), then the members' wake-ups. In this order:
+     * group commit's reservation), then the members' wake-ups. The delivery ({@link #complete}, on
+     * the scanner, or on whatever thread a completion runs on) does only what the members need
+     * before they wake, and hands the rest, the <em>settle</em> ({@link #run}), to the group's
+     * founder, whose own thread runs it once woken, before its await returns ({@link Waiter}'s class
+     * comment, item 5: its orderings, its jcstress test and broken twin); if the group has no founder
+     * or the founder withdrew, the delivery runs it itself. So the scanner only scans, raises the
+     * proof and wakes, and the drain the settle may make (the entries that waited for room, the next
+     * group's flag write) runs on a thread that may call the driver, not on the callback executor.
+     * In this order:
      * <ol>
-     *   <li>the write landed: the proof is raised to what the group covers
-     *       ({@link #completedThrough(long)}), which gives back those entries' room (and drains what
-     *       waits for it) before the members, who may submit again, wake;
+     *   <li>the write landed: where the proof alone is the room ({@link #roomIsTheProof}, combining),
+     *       the delivery raises the proof to what the group covers ({@link #raiseProof}) before the
+     *       wake-ups, so that a woken member, who may submit again, finds that room, and its await's
+     *       own proof check returns at once;
+     *   <li>the members are delivered ({@link Waiter.Group#deliver}), the founder first, handed the
+     *       settle;
+     *   <li>the settle: the proof raised through the mode ({@link #proven}, never the shortcut of
+     *       {@link #completedThrough(long)}, which would return since step 1 raised it: combining's
+     *       room hand-over reads the queue after the raise, and a drainer that found no room may
+     *       rely on this landing to drain, SubmissionRoom's ordering), which gives back the room
+     *       (direct: its permits) and drains what waits for it;
      *   <li>the reservation is returned and the open group, if any, taken for arming
      *       ({@link io.cudaloom.protocol.GroupCommit#delivered}, GroupCommit's ordering 2: the return
      *       before the look for an open group), also when the write failed, so that a waiter
-     *       arriving later is never left behind a reservation nobody returns. Before the wake-ups, so
-     *       that a woken member's next await finds the room free and arms its own write at once, as
-     *       a lone waiter does (when the return came after the wake-ups, such a member often found
-     *       the reservation still held, gathered in an open group and waited for the scanner);
-     *   <li>the members are delivered ({@link Waiter.Group#complete});
+     *       arriving later is never left behind a reservation nobody returns;
      *   <li>the group taken is armed ({@link NextGroup#armNext}), or, if none was open, the direct
      *       mode's progress rule applied once more ({@link #groupDelivered}).
      * </ol>
+     * A woken member that submits again before the founder's settle returned the reservation finds it
+     * held and gathers in the open group, which the settle then takes and arms at once (step 4): it
+     * waits for the founder's settle, not for the next write to land.
      */
-    static final class GroupDelivery implements Completion {
+    static final class GroupDelivery implements Completion, Runnable {
         private final ReactorStream stream;
         private final Waiter.Group group;
         private final NextGroup next;
         /** The slot's ticket, or why a host callback serves it (CoalescedWait.armFresh); written and read by the arming thread. */
         long ticket;
+        /**
+         * The delivery's failure, for the settle: written by {@link #complete} before the founder's
+         * delivering compare-and-set (read by the founder after its ticket read), or read by the
+         * delivering thread itself.
+         */
+        private @Nullable RuntimeException failure;
 
         GroupDelivery(ReactorStream stream, Waiter.Group group, NextGroup next) {
             this.stream = stream;
@@ -451,22 +482,38 @@ public abstract class ReactorStream implements StreamSubmission, DeviceFaults.St
 
         @Override
         public void complete(long ticket, @Nullable RuntimeException failure) {
+            this.failure = failure;
+            boolean handed = false;
+            try {
+                if (failure == null && stream.roomIsTheProof) {
+                    stream.raiseProof(group.coveredCount()); // step 1
+                }
+            } finally {
+                try {
+                    handed = group.deliver(failure, this); // step 2
+                } finally {
+                    if (!handed) {
+                        run(); // no founder to take it, or it withdrew
+                    }
+                }
+            }
+        }
+
+        /** The settle, steps 3 to 5: on the founder's thread, or the delivering thread's (class comment). */
+        @Override
+        public void run() {
             Waiter.Group taken;
             try {
                 if (failure == null) {
-                    stream.completedThrough(group.coveredCount()); // step 1
+                    stream.proven(group.coveredCount()); // step 3
                 }
             } finally {
-                taken = stream.commit.delivered(Waiter.Group::startArming); // step 2: before the wake-ups
+                taken = stream.commit.delivered(Waiter.Group::startArming); // step 4
             }
-            try {
-                group.complete(ticket, failure); // step 3
-            } finally {
-                if (taken != null) {
-                    next.armNext(stream, taken); // step 4
-                } else {
-                    stream.groupDelivered();
-                }
+            if (taken != null) {
+                next.armNext(stream, taken); // step 5
+            } else {
+                stream.groupDelivered();
             }
         }
     }

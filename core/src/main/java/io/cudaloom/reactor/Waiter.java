@@ -75,6 +75,28 @@ import org.jspecify.annotations.Nullable;
  *       compare-and-set that publishes the member, so the deliverer, reading after its swap, can split
  *       any part without walking it twice. Guarded by the jcstress {@code WaitGroupRelayTest} and its
  *       broken twin.
+ *   <li><b>The settle, handed to the group's founder.</b> What a landed shared write changes of its
+ *       stream beyond the proof (the room's drain, the group commit's reservation, the next group's
+ *       arming: {@link ReactorStream.GroupDelivery#run}) is not the deliverer's: the deliverer (the
+ *       scanner) hands it to the group's founder, the member that armed the group or installed it
+ *       open ({@link Group#deliver}), whose own thread runs it once it sees its delivery, before its
+ *       await returns ({@link Group#afterDelivery}); the scanner only scans, raises the proof and
+ *       wakes. The founder is the bottom of the group's stack (it joined in the group's
+ *       constructor, before the group was published), so it is in no relayed part. Orderings:
+ *       <ol>
+ *         <li><b>The founder learns the settle before it can wake</b>, as a relay part (item 4,
+ *             ordering 1): the deliverer writes {@link Member#settle} (plain) before the founder's
+ *             delivering compare-and-set and the waiter's volatile ticket store; the founder reads it
+ *             only after its volatile read of that ticket.
+ *         <li><b>The settle runs exactly once.</b> The founder's state goes from waiting to delivered
+ *             or withdrawn once: if the deliverer's compare-and-set wins, the founder's thread returns
+ *             from its park only through the delivered path ({@link BlockingWait#acquire}), which
+ *             runs the settle; if the withdrawal won, {@link Group#deliver} returns false and the
+ *             deliverer runs it itself, as it does for a group without a founder.
+ *       </ol>
+ *       Guarded by the jcstress {@code GroupSettleTest} and its generated broken twin (a settle handed
+ *       to a founder that withdrew is dropped: the stream's next group is never armed, its room
+ *       never drained).
  * </ol>
  */
 final class Waiter implements Completion, WakeBoard.Sleeper {
@@ -264,19 +286,40 @@ final class Waiter implements Completion, WakeBoard.Sleeper {
 
         /** Whether woken members relay the wake-ups of the rest ({@link Waiter}'s class comment, item 4). */
         private final boolean relay;
+        /**
+         * The member that founded the group, the bottom of its stack, handed the delivery's settle
+         * ({@link #deliver}; {@link Waiter}'s class comment, item 5); null for a group founded
+         * without one.
+         */
+        private final @Nullable Member founder;
 
         Group(long covered) {
             this(covered, false);
         }
 
         Group(long covered, boolean relay) {
-            this.covered = covered;
-            this.relay = relay;
+            this(covered, relay, null);
         }
 
-        /** A group armed later, by whoever finds room for its flag write ({@link CoalescedWait}). */
-        static Group open(boolean relay) {
-            return new Group(OPEN, relay);
+        /**
+         * A group of {@code founder} (if not null), which joins it here, before the group is published
+         * (a volatile write: the arming's {@link ReactorStream#lastGroup}, the open group's
+         * compare-and-set), so it is the bottom of the stack and in no relayed part.
+         */
+        Group(long covered, boolean relay, @Nullable Member founder) {
+            this.covered = covered;
+            this.relay = relay;
+            this.founder = founder;
+            if (founder != null) {
+                founder.next = null;
+                founder.count = 1;
+                this.head = founder;
+            }
+        }
+
+        /** A group armed later, by whoever finds room for its flag write ({@link CoalescedWait}), founded by {@code founder}. */
+        static Group open(boolean relay, Member founder) {
+            return new Group(OPEN, relay, founder);
         }
 
         /** Whether a waiter needing the first {@code required} submissions may join: armed and covering them. */
@@ -331,15 +374,34 @@ final class Waiter implements Completion, WakeBoard.Sleeper {
          */
         @Override
         public void complete(long ticket, @Nullable RuntimeException failure) {
+            deliver(failure, null); // no settle: the founder is delivered as any member
+        }
+
+        /**
+         * Delivers every member, as {@link #complete} does, and hands {@code settle} to the founder
+         * ({@link Waiter}'s class comment, item 5): the founder first, with {@code settle} written
+         * before its delivering compare-and-set, then the rest. Returns true if the founder took it
+         * (its thread runs it, {@link #afterDelivery}); false if there is no founder or it withdrew:
+         * the caller runs {@code settle} itself. With {@code settle} null ({@link #complete}), the
+         * founder is delivered as any member.
+         */
+        boolean deliver(@Nullable RuntimeException failure, @Nullable Runnable settle) {
             this.failure = failure; // before the swap: a join that sees SEALED reads it
             Member list = (Member) HEAD.getAndSet(this, SEALED);
+            Member f = settle == null ? null : founder; // null: the founder is in the list's delivery
+            boolean handed = false;
+            if (f != null) {
+                f.settle = settle; // item 5, ordering 1: before deliver's CAS and the waiter's volatile ticket store
+                handed = f.deliver(failure); // ordering 2: false if withdrawn, and then nobody else runs it
+            }
             if (relay) {
-                deliverPart(list, null, failure);
+                deliverPart(list, f, failure); // [list, founder): the founder is the stack's bottom
             } else {
-                for (Member m = list; m != null; m = m.next) {
+                for (Member m = list; m != f; m = m.next) {
                     m.deliver(failure);
                 }
             }
+            return handed;
         }
 
         /** Members from {@code from} up to (not including) {@code to}; {@code to} null means the end. */
@@ -395,6 +457,26 @@ final class Waiter implements Completion, WakeBoard.Sleeper {
                 deliverPart(from, m.relayTo, m.relayFailure);
             }
         }
+
+        /**
+         * Called by a member's own thread once its delivery was seen (after the volatile ticket read),
+         * before its await returns: wakes the part of its group it was handed ({@link #relayOf}), then,
+         * if it founded the group and was handed the delivery's settle, runs it ({@link Waiter}'s
+         * class comment, item 5). A settle that throws is reported to this thread's
+         * uncaught-exception handler, not to the await, whose work is done.
+         */
+        static void afterDelivery(Registration registration) {
+            relayOf(registration);
+            if (registration instanceof Member m && m.settle != null) {
+                Runnable settle = m.settle;
+                m.settle = null; // run once
+                try {
+                    settle.run();
+                } catch (Throwable t) {
+                    Thread.currentThread().getUncaughtExceptionHandler().uncaughtException(Thread.currentThread(), t);
+                }
+            }
+        }
     }
 
     /**
@@ -424,6 +506,11 @@ final class Waiter implements Completion, WakeBoard.Sleeper {
         @Nullable Member relayFrom;
         @Nullable Member relayTo;
         @Nullable RuntimeException relayFailure;
+        /**
+         * The delivery's settle, handed to the group's founder ({@link Group#deliver}; {@link Waiter}'s
+         * class comment, item 5): written before the delivering compare-and-set, read after the ticket.
+         */
+        @Nullable Runnable settle;
         @SuppressWarnings("unused") // through STATE: 0 waiting, 1 delivered, 2 withdrawn
         private volatile int state;
 

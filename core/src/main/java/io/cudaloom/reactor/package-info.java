@@ -64,7 +64,8 @@
  * (as AQS's acquire: one method with mode flags, timed, interruptible, the waiter's own slot or
  * coalesced, a closed stream's drain; its algorithm as pseudo-code at the loop head); CoalescedWait:
  * the group commit's arming (which group a waiter joins is decided in acquire; a group's delivery
- * is its stream's, ReactorStream.GroupDelivery);
+ * is its stream's, ReactorStream.GroupDelivery, which raises the proof and wakes the members and
+ * hands the rest, the settle, to the group's founder: Waiter's item 5);
  * CallbackRegistrations: the non-blocking registration of futures and
  * callbacks; SpinPolicy: whether and how a waiter spins; Registrar: arming and fallback; Scanner:
  * the work step (doWork: delivery, fault probe and quarantine), the park gate, the consumer's half
@@ -112,9 +113,11 @@
  * raised it already; the one metrics call, LatencyRecorder.awaitEnded, the counters written
  * through the adders the wait holds), woken by the scanner's Runner.turn →
  * Scanner.doWork (SlotTable.scanOnce: the flag read 1, the payload taken; Scanner.deliver: the
- * group's ReactorStream.GroupDelivery, the stream's: its proof, its room and its group commit's
- * reservation, then Waiter.Group.complete, Waiter.complete: the volatile ticket write,
- * then LockSupport.unpark).
+ * group's ReactorStream.GroupDelivery, the stream's: its proof raised, then Waiter.Group.deliver,
+ * the founder first, handed the settle, then the rest, Waiter.complete: the volatile ticket write,
+ * then LockSupport.unpark); a founder, woken, runs the settle before its await returns
+ * (Waiter.Group.afterDelivery: the room's drain, the group commit's reservation, the next group's
+ * arming, on its own thread, which may call the driver).
  *
  * <p>The classes whose code runs in a default await() on a virtual thread (default ReactorConfig:
  * combining submission, coalescing on) that joins another waiter's armed group and parks, as
@@ -124,14 +127,18 @@
  * count), BlockingWait, ReactorStream, LifecycleState, metrics.LatencyRecorder, Waiter (with its
  * Group and Member). The scanner's
  * thread, for that group's one retirement, from the scan that finds its flag through the return of
- * its delivery (8): protocol.SlotTable (with its flag memory and the scan's RetiredBatch, nested in
- * it), Scanner, Waiter (Waiter.deliverGuarded, the delivery's hand-off), ReactorStream (the group's
- * delivery is the stream's), and what the landed write changes of the stream's submission, the
- * completion that frees room draining what waits for it (issue #37): CombinedSubmission (the default
- * mode's proof, ReactorStream.proven), protocol.SubmissionRoom, protocol.SubmissionQueue and
- * protocol.GroupCommit (the reservation returned, the open group taken).
+ * its delivery (4): protocol.SlotTable (with its flag memory and the scan's RetiredBatch, nested in
+ * it), Scanner, Waiter (Waiter.deliverGuarded, the delivery's hand-off, the group's delivery) and
+ * ReactorStream (the group's delivery is the stream's: its proof raised). What the landed write
+ * changes of the stream's submission beyond the proof (CombinedSubmission, protocol.SubmissionRoom,
+ * protocol.SubmissionQueue: the room's drain; protocol.GroupCommit: the reservation returned, the
+ * open group taken and armed) is the settle, which the delivery hands to the group's founder
+ * (Waiter's item 5, with its jcstress test and broken twin): a joined waiter is not the founder,
+ * so neither side of its await passes through them; the scanner runs a settle itself only for a
+ * group whose founder withdrew (a timeout, an interrupt) or that has none.
  * A lone await (no other waiter: it arms a group of its own, AwaitPathTest's second scenario)
- * passes through 24 classes on the waiter's side: the above, and the registration it makes
+ * passes through up to 24 classes on the waiter's side (21 where it does not sleep through a
+ * prediction): the above, and the registration it makes
  * (protocol.GroupCommit, protocol.SlotTable with its flag memory, SpinPolicy, CoalescedWait,
  * Registrar), the flag write appended and, this thread being the stream's drainer, submitted
  * (CombinedSubmission, protocol.SubmissionQueue, protocol.SubmissionRoom, spi.StreamOp,
@@ -139,10 +146,12 @@
  * CompletionReactor, the backend: sim.SimulatedStream and sim.SimulatedDevice here), the scanner
  * woken on the table's idle-to-active publish (the facade's wake-up, which holds the adder it
  * counts in) and the sleep through the prediction (its margin from
- * protocol.BackoffIdleStrategy, its planned wake-up with PreWake over protocol.WakeBoard); the
- * scanner's side of its retirement is the same 8.
- * Issue #41's targets are at most 8 and 4: the joined await's waiter's side meets its target, the
- * lone await's does not, and AwaitPathTest asserts all four counts as upper bounds. Issue #41 took CompletionReactor (the event calls the
+ * protocol.BackoffIdleStrategy, its planned wake-up with PreWake over protocol.WakeBoard); as the
+ * group's founder it also runs its delivery's settle (classes it passed through already). The
+ * scanner's side of its retirement is the same 4.
+ * Issue #41's targets are at most 8 and 4: the joined await meets both, the lone await's waiter's
+ * side does not (it arms and submits a write of its own), and AwaitPathTest asserts all four
+ * counts as upper bounds. Issue #41 took CompletionReactor (the event calls the
  * one wait it holds, BlockingWait.awaitEvent, which routes a closed stream to its drain),
  * metrics.SharedCounters (the wait holds the adders it increments, as Agrona hands an agent its
  * counters), CombinedSubmission and protocol.SubmissionQueue (the busy check compares the event's
@@ -152,10 +161,12 @@
  * the stream, is ReactorStream.GroupDelivery; CoalescedWait arms, and is called only to arm a
  * group the delivery took from open), Completion (a pure interface: its guard is
  * Waiter.deliverGuarded), protocol.RetiredBatch and the flag arrays (nested in SlotTable, whose
- * output and memory they are). The scanner's four beyond its target are the per-stream submission
- * protocol that issue #37 put on the retirement: nested into ReactorStream they would leave the
- * protocol package, whose pieces jcstress checks one class at a time, each with a broken twin
- * generated as a copy of its file (a copy of ReactorStream does not compile apart from it). Issue #41 took FallbackRegistration and the backend's stream (checkMayBlock answers a
+ * output and memory they are), and last the per-stream submission protocol that issue #37 had put on
+ * the retirement (CombinedSubmission, protocol.SubmissionRoom, protocol.SubmissionQueue,
+ * protocol.GroupCommit): the settle handed to the group's founder, whose own thread drains what
+ * waited for room and arms the next group, as the woken threads of MinimalReactor drain (not moved
+ * by nesting: the protocol package's pieces stay apart, jcstress checks them one class at a time,
+ * each with a broken twin generated as a copy of its file). Issue #41 took FallbackRegistration and the backend's stream (checkMayBlock answers a
  * virtual thread at once: the scanner, host callbacks and a stream's own work run on platform
  * threads), Registrar (the tickets without a slot are Waiter's), SubmissionRoom (a return whose
  * proof was already raised raises nothing and drains nothing), RegistrationChecks (nested into BlockingWait), SpinPolicy and

@@ -1,6 +1,7 @@
 package io.cudaloom.reactor;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayDeque;
@@ -15,7 +16,8 @@ import org.junit.jupiter.params.provider.ValueSource;
 /**
  * The wake tree of a shared flag write ({@link Waiter.Group}, relayed wake-ups), driven without
  * threads: the deliverer's direct wake-ups are counted, then each woken member's own
- * {@link Waiter.Group#relayOf} is run, round by round, as its thread would on waking.
+ * {@link Waiter.Group#afterDelivery} (its relay, and a founder's settle) is run, round by round,
+ * as its thread would on waking.
  */
 class WaitGroupRelayTest {
 
@@ -27,15 +29,21 @@ class WaitGroupRelayTest {
         final ArrayDeque<Integer> woken = new ArrayDeque<>();
 
         Fixture(int n, boolean relay) {
-            group = new Waiter.Group(0L, relay);
+            this(n, relay, false);
+        }
+
+        /** With {@code founded}, member 0 founds the group (it joins in the constructor, Waiter item 5). */
+        Fixture(int n, boolean relay, boolean founded) {
             deliveries = new AtomicIntegerArray(n);
             for (int i = 0; i < n; i++) {
-                Waiter.Member m = new Waiter.Member((long ticket, @Nullable RuntimeException failure) -> {
+                members.add(new Waiter.Member((long ticket, @Nullable RuntimeException failure) -> {
                     deliveries.incrementAndGet((int) ticket);
                     woken.add((int) ticket);
-                }, i);
-                members.add(m);
-                assertTrue(group.join(m));
+                }, i));
+            }
+            group = new Waiter.Group(0L, relay, founded ? members.get(0) : null);
+            for (int i = founded ? 1 : 0; i < n; i++) {
+                assertTrue(group.join(members.get(i)));
             }
         }
 
@@ -47,7 +55,7 @@ class WaitGroupRelayTest {
                 List<Integer> now = new ArrayList<>(woken);
                 woken.clear();
                 for (int t : now) {
-                    Waiter.Group.relayOf(members.get(t));
+                    Waiter.Group.afterDelivery(members.get(t)); // relays, then settles if handed the settle
                 }
             }
             return rounds;
@@ -92,6 +100,57 @@ class WaitGroupRelayTest {
         f.relayAll();
         for (int i = 0; i < n; i++) {
             assertEquals(withdrawn[i] ? 0 : 1, f.deliveries.get(i), "deliveries of member " + i);
+        }
+    }
+
+    /**
+     * Waiter item 5: the settle is handed to the founder, woken first by the deliverer itself, and
+     * runs once, on the founder's own turn; the founder is in no relayed part, so every member is
+     * still delivered once, and the deliverer's own wake-ups are the founder's and at most two more.
+     */
+    @ParameterizedTest
+    @ValueSource(ints = {1, 2, 3, 4, 5, 7, 100, 10_000})
+    void theFounderIsWokenFirstAndRunsTheSettleOnce(int n) {
+        for (boolean relay : new boolean[] {true, false}) {
+            Fixture f = new Fixture(n, relay, true);
+            int[] settles = new int[1];
+            assertTrue(f.group.deliver(null, () -> settles[0]++), "the founder took the settle");
+            assertEquals(0, f.woken.peekFirst(), "the founder is woken first");
+            assertEquals(relay ? Math.min(n, 3) : n, f.woken.size(), "woken by the deliverer itself");
+            assertEquals(0, settles[0], "the deliverer does not run it");
+            f.relayAll();
+            assertEquals(1, settles[0], "the founder's thread ran it once");
+            for (int i = 0; i < n; i++) {
+                assertEquals(1, f.deliveries.get(i), "deliveries of member " + i + " (relay " + relay + ")");
+            }
+        }
+    }
+
+    /** A founder that withdrew takes no settle: deliver says so, and the caller runs it (nobody else does). */
+    @ParameterizedTest
+    @ValueSource(ints = {1, 2, 5, 1_000})
+    void aFounderThatWithdrewLeavesTheSettleToTheDeliverer(int n) {
+        Fixture f = new Fixture(n, true, true);
+        assertTrue(f.members.get(0).cancel(), "premise: the founder withdrew before the delivery");
+        int[] settles = new int[1];
+        assertFalse(f.group.deliver(new IllegalStateException("closed"), () -> settles[0]++));
+        f.relayAll();
+        assertEquals(0, settles[0], "no member ran the settle: it is the deliverer's to run");
+        assertEquals(0, f.deliveries.get(0), "the founder withdrew");
+        for (int i = 1; i < n; i++) {
+            assertEquals(1, f.deliveries.get(i), "deliveries of member " + i);
+        }
+    }
+
+    /** Without a settle ({@code complete}), the founder is delivered as any member, in the relayed parts. */
+    @ParameterizedTest
+    @ValueSource(ints = {1, 3, 100})
+    void withoutASettleTheFounderIsDeliveredAsAnyMember(int n) {
+        Fixture f = new Fixture(n, true, true);
+        f.group.complete(0L, null);
+        f.relayAll();
+        for (int i = 0; i < n; i++) {
+            assertEquals(1, f.deliveries.get(i), "deliveries of member " + i);
         }
     }
 }

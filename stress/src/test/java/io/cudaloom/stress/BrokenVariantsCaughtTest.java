@@ -35,6 +35,7 @@ class BrokenVariantsCaughtTest {
             "io.cudaloom.reactor.BrokenAwaitAbaTest",
             "io.cudaloom.reactor.BrokenWaitGroupJoinTest",
             "io.cudaloom.reactor.BrokenWaitGroupRelayTest",
+            "io.cudaloom.reactor.BrokenGroupSettleTest",
             "io.cudaloom.reactor.BrokenWaiterHandoffTest",
             "io.cudaloom.stress.jcstress.BrokenGroupCommitTest",
             "io.cudaloom.reactor.BrokenAdmissionProofTest",
