@@ -68,3 +68,6 @@ want floor && step floor floor.md 90 $J io.cudaloom.bench.DriverContention 20000
   for f in "$OUT"/sweep-*.md; do echo "-- $(basename "$f")"; grep -E "^\| (\`await|ceiling: 8)" "$f" 2>/dev/null | cut -c1-220; done
   for f in "$OUT"/latency-*.md; do echo "-- $(basename "$f")"; grep -E "^\| " "$f" 2>/dev/null | cut -c1-200 | head -12; done
 } > "$OUT/summary.txt"
+pack
+cat "$OUT/summary.txt"
+exit "$failed"

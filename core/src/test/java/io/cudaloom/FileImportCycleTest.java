@@ -99,6 +99,83 @@ class FileImportCycleTest {
     }
 
     /**
+     * Issue #41's item 5: code names core's types through imports, never qualified
+     * ({@code io.cudaloom.x.Y} in a declaration or an expression), which would hide its edge from
+     * the tests above. Javadoc links are written qualified on purpose (no import for a link) and are
+     * comments; {@code module-info.java} names services qualified by the language's rule.
+     */
+    @Test
+    void coresCodeNamesItsTypesThroughImportsNotQualified() throws IOException {
+        Pattern qualified = Pattern.compile("\\bio\\.cudaloom(?:\\.[a-z]\\w*)*\\.[A-Z]\\w*");
+        List<String> offences = new ArrayList<>();
+        int files = 0;
+        try (Stream<Path> all = Files.walk(sources())) {
+            for (Path file : all.filter(f -> f.toString().endsWith(".java")).sorted().toList()) {
+                if (file.getFileName().toString().equals("module-info.java")) {
+                    continue;
+                }
+                files++;
+                String[] lines = codeOnly(Files.readString(file, StandardCharsets.UTF_8)).split("\n", -1);
+                for (int i = 0; i < lines.length; i++) {
+                    String line = lines[i].strip();
+                    if (line.startsWith("import ") || line.startsWith("package ")) {
+                        continue;
+                    }
+                    Matcher m = qualified.matcher(line);
+                    if (m.find()) {
+                        offences.add(sources().relativize(file) + ":" + (i + 1) + ": " + m.group());
+                    }
+                }
+            }
+        }
+        assertTrue(files > 100, "premise: core's files were read (" + files + ")");
+        assertEquals(List.of(), offences, "core's code names these types qualified: import them");
+    }
+
+    /** {@code source} with its comments, string and character literals blanked (line breaks kept). */
+    static String codeOnly(String source) {
+        StringBuilder out = new StringBuilder(source.length());
+        int n = source.length();
+        for (int i = 0; i < n; ) {
+            char c = source.charAt(i);
+            if (source.startsWith("/*", i)) {
+                int end = source.indexOf("*/", i + 2);
+                end = end < 0 ? n : end + 2;
+                blank(source, i, end, out);
+                i = end;
+            } else if (source.startsWith("//", i)) {
+                int end = source.indexOf('\n', i);
+                end = end < 0 ? n : end;
+                blank(source, i, end, out);
+                i = end;
+            } else if (source.startsWith("\"\"\"", i)) {
+                int end = source.indexOf("\"\"\"", i + 3);
+                end = end < 0 ? n : end + 3;
+                blank(source, i, end, out);
+                i = end;
+            } else if (c == '"' || c == '\'') {
+                int end = i + 1;
+                while (end < n && source.charAt(end) != c && source.charAt(end) != '\n') {
+                    end += source.charAt(end) == '\\' ? 2 : 1;
+                }
+                end = Math.min(n, end + 1);
+                blank(source, i, end, out);
+                i = end;
+            } else {
+                out.append(c);
+                i++;
+            }
+        }
+        return out.toString();
+    }
+
+    private static void blank(String source, int from, int to, StringBuilder out) {
+        for (int i = from; i < to; i++) {
+            out.append(source.charAt(i) == '\n' ? '\n' : ' ');
+        }
+    }
+
+    /**
      * The reactor's copy of the listeners' outcomes ({@code AwaitOutcome}, so that no part imports
      * {@link AwaitListener}) has the same constants, which the facade maps by name.
      */

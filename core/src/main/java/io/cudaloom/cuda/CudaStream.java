@@ -7,9 +7,11 @@ import io.cudaloom.GpuFaultException;
 import io.cudaloom.GpuKernel;
 import io.cudaloom.HostMemory;
 import io.cudaloom.GpuStream;
+import io.cudaloom.ReactorClosedException;
 import io.cudaloom.spi.FaultSink;
 import io.cudaloom.spi.FlagMemory;
 import io.cudaloom.spi.StreamBackend;
+import io.cudaloom.spi.StreamOp;
 import io.cudaloom.spi.StreamSubmission;
 import io.cudaloom.spi.StreamState;
 import io.cudaloom.internal.WorkChecks;
@@ -316,7 +318,7 @@ public final class CudaStream extends GpuStream {
      * that raced the close. The lifetimes entered at the call are exited in {@code finish}, after the
      * driver call (stream-ordered frees: queued work keeps its memory).
      */
-    private abstract class CudaOp extends io.cudaloom.spi.StreamOp {
+    private abstract class CudaOp extends StreamOp {
         private boolean made;
 
         CudaOp() {
@@ -526,7 +528,7 @@ public final class CudaStream extends GpuStream {
     /** Why a work call is refused: the device closed, the stream closed, or an earlier fault, in that order. */
     private RuntimeException refusal() {
         if (device.isClosed()) {
-            return new io.cudaloom.ReactorClosedException(device.name() + " is closed: no more work on " + this);
+            return new ReactorClosedException(device.name() + " is closed: no more work on " + this);
         }
         if (isClosed() || !faults().hasFaulted()) {
             return new IllegalStateException("stream " + this + " is closed");

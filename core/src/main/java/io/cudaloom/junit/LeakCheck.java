@@ -5,6 +5,7 @@ import io.cudaloom.LiveResources;
 import io.cudaloom.LiveResources.Kind;
 import io.cudaloom.ReactorStats;
 import io.cudaloom.cuda.CudaDevice;
+import io.cudaloom.internal.BackendAccess;
 import io.cudaloom.sim.SimulatedDevice;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -174,7 +175,7 @@ final class LeakCheck {
     static boolean awaitReleased(GpuDevice device, Duration timeout) {
         long deadline = System.nanoTime() + timeout.toNanos();
         long pause = 1_000_000L;
-        while (!io.cudaloom.internal.BackendAccess.hooks().isMemoryReleased(device)) {
+        while (!BackendAccess.hooks().isMemoryReleased(device)) {
             if (System.nanoTime() - deadline >= 0 || Thread.currentThread().isInterrupted()) {
                 return false;
             }

@@ -2,6 +2,7 @@ package io.cudaloom.reactor;
 
 import io.cudaloom.ReactorConfig;
 import io.cudaloom.protocol.DrainerPermits;
+import io.cudaloom.protocol.GroupCommit;
 import io.cudaloom.spi.FlagMemory;
 import io.cudaloom.spi.StreamBackend;
 import io.cudaloom.spi.StreamOp;
@@ -144,7 +145,7 @@ public abstract class ReactorStream implements StreamSubmission, DeviceFaults.St
     private volatile @Nullable StreamDrain drain;
 
     /** Who arms the next shared write: the pending count and the open group (GroupCommit's orderings). */
-    final io.cudaloom.protocol.GroupCommit<Waiter.Group> commit;
+    final GroupCommit<Waiter.Group> commit;
     /** The newest armed group; racy by design: any armed group that covers a waiter will do. */
     volatile Waiter.@Nullable Group lastGroup;
     /** Recent awaits' durations (an exponential moving average, racy by design): the spin budget's guide. */
@@ -165,7 +166,7 @@ public abstract class ReactorStream implements StreamSubmission, DeviceFaults.St
         this.backend = backend;
         this.reactor = reactor;
         this.named = named;
-        this.commit = new io.cudaloom.protocol.GroupCommit<>(config.flagWritesInFlight());
+        this.commit = new GroupCommit<>(config.flagWritesInFlight());
         this.faults = faultOwner.sink(this);
     }
 

@@ -9,6 +9,7 @@ import io.cudaloom.ReactorClosedException;
 import io.cudaloom.spi.DeviceProbes;
 import io.cudaloom.spi.FlagMemory;
 import io.cudaloom.spi.StreamBackend;
+import io.cudaloom.spi.StreamOp;
 import io.cudaloom.spi.StreamState;
 import io.cudaloom.spi.StreamSubmission;
 import io.cudaloom.internal.KernelRuns;
@@ -188,7 +189,7 @@ public final class SimulatedStream extends GpuStream {
      * A work entry: the command, handed to the stream's queue by the caller (direct, {@link #call()})
      * or by the drainer of the submission queue (combining, {@link #submit}).
      */
-    private static final class SimOp extends io.cudaloom.spi.StreamOp {
+    private static final class SimOp extends StreamOp {
         private final SimulatedStream stream;
         private final Command command;
         private final SimulatedMemory[] uses;
