@@ -432,10 +432,17 @@ public final class CombinedSubmission extends ReactorStream implements Submissio
         }
     }
 
-    /** Whether the calling thread hands its drains to the executor: a host callback, the stream's worker, the scanner. */
+    /**
+     * Whether the calling thread hands its drains to the executor: a host callback, the stream's
+     * worker, the scanner. All three are platform threads, so a virtual thread, the caller of every
+     * append under load, is answered by its own flag, with no call into the backend or the reactor.
+     */
     private boolean drainsElsewhere() {
-        return FallbackRegistration.onHostCallback() || isOwnWorkerThread()
-                || Thread.currentThread() == reactor.scannerThread();
+        Thread t = Thread.currentThread();
+        if (t.isVirtual()) {
+            return false;
+        }
+        return FallbackRegistration.onHostCallback() || isOwnWorkerThread() || t == reactor.scannerThread();
     }
 
     /** The stream can take nothing any more: its queued entries are discarded. */
