@@ -137,12 +137,12 @@
  * so neither side of its await passes through them; the scanner runs a settle itself only for a
  * group whose founder withdrew (a timeout, an interrupt) or that has none.
  * A lone await (no other waiter: it arms a group of its own, AwaitPathTest's second scenario)
- * passes through up to 24 classes on the waiter's side (21 where it does not sleep through a
+ * passes through up to 23 classes on the waiter's side (20 where it does not sleep through a
  * prediction): the above, and the registration it makes
  * (protocol.GroupCommit, protocol.SlotTable with its flag memory, SpinPolicy, CoalescedWait,
  * Registrar), the flag write appended and, this thread being the stream's drainer, submitted
  * (CombinedSubmission, protocol.SubmissionQueue, protocol.SubmissionRoom, spi.StreamOp,
- * DeviceFaults, FallbackRegistration's host-callback check, the facade's stream hooks in
+ * DeviceFaults, the facade's stream hooks in
  * CompletionReactor, the backend: sim.SimulatedStream and sim.SimulatedDevice here), the scanner
  * woken on the table's idle-to-active publish (the facade's wake-up, which holds the adder it
  * counts in) and the sleep through the prediction (its margin from
