@@ -446,7 +446,8 @@ public abstract class ReactorStream implements StreamSubmission, DeviceFaults.St
      *       own proof check returns at once;
      *   <li>the members are delivered ({@link Waiter.Group#deliver}), the founder first, handed the
      *       settle;
-     *   <li>the settle: the proof raised through the mode ({@link #proven}, never the shortcut of
+     *   <li>the settle (with combining, this step last: {@link #run}): the proof raised through the
+     *       mode ({@link #proven}, never the shortcut of
      *       {@link #completedThrough(long)}, which would return since step 1 raised it: combining's
      *       room hand-over reads the queue after the raise, and a drainer that found no room may
      *       rely on this landing to drain, SubmissionRoom's ordering), which gives back the room
@@ -500,21 +501,37 @@ public abstract class ReactorStream implements StreamSubmission, DeviceFaults.St
             }
         }
 
-        /** The settle, steps 3 to 5: on the founder's thread, or the delivering thread's (class comment). */
+        /**
+         * The settle, steps 3 to 5: on the founder's thread, or the delivering thread's (class
+         * comment). Where the proof alone is the room (combining), step 3 comes last: the next group's
+         * flag write is appended first, so that it takes its queue position before whatever others
+         * append while this thread drains the entries that waited for room (a drain submits in
+         * position order: the write then lands right behind the work it covers, not behind that
+         * drain's newcomers too); the drain of step 3 reads the queue after the raise all the same.
+         * Direct: step 3 first, its permits back before the next write is armed.
+         */
         @Override
         public void run() {
+            long covered = group.coveredCount();
+            boolean drainLast = stream.roomIsTheProof;
             Waiter.Group taken;
             try {
-                if (failure == null) {
-                    stream.proven(group.coveredCount()); // step 3
+                if (failure == null && !drainLast) {
+                    stream.proven(covered); // step 3 (direct)
                 }
             } finally {
                 taken = stream.commit.delivered(Waiter.Group::startArming); // step 4
             }
-            if (taken != null) {
-                next.armNext(stream, taken); // step 5
-            } else {
-                stream.groupDelivered();
+            try {
+                if (taken != null) {
+                    next.armNext(stream, taken); // step 5
+                } else {
+                    stream.groupDelivered();
+                }
+            } finally {
+                if (failure == null && drainLast) {
+                    stream.proven(covered); // step 3 (combining): the room hand-over's read of the queue
+                }
             }
         }
     }
