@@ -111,8 +111,9 @@ final class CoalescedWait implements ReactorStream.NextGroup {
 
     /**
      * A group's delivery took the stream's open group for arming, with a reservation held for it
-     * ({@link ReactorStream.GroupDelivery}: the delivered group's returned and the open group's taken
-     * before the members were woken): arms it now. Not armed on a
+     * ({@link ReactorStream.GroupDelivery}'s settle, on the delivered group's founder or the
+     * delivering thread: the delivered group's reservation returned, then the open group taken): arms
+     * it now. Not armed on a
      * host-callback thread or the stream's own worker, where CUDA forbids driver calls: there the
      * arming is handed to the reactor's callback executor.
      */
