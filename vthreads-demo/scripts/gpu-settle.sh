@@ -10,6 +10,8 @@
 #   OUT=$OUT bash vthreads-demo/scripts/gpu-settle.sh > $OUT/console.txt 2>&1   (on the GPU machine, after
 #   ../shared/tools/gpu-bundle && bash vthreads-demo/scripts/gpu-trim.sh and the old jar copied in; every
 #   output comes back in $OUT/results.tgz, with $OUT/summary.txt)
+# Expected wall time on an H100, from s19's step durations: about 330 s (suite 50, lifetime 11, four servlet runs of
+# five servers about 45 each, four demos about 8 each, the sweeps, the latency, the floor).
 # Knobs: SKIP (step names: suite lifetime servlet demo sweep latency floor), ROUNDS (alternating rounds of
 # the servlet and the demo, 2), ITER (demo iterations, 200), SERVLET_SERVERS (the servlet's servers,
 # floor,await,spinning,blocking,minimal).

@@ -79,6 +79,7 @@ class AwaitPathTest {
     @Test
     void aLoneAwaitArmingItsOwnWritePassesThroughItsMeasuredClasses() throws Exception {
         measure("lone", LONE_WAITER_BOUND, LONE_SCANNER_BOUND);
+        assertTrue(LONE_SCANNER_BOUND <= SCANNER_TARGET, "the lone await's scanner's bound is within issue #41's target");
     }
 
     private static void measure(String mode, int waiterBound, int scannerBound) throws Exception {
