@@ -70,6 +70,8 @@ class CombinedSubmissionTest {
             assertEquals(launches, stream.queuedWorkRun(), "every launch ran once on " + stream);
             assertEquals(0, stream.queuedWorkOutOfOrder(), "in position order on " + stream);
             assertEverythingSubmitted(stream);
+            long[] probe = probe(stream);
+            System.out.println("  " + stream + ": trackers " + probe[3] + ", drains handed to the executor " + probe[4]);
         }
         assertTrue(s.flagWrites() * 10 < (long) threads * iterations, "shared flag writes under load: " + s);
         assertNothingLeaked(device);

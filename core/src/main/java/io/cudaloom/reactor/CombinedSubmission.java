@@ -153,6 +153,8 @@ public final class CombinedSubmission extends ReactorStream implements Submissio
     private final AtomicReferenceArray<FlagWrite @Nullable []> flagWrites;
     /** Trackers made (for tests and stats). */
     private final AtomicLong trackers = new AtomicLong();
+    /** Drains handed to the callback executor (for tests: {@link #probe}). */
+    private final AtomicLong handedDrains = new AtomicLong();
     /** Work entries submitted behind the newest proof-bearing entry before a tracker is placed (a quarter of the room). */
     private final int trackerSpacing;
     /**
@@ -253,7 +255,7 @@ public final class CombinedSubmission extends ReactorStream implements Submissio
 
     @Override
     public long[] probe() {
-        return new long[] {appended(), submitted(), queued(), trackers()};
+        return new long[] {appended(), submitted(), queued(), trackers(), handedDrains.get()};
     }
 
     // ---- callers ------------------------------------------------------------------------------
@@ -424,7 +426,9 @@ public final class CombinedSubmission extends ReactorStream implements Submissio
             return;
         }
         try {
-            handOff.request(reactor.callbackExecutor());
+            if (handOff.request(reactor.callbackExecutor())) {
+                handedDrains.incrementAndGet();
+            }
         } catch (RejectedExecutionException e) {
             if (discarding()) {
                 queue.drain(); // no driver call is made for a discarded entry: any thread may

@@ -232,7 +232,10 @@ public abstract class ReactorStream implements StreamSubmission, DeviceFaults.St
     @Override
     public void flush() {}
 
-    /** For tests: {appended, submitted, queued, trackers} of a combining stream, null for a direct one. */
+    /**
+     * For tests: {appended, submitted, queued, trackers, drains handed to the callback executor} of a
+     * combining stream, null for a direct one.
+     */
     public long @Nullable [] probe() {
         return null;
     }
