@@ -488,18 +488,15 @@ public abstract class ReactorStream implements StreamSubmission, DeviceFaults.St
         @Override
         public void complete(long ticket, @Nullable RuntimeException failure) {
             this.failure = failure;
+            if (failure == null && stream.roomIsTheProof) {
+                stream.raiseProof(group.coveredCount()); // step 1 (a compare-and-set loop: throws nothing)
+            }
             boolean handed = false;
             try {
-                if (failure == null && stream.roomIsTheProof) {
-                    stream.raiseProof(group.coveredCount()); // step 1
-                }
+                handed = group.deliver(failure, this); // step 2
             } finally {
-                try {
-                    handed = group.deliver(failure, this); // step 2
-                } finally {
-                    if (!handed) {
-                        run(); // no founder to take it, or it withdrew
-                    }
+                if (!handed) {
+                    run(); // no founder to take it, or it withdrew
                 }
             }
         }

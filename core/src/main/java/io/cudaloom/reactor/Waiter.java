@@ -230,9 +230,13 @@ final class Waiter implements Completion, WakeBoard.Sleeper {
         try {
             c.complete(ticket, failure);
         } catch (Throwable t) {
-            Thread.UncaughtExceptionHandler h = Thread.currentThread().getUncaughtExceptionHandler();
-            h.uncaughtException(Thread.currentThread(), t);
+            reportUncaught(t);
         }
+    }
+
+    /** Hands {@code t} to the current thread's uncaught-exception handler (it escapes no further). */
+    static void reportUncaught(Throwable t) {
+        Thread.currentThread().getUncaughtExceptionHandler().uncaughtException(Thread.currentThread(), t);
     }
 
     /**
@@ -473,7 +477,7 @@ final class Waiter implements Completion, WakeBoard.Sleeper {
                 try {
                     settle.run();
                 } catch (Throwable t) {
-                    Thread.currentThread().getUncaughtExceptionHandler().uncaughtException(Thread.currentThread(), t);
+                    reportUncaught(t);
                 }
             }
         }
